@@ -1,0 +1,43 @@
+/*
+ * api_int.h - state shared by the api/ files: the library's init flag, the NI
+ * table, handle-to-object resolution (lock-free; see engine/handle.h), and the
+ * one mapping of engine errors to PTL_* codes.
+ */
+#ifndef PT_API_INT_H
+#define PT_API_INT_H
+
+#include "nic.h"
+#include <portals3.h>
+#include <p3api/debug.h>
+#include <p3rt/p3rt.h>
+
+struct pt_ni_slot {
+    _Atomic(struct pt_nic *) nic;   /* published with ST_RELEASE after create */
+    uint32_t gen;                   /* generation of the current/last NI here */
+};
+
+extern _Atomic int g_pt_inited;               /* PtlInit called, PtlFini not yet */
+extern struct pt_ni_slot g_pt_nis[PT_MAX_NI];
+extern pthread_mutex_t g_pt_ni_lock;          /* NIInit/NIFini/PtlFini only */
+
+/* Map an internal error to the PTL_* code of the call (err.c). */
+int pt_ptl_err(int rc);
+
+/* The NI that owns handle h (any type), or NULL. */
+struct pt_nic *pt_api_nic_of(uint32_t h);
+/* The NI named by an NI handle, or NULL. */
+struct pt_nic *pt_api_ni(ptl_handle_ni_t h);
+
+#define PT_CHECK_INIT()                         \
+    do {                                        \
+        if (!LD_ACQUIRE(&g_pt_inited))          \
+            return PTL_NO_INIT;                 \
+    } while (0)
+
+/* Per-thread initiator stage timing (PTL_TIMING=1). */
+extern __thread struct pt_itiming {
+    uint64_t ticks[PT_IS_NR];
+    uint64_t count[PT_IS_NR];
+} tls_pt_itm;
+
+#endif

@@ -1,0 +1,114 @@
+/* eq.c - event queues (§5.6, §6.10). Reads are lock-free (eq/eq.h). */
+#include "api_int.h"
+
+PTL_API int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_eq_handler_t eq_handler,
+                       ptl_handle_eq_t *eq_handle)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic = pt_api_ni(ni_handle);
+    if (!nic)
+        return PTL_NI_INVALID;
+    if (!eq_handle)
+        return PTL_SEGV;
+    if (count == 0) { /* REF: no queue at all */
+        *eq_handle = PTL_EQ_NONE;
+        return PTL_OK;
+    }
+    struct pt_cmd c = {.op = PT_CMD_EQ_ALLOC};
+    c.u.eqa.count = count;
+    c.u.eqa.handler = eq_handler;
+    struct pt_done d;
+    int rc = pt_nic_call_out(nic, &c, &d);
+    if (rc == PT_OK)
+        *eq_handle = d.h1;
+    return pt_ptl_err(rc);
+}
+
+PTL_API int PtlEQFree(ptl_handle_eq_t eq_handle)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic = pt_api_nic_of(eq_handle);
+    if (!nic || !pt_eqo_lookup(nic, eq_handle))
+        return PTL_EQ_INVALID;
+    struct pt_cmd c = {.op = PT_CMD_EQ_FREE, .h = eq_handle};
+    return pt_ptl_err(pt_nic_call(nic, &c));
+}
+
+static int ret_event(int rc, struct pt_eq *q, ptl_event_t *event)
+{
+    if (rc == PT_EQ_EMPTY)
+        return PTL_EQ_EMPTY;
+    if (q->handler)
+        q->handler(event); /* REF: after dequeue, in the caller's thread */
+    return rc == PT_EQ_DROPPED ? PTL_EQ_DROPPED : PTL_OK;
+}
+
+PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
+                      ptl_event_t *event, int *which_eq)
+{
+    PT_CHECK_INIT();
+    if (!eq_handles || !event || !which_eq)
+        return PTL_SEGV;
+    if (size <= 0 || size > 1024)
+        return PTL_EQ_INVALID;
+    struct pt_eq *qs_small[16], **qs = qs_small;
+    struct pt_eq *qs_big[1024];
+    if (size > 16)
+        qs = qs_big;
+    struct pt_nic *nic = NULL;
+    for (int i = 0; i < size; i++) {
+        struct pt_nic *n = pt_api_nic_of(eq_handles[i]);
+        struct pt_eqo *e = n ? pt_eqo_lookup(n, eq_handles[i]) : NULL;
+        if (!e || (nic && n != nic))
+            return PTL_EQ_INVALID; /* all EQs must be on one NI */
+        nic = n;
+        qs[i] = e->q;
+    }
+    int which = 0;
+    int rc = pt_nic_eq_wait(nic, qs, size, timeout, event, &which);
+    if (rc < 0)
+        return pt_ptl_err(rc);
+    if (rc != PT_EQ_EMPTY)
+        *which_eq = which;
+    return ret_event(rc, qs[rc == PT_EQ_EMPTY ? 0 : which], event);
+}
+
+PTL_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic = pt_api_nic_of(eq_handle);
+    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    if (!e)
+        return PTL_EQ_INVALID;
+    if (!event)
+        return PTL_SEGV;
+    int which;
+    return ret_event(pt_nic_eq_wait(nic, &e->q, 1, 0, event, &which), e->q, event);
+}
+
+PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic = pt_api_nic_of(eq_handle);
+    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    if (!e)
+        return PTL_EQ_INVALID;
+    if (!event)
+        return PTL_SEGV;
+    int which;
+    return ret_event(pt_nic_eq_wait(nic, &e->q, 1, PTL_TIME_FOREVER, event, &which), e->q, event);
+}
+
+PTL_API int PtlEQPeek(ptl_handle_eq_t eq_handle, ptl_event_t *event)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic = pt_api_nic_of(eq_handle);
+    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    if (!e)
+        return PTL_EQ_INVALID;
+    if (!event)
+        return PTL_SEGV;
+    pt_nic_progress(nic);
+    enum pt_eq_rc rc = pt_eq_peek(e->q, event);
+    return rc == PT_EQ_EMPTY ? PTL_EQ_EMPTY : rc == PT_EQ_DROPPED ? PTL_EQ_DROPPED : PTL_OK;
+}

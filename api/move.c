@@ -1,0 +1,171 @@
+/*
+ * move.c - data movement (§5.8). Validates what can be checked locally,
+ * posts an asynchronous command and returns; everything after is reported
+ * through events. Initiating from an inactive MD is accepted and does nothing
+ * (the spec's open question §10.4: REF's intent, per its dead code).
+ */
+#include "api_int.h"
+
+static int resolve_md(ptl_handle_md_t h, struct pt_nic **nic_p, struct pt_md **md_p)
+{
+    struct pt_nic *nic = pt_api_nic_of(h);
+    struct pt_md *md = nic ? pt_md_lookup(nic, h) : NULL;
+    if (!md)
+        return PTL_MD_INVALID;
+    *nic_p = nic;
+    *md_p = md;
+    return PTL_OK;
+}
+
+static bool in_range(struct pt_md *md, ptl_size_t off, ptl_size_t len)
+{
+    uint64_t total = LD_RELAXED(&md->api_len);
+    return off <= total && len <= total - off;
+}
+
+static int post_move(struct pt_nic *nic, uint16_t op, ptl_handle_md_t md, ptl_handle_md_t md2,
+                     ptl_ack_req_t ack, ptl_process_id_t target, ptl_pt_index_t pt,
+                     ptl_ac_index_t ac, ptl_match_bits_t mbits, ptl_size_t roff,
+                     ptl_size_t loff, ptl_size_t len, ptl_hdr_data_t hdr, ptl_size_t put_off)
+{
+    if (nic->xo->rank_of(nic->x, target.nid, target.pid) < 0)
+        return PTL_PROCESS_INVALID;
+    PT_TM_BEGIN(t);
+    struct pt_cmd c = {.op = op, .h = md};
+    c.t_post = t;
+    c.u.mv.md2 = md2;
+    c.u.mv.ack = ack;
+    c.u.mv.target = target;
+    c.u.mv.pt_index = pt;
+    c.u.mv.ac_index = ac;
+    c.u.mv.match_bits = mbits;
+    c.u.mv.remote_offset = roff;
+    c.u.mv.local_offset = loff;
+    c.u.mv.length = len;
+    c.u.mv.hdr_data = hdr;
+    c.u.mv.put_offset = put_off;
+    int rc = pt_nic_submit(nic, &c);
+    if (g_pt_timing_on && op == PT_CMD_PUT) {
+        tls_pt_itm.ticks[PT_IS_SEND] += pt_tsc() - t;
+        tls_pt_itm.count[PT_IS_SEND]++;
+    }
+    return pt_ptl_err(rc);
+}
+
+PTL_API int PtlPutRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+                         ptl_ack_req_t ack_req, ptl_process_id_t target_id,
+                         ptl_pt_index_t pt_index, ptl_ac_index_t ac_index,
+                         ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                         ptl_hdr_data_t hdr_data)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic;
+    struct pt_md *md;
+    int rc = resolve_md(md_handle, &nic, &md);
+    if (rc)
+        return rc;
+    if (!in_range(md, local_offset, length))
+        return PTL_MD_ILLEGAL;
+    if (ack_req != PTL_ACK_REQ && ack_req != PTL_NO_ACK_REQ)
+        return PTL_FAIL;
+    return post_move(nic, PT_CMD_PUT, md_handle, 0, ack_req, target_id, pt_index, ac_index,
+                     match_bits, remote_offset, local_offset, length, hdr_data, 0);
+}
+
+PTL_API int PtlPut(ptl_handle_md_t md_handle, ptl_ack_req_t ack_req, ptl_process_id_t target_id,
+                   ptl_pt_index_t pt_index, ptl_ac_index_t ac_index, ptl_match_bits_t match_bits,
+                   ptl_size_t remote_offset, ptl_hdr_data_t hdr_data)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic;
+    struct pt_md *md;
+    int rc = resolve_md(md_handle, &nic, &md);
+    if (rc)
+        return rc;
+    return PtlPutRegion(md_handle, 0, LD_RELAXED(&md->api_len), ack_req, target_id, pt_index,
+                        ac_index, match_bits, remote_offset, hdr_data);
+}
+
+PTL_API int PtlGetRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+                         ptl_process_id_t target_id, ptl_pt_index_t pt_index,
+                         ptl_ac_index_t ac_index, ptl_match_bits_t match_bits,
+                         ptl_size_t remote_offset)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic;
+    struct pt_md *md;
+    int rc = resolve_md(md_handle, &nic, &md);
+    if (rc)
+        return rc;
+    if (!in_range(md, local_offset, length))
+        return PTL_MD_ILLEGAL;
+    return post_move(nic, PT_CMD_GET, md_handle, 0, PTL_NO_ACK_REQ, target_id, pt_index,
+                     ac_index, match_bits, remote_offset, local_offset, length, 0, 0);
+}
+
+PTL_API int PtlGet(ptl_handle_md_t md_handle, ptl_process_id_t target_id, ptl_pt_index_t pt_index,
+                   ptl_ac_index_t ac_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic;
+    struct pt_md *md;
+    int rc = resolve_md(md_handle, &nic, &md);
+    if (rc)
+        return rc;
+    return PtlGetRegion(md_handle, 0, LD_RELAXED(&md->api_len), target_id, pt_index, ac_index,
+                        match_bits, remote_offset);
+}
+
+PTL_API int PtlGetPutRegion(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+                            ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset,
+                            ptl_size_t length, ptl_process_id_t target_id,
+                            ptl_pt_index_t pt_index, ptl_ac_index_t ac_index,
+                            ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                            ptl_hdr_data_t hdr_data)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic, *nic2;
+    struct pt_md *gmd, *pmd;
+    int rc = resolve_md(get_md_handle, &nic, &gmd);
+    if (rc)
+        return rc;
+    rc = resolve_md(put_md_handle, &nic2, &pmd);
+    if (rc)
+        return rc;
+    if (nic2 != nic)
+        return PTL_MD_ILLEGAL;
+    if (length > (ptl_size_t)nic->limits.max_getput_md)
+        return PTL_MD_ILLEGAL;
+    if (!in_range(gmd, local_get_offset, length) || !in_range(pmd, local_put_offset, length))
+        return PTL_MD_ILLEGAL;
+    return post_move(nic, PT_CMD_GETPUT, get_md_handle, put_md_handle, PTL_NO_ACK_REQ,
+                     target_id, pt_index, ac_index, match_bits, remote_offset, local_get_offset,
+                     length, hdr_data, local_put_offset);
+}
+
+PTL_API int PtlGetPut(ptl_handle_md_t get_md_handle, ptl_handle_md_t put_md_handle,
+                      ptl_process_id_t target_id, ptl_pt_index_t pt_index,
+                      ptl_ac_index_t ac_index, ptl_match_bits_t match_bits,
+                      ptl_size_t remote_offset, ptl_hdr_data_t hdr_data)
+{
+    PT_CHECK_INIT();
+    struct pt_nic *nic;
+    struct pt_md *pmd;
+    int rc = resolve_md(put_md_handle, &nic, &pmd);
+    if (rc)
+        return rc;
+    struct pt_nic *n2;
+    struct pt_md *gmd;
+    rc = resolve_md(get_md_handle, &n2, &gmd);
+    if (rc)
+        return rc;
+    if (n2 != nic)
+        return PTL_MD_ILLEGAL;
+    uint64_t len = LD_RELAXED(&pmd->api_len);
+    if (len > (uint64_t)nic->limits.max_getput_md)
+        return PTL_MD_ILLEGAL;
+    /* The whole put MD travels; the reply lands at offset 0 of the get MD,
+     * clamped to it by the initiator's engine. */
+    return post_move(nic, PT_CMD_GETPUT, get_md_handle, put_md_handle, PTL_NO_ACK_REQ, target_id,
+                     pt_index, ac_index, match_bits, remote_offset, 0, len, hdr_data, 0);
+}

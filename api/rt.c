@@ -1,0 +1,163 @@
+/*
+ * rt.c - the REF rank runtime (p3rt/p3rt.h, §5.10): rank and group size,
+ * nid/pid maps. PtlSetRank(PTL_INVALID_HANDLE, -1, -1) reads PTL_MY_RID,
+ * PTL_NIDMAP and PTL_PIDMAP (colon-separated, indexed by rank), as ptlrun sets
+ * them. Without them the process is a job of one: rank 0 of 1, the map holds
+ * its own id (once an NI exists).
+ */
+#include "api_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PT_RT_MAX 4096
+
+static pthread_mutex_t g_rt_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_rank, g_size;
+static bool g_rt_set;
+static ptl_nid_t g_nidmap[PT_RT_MAX];
+static ptl_pid_t g_pidmap[PT_RT_MAX];
+static unsigned g_nnid, g_npid;
+
+static unsigned parse_map(const char *s, uint32_t *out)
+{
+    unsigned n = 0;
+    while (s && *s && n < PT_RT_MAX) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 0);
+        if (end == s)
+            break;
+        out[n++] = (uint32_t)v;
+        s = *end == ':' ? end + 1 : end;
+        if (*end != ':')
+            break;
+    }
+    return n;
+}
+
+static void rt_from_env_locked(void)
+{
+    const char *r = getenv("PTL_MY_RID");
+    g_nnid = parse_map(getenv("PTL_NIDMAP"), g_nidmap);
+    g_npid = parse_map(getenv("PTL_PIDMAP"), g_pidmap);
+    g_rank = r ? (unsigned)strtoul(r, NULL, 0) : 0;
+    g_size = g_npid > g_nnid ? g_npid : g_nnid;
+    if (!g_size)
+        g_size = 1;
+    g_rt_set = true;
+}
+
+static void rt_ensure(void)
+{
+    if (!g_rt_set)
+        rt_from_env_locked();
+}
+
+PTL_API int PtlSetRank(ptl_handle_ni_t ni, unsigned rank, unsigned group_size)
+{
+    pthread_mutex_lock(&g_rt_lock);
+    if (ni == PTL_INVALID_HANDLE && rank == (unsigned)-1 && group_size == (unsigned)-1) {
+        rt_from_env_locked();
+    } else {
+        if (group_size == 0 || rank >= group_size || group_size > PT_RT_MAX) {
+            pthread_mutex_unlock(&g_rt_lock);
+            return PTL_FAIL;
+        }
+        g_rank = rank;
+        g_size = group_size;
+        g_rt_set = true;
+    }
+    pthread_mutex_unlock(&g_rt_lock);
+    return PTL_OK;
+}
+
+PTL_API int PtlSetJID(ptl_handle_ni_t ni, ptl_jid_t jid)
+{
+    struct pt_nic *nic = pt_api_ni(ni);
+    if (!nic)
+        return PTL_NI_INVALID;
+    nic->jid = jid; /* before any traffic: the engine reads it when sending */
+    return PTL_OK;
+}
+
+static int set_map(uint32_t *dst, unsigned *cnt, const uint32_t *map, unsigned n)
+{
+    if (!map)
+        return PTL_SEGV;
+    if (n > PT_RT_MAX)
+        return PTL_NO_SPACE;
+    pthread_mutex_lock(&g_rt_lock);
+    memcpy(dst, map, n * sizeof *dst);
+    *cnt = n;
+    pthread_mutex_unlock(&g_rt_lock);
+    return PTL_OK;
+}
+
+PTL_API int PtlSetNIDMap(ptl_handle_ni_t ni, ptl_nid_t *map, unsigned n)
+{
+    return set_map(g_nidmap, &g_nnid, map, n);
+}
+
+PTL_API int PtlSetPIDMap(ptl_handle_ni_t ni, ptl_pid_t *map, unsigned n)
+{
+    return set_map(g_pidmap, &g_npid, map, n);
+}
+
+PTL_API int PtlGetRank(ptl_handle_ni_t ni, unsigned *rank, unsigned *group_size)
+{
+    if (!rank || !group_size)
+        return PTL_SEGV;
+    pthread_mutex_lock(&g_rt_lock);
+    rt_ensure();
+    *rank = g_rank;
+    *group_size = g_size;
+    pthread_mutex_unlock(&g_rt_lock);
+    return PTL_OK;
+}
+
+PTL_API int PtlGetRankId(ptl_handle_ni_t ni, unsigned rank, ptl_process_id_t *id)
+{
+    if (!id)
+        return PTL_SEGV;
+    pthread_mutex_lock(&g_rt_lock);
+    rt_ensure();
+    int rc = PTL_OK;
+    if (rank < g_npid && rank < g_nnid) {
+        id->nid = g_nidmap[rank];
+        id->pid = g_pidmap[rank];
+    } else {
+        /* No maps: a job of one; or the NI knows the job (ptlrun's region). */
+        struct pt_nic *nic = pt_api_ni(ni);
+        if (!nic)
+            nic = LD_ACQUIRE(&g_pt_nis[0].nic);
+        if (nic && rank < nic->xi.nranks) {
+            nic->xo->id_of(nic->x, rank, &id->nid, &id->pid);
+        } else {
+            rc = PTL_PROCESS_INVALID;
+        }
+    }
+    pthread_mutex_unlock(&g_rt_lock);
+    return rc;
+}
+
+static int get_map(const uint32_t *src, unsigned cnt, uint32_t *map, unsigned n)
+{
+    if (!map)
+        return PTL_SEGV;
+    pthread_mutex_lock(&g_rt_lock);
+    rt_ensure();
+    for (unsigned i = 0; i < n; i++)
+        map[i] = i < cnt ? src[i] : 0;
+    pthread_mutex_unlock(&g_rt_lock);
+    return PTL_OK;
+}
+
+PTL_API int PtlGetNIDMap(ptl_handle_ni_t ni, ptl_nid_t *map, unsigned n)
+{
+    return get_map(g_nidmap, g_nnid, map, n);
+}
+
+PTL_API int PtlGetPIDMap(ptl_handle_ni_t ni, ptl_pid_t *map, unsigned n)
+{
+    return get_map(g_pidmap, g_npid, map, n);
+}

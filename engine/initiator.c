@@ -1,0 +1,281 @@
+/*
+ * initiator.c - the initiator side: Put/Get/GetPut commands become request
+ * messages; ACK, FIN, REPLY and NACK responses become initiator events
+ * (§6.6-§6.8). Engine-owned; token holder only.
+ */
+#include "nic.h"
+
+#include <string.h>
+
+static void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
+                     const struct pt_cmd *c)
+{
+    memset(h, 0, PT_WIRE_HDR_SIZE);
+    h->op = op;
+    h->src_nid = nic->id.nid;
+    h->src_pid = nic->id.pid;
+    h->uid = nic->uid;
+    h->jid = nic->jid;
+    h->pt_index = c->u.mv.pt_index;
+    h->ac_index = c->u.mv.ac_index;
+    h->init_md = c->h;
+    h->match_bits = c->u.mv.match_bits;
+    h->remote_offset = c->u.mv.remote_offset;
+    h->local_offset = c->u.mv.local_offset;
+    h->rlength = c->u.mv.length;
+    h->hdr_data = c->u.mv.hdr_data;
+    h->t_stamp = c->t_post;
+}
+
+static void send_ev_init(struct pt_nic *nic, ptl_event_t *ev, const struct pt_cmd *c, uint64_t len)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->initiator = nic->id;
+    ev->uid = nic->uid;
+    ev->jid = nic->jid;
+    ev->pt_index = c->u.mv.pt_index;
+    ev->match_bits = c->u.mv.match_bits;
+    ev->rlength = len;
+    ev->mlength = len;
+    ev->offset = c->u.mv.remote_offset;
+    ev->hdr_data = c->u.mv.hdr_data;
+    ev->ni_fail_type = PTL_NI_OK;
+}
+
+/* A command whose MD died or went inactive after the API validated it, or
+ * whose target left the job: nothing is sent (the API already returned). */
+static int cmd_dropped(struct pt_nic *nic)
+{
+    nic->sr[PTL_SR_DROP_COUNT]++;
+    return PT_OK;
+}
+
+int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
+{
+    struct pt_md *md = pt_md_lookup(nic, c->h);
+    if (!md || !pt_md_active(md))
+        return cmd_dropped(nic);
+    int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
+    if (rank < 0)
+        return cmd_dropped(nic);
+    struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (!h)
+        return PT_E_AGAIN; /* out of credits to that target: retry later */
+    uint64_t len = c->u.mv.length;
+    hdr_init(nic, h, PT_W_PUT, c);
+    if (c->u.mv.ack == PTL_ACK_REQ)
+        h->flags |= PT_WF_ACK_REQ;
+    enum pt_proto_kind pk = pt_proto_choose(len, nic->eager_max, nic->slot_size);
+    pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, len);
+
+    pt_md_consume(nic, md); /* "send" counts at initiation (§6.4) */
+    ptl_event_t ev;
+    send_ev_init(nic, &ev, c, len);
+    pt_ev_post(nic, md, PTL_EVENT_SEND_START, &ev);
+    h->link = ev.link;
+    if (pk == PT_PROTO_RNDV)
+        md->pending++; /* the target reads our memory until its FIN */
+    nic->sr[PTL_SR_SEND_COUNT]++;
+    nic->sr[PTL_SR_SEND_LENGTH] += len;
+    nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (pk == PT_PROTO_EAGER) {
+        pt_ev_post(nic, md, PTL_EVENT_SEND_END, &ev); /* the data has left the buffer */
+        pt_md_check_unlink(nic, md, &ev);
+    }
+    return PT_OK;
+}
+
+int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
+{
+    struct pt_md *md = pt_md_lookup(nic, c->h);
+    if (!md || !pt_md_active(md))
+        return cmd_dropped(nic);
+    int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
+    if (rank < 0)
+        return cmd_dropped(nic);
+    struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (!h)
+        return PT_E_AGAIN;
+    hdr_init(nic, h, PT_W_GET, c);
+    h->hdr_data = 0;
+    /* No event and no threshold count at the call (REF/spec; Cray differs, §8.6).
+     * The reply (or an internal NACK) always comes back: until then the MD is
+     * busy, so it cannot be unlinked under the reply. */
+    md->pending++;
+    nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    return PT_OK;
+}
+
+int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
+{
+    struct pt_md *gmd = pt_md_lookup(nic, c->h);
+    struct pt_md *pmd = pt_md_lookup(nic, c->u.mv.md2);
+    if (!gmd || !pmd || !pt_md_active(gmd) || !pt_md_active(pmd))
+        return cmd_dropped(nic);
+    int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
+    if (rank < 0)
+        return cmd_dropped(nic);
+    struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (!h)
+        return PT_E_AGAIN;
+    uint64_t len = c->u.mv.length;
+    hdr_init(nic, h, PT_W_GETPUT, c);
+    h->rlength = len;
+    pt_proto_table[PT_PROTO_EAGER]->pack(h, &pmd->mem, c->u.mv.put_offset, len); /* <= max_getput_md */
+    pt_md_consume(nic, pmd);
+    ptl_event_t ev;
+    send_ev_init(nic, &ev, c, len);
+    pt_ev_post(nic, pmd, PTL_EVENT_SEND_START, &ev);
+    h->link = ev.link;
+    gmd->pending++;
+    nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    pt_ev_post(nic, pmd, PTL_EVENT_SEND_END, &ev);
+    pt_md_check_unlink(nic, pmd, &ev);
+    return PT_OK;
+}
+
+/* ---- responses --------------------------------------------------------- */
+
+static void rsp_ev_init(ptl_event_t *ev, const struct pt_wire_hdr *h)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->initiator.nid = h->src_nid; /* the target that answered */
+    ev->initiator.pid = h->src_pid;
+    ev->uid = h->uid;
+    ev->jid = h->jid;
+    ev->pt_index = h->pt_index;     /* echoed (libportals' recommendation, §6.8) */
+    ev->match_bits = h->match_bits;
+    ev->ni_fail_type = PTL_NI_OK;
+    ev->link = h->link;
+}
+
+static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wire_hdr *h)
+{
+    if (!pt_md_active(md)) {
+        nic->sr[PTL_SR_DROP_COUNT]++; /* §6.6: ACK to an inactive MD is discarded */
+        return;
+    }
+    pt_md_consume(nic, md);
+    ptl_event_t ev;
+    rsp_ev_init(&ev, h);
+    ev.rlength = h->rlength;
+    ev.mlength = h->mlength;
+    ev.offset = h->remote_offset;
+    pt_ev_post(nic, md, PTL_EVENT_ACK, &ev);
+    pt_md_check_unlink(nic, md, &ev);
+}
+
+int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
+{
+    struct pt_md *md = pt_md_lookup(nic, h->init_md);
+    if (!md) {
+        nic->sr[PTL_SR_DROP_COUNT]++; /* late ACK to a gone MD: silently discarded */
+        return PT_OK;
+    }
+    deliver_ack(nic, md, h);
+    return PT_OK;
+}
+
+int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h)
+{
+    struct pt_md *md = pt_md_lookup(nic, h->init_md);
+    if (!md || !md->pending)
+        return PT_OK;
+    md->pending--;
+    ptl_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.initiator = nic->id;
+    ev.uid = nic->uid;
+    ev.jid = nic->jid;
+    ev.pt_index = h->pt_index;
+    ev.match_bits = h->match_bits;
+    ev.rlength = ev.mlength = h->rlength;
+    ev.offset = h->remote_offset;
+    ev.hdr_data = h->hdr_data;
+    ev.link = h->link;
+    ev.ni_fail_type = PTL_NI_OK;
+    pt_ev_post(nic, md, PTL_EVENT_SEND_END, &ev);
+    if (h->flags & PT_WF_ACK)
+        deliver_ack(nic, md, h);
+    pt_md_check_unlink(nic, md, &ev);
+    return PT_OK;
+}
+
+int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h)
+{
+    struct pt_md *md = pt_md_lookup(nic, h->init_md);
+    if (md && md->pending) {
+        md->pending--;
+        pt_md_check_unlink(nic, md, NULL);
+    }
+    return PT_OK;
+}
+
+/* Send the RFIN that lets the target finish a rendezvous reply. */
+static void rfin_fill(struct pt_nic *nic, struct pt_wire_hdr *r, const struct pt_wire_hdr *h)
+{
+    memset(r, 0, PT_WIRE_HDR_SIZE);
+    r->op = PT_W_RFIN;
+    r->src_nid = nic->id.nid;
+    r->src_pid = nic->id.pid;
+    r->tgt_md = h->tgt_md;
+    r->link = h->link;
+}
+
+int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
+{
+    bool rndv = h->flags & PT_WF_RNDV;
+    struct pt_wire_hdr *rfin = NULL;
+    if (rndv) {
+        /* The RFIN slot must exist before we commit to anything. */
+        rfin = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
+        if (!rfin)
+            return PT_E_AGAIN;
+    }
+    struct pt_md *md = pt_md_lookup(nic, h->init_md);
+    if (md && md->pending)
+        md->pending--; /* the outstanding get is answered */
+    if (!md || !pt_md_active(md)) {
+        nic->sr[PTL_SR_DROP_COUNT]++; /* a reply nobody can take is dropped */
+        if (md)
+            pt_md_check_unlink(nic, md, NULL);
+        if (rfin) {
+            rfin_fill(nic, rfin, h);
+            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        }
+        return PT_OK;
+    }
+    pt_md_consume(nic, md);
+    ptl_event_t ev;
+    rsp_ev_init(&ev, h);
+    ev.rlength = h->mlength; /* what the target replied with */
+    uint64_t room = h->local_offset <= md->mem.len ? md->mem.len - h->local_offset : 0;
+    ev.mlength = h->mlength < room ? h->mlength : room;
+    ev.offset = h->local_offset;
+    pt_ev_post(nic, md, PTL_EVENT_REPLY_START, &ev);
+    if (!rndv) {
+        pt_eager_deliver(h, &md->mem, h->local_offset, ev.mlength);
+        pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
+        pt_md_check_unlink(nic, md, &ev);
+        return PT_OK;
+    }
+    struct pt_op *op = pt_op_get(nic);
+    if (!op) { /* cannot track it: fail the reply, release the target */
+        ev.ni_fail_type = PTL_NI_FAIL;
+        pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
+        rfin_fill(nic, rfin, h);
+        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        pt_md_check_unlink(nic, md, &ev);
+        return PT_OK;
+    }
+    op->kind = PT_OP_RNDV_REPLY;
+    op->md = md;
+    op->md_tag = LD_RELAXED(&md->tag);
+    pt_rndv_init(&op->rv, h, peer, ev.mlength, h->local_offset);
+    op->ev = ev;
+    rfin_fill(nic, &op->rsp, h);
+    op->rsp_peer = peer;
+    op->post_end = 1;
+    md->pending++;
+    return PT_OK;
+}

@@ -1,0 +1,100 @@
+/*
+ * md.c - memory descriptors: validation, activity, threshold, auto-unlink
+ * (§6.3-§6.5, §6.12). Engine-owned; called by the token holder only.
+ */
+#include "nic.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_unlink_t op)
+{
+    if (op != PTL_UNLINK && op != PTL_RETAIN)
+        return PT_E_ILLEGAL;
+    if (umd->eq_handle != PTL_EQ_NONE) {
+        if (pt_h_type(umd->eq_handle) != PT_H_EQ)
+            return PT_E_BADEQ;
+        if (pt_h_ni(umd->eq_handle) != nic->ni_index)
+            return pt_eqo_lookup(nic, umd->eq_handle) ? PT_E_ILLEGAL : PT_E_BADEQ;
+        if (!pt_eqo_lookup(nic, umd->eq_handle))
+            return PT_E_BADEQ;
+    }
+    struct iovec *iov = NULL;
+    if (umd->options & PTL_MD_IOVEC) {
+        if (umd->length > (ptl_size_t)nic->limits.max_md_iovecs)
+            return PT_E_ILLEGAL;
+        if (umd->length && !umd->start)
+            return PT_E_ILLEGAL;
+        if (umd->length) {
+            iov = malloc(umd->length * sizeof *iov);
+            if (!iov)
+                return PT_E_NOSPACE;
+            const ptl_md_iovec_t *src = umd->start;
+            for (ptl_size_t i = 0; i < umd->length; i++) {
+                if (!src[i].iov_base && src[i].iov_len) {
+                    free(iov);
+                    return PT_E_ILLEGAL;
+                }
+                iov[i].iov_base = src[i].iov_base;
+                iov[i].iov_len = src[i].iov_len;
+            }
+        }
+    } else if (!umd->start && umd->length) {
+        return PT_E_ILLEGAL;
+    }
+    free(md->iov);
+    md->iov = iov;
+    md->umd = *umd;
+    if (md->umd.threshold < 0 && md->umd.threshold != PTL_MD_THRESH_INF)
+        md->umd.threshold = 0; /* REF: any other negative value means inactive */
+    if (iov || (umd->options & PTL_MD_IOVEC))
+        pt_mem_iovec(&md->mem, iov, (uint32_t)umd->length);
+    else
+        pt_mem_contig(&md->mem, umd->start, umd->length);
+    md->local_off = 0;
+    md->unlink_op = (uint8_t)op;
+    md->unlink_due = 0;
+    md->inactive_by_use = 0;
+    return PT_OK;
+}
+
+void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out) { *out = md->umd; }
+
+bool pt_md_active(const struct pt_md *md)
+{
+    return md->umd.threshold != 0 && !md->inactive_by_use;
+}
+
+void pt_md_consume(struct pt_nic *nic, struct pt_md *md)
+{
+    if (md->umd.threshold > 0 && --md->umd.threshold == 0)
+        md->unlink_due = md->unlink_op == PTL_UNLINK;
+}
+
+void pt_md_destroy(struct pt_nic *nic, struct pt_md *md)
+{
+    struct pt_me *me = md->me;
+    if (me) {
+        me->md = NULL;
+        md->me = NULL;
+        if (me->unlink == PTL_UNLINK)
+            pt_me_unlink_list(nic, me);
+    }
+    free(md->iov);
+    md->iov = NULL;
+    pt_md_release(nic, md);
+}
+
+void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause)
+{
+    if (!md->unlink_due)
+        return;
+    if (cause)
+        md->unlink_ev = *cause;
+    if (md->pending)
+        return; /* after the last pending operation completes */
+    ptl_event_t ev = md->unlink_ev;
+    ev.ni_fail_type = PTL_NI_OK;
+    pt_ev_post(nic, md, PTL_EVENT_UNLINK, &ev);
+    pt_md_destroy(nic, md);
+}

@@ -1,0 +1,369 @@
+/*
+ * nic.c - NI engine lifecycle, the poll loop body (pt_nic_poll_once) and the
+ * NIC thread. See nic.h for the token and sleep protocol.
+ */
+#include "nic.h"
+
+#include "config.h"
+#include "cpu.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PT_MAX_OPS 1024   /* in-flight rendezvous operations per NI */
+
+/* ---- the loop body ------------------------------------------------------- */
+
+static int drain_cmds(struct pt_nic *nic)
+{
+    int work = 0;
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
+        if (!q)
+            continue;
+        for (int b = 0; b < PT_CMD_BATCH; b++) {
+            struct pt_cmd *c = spsc_peek(&q->ring, q->slots);
+            if (!c)
+                break;
+            if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN)
+                break; /* head-of-line: retried next poll, order kept */
+            spsc_release(&q->ring);
+            work++;
+        }
+    }
+    return work;
+}
+
+int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls)
+{
+    int pt_req_handle(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
+    int pt_rsp_ack(struct pt_nic *, struct pt_wire_hdr *);
+    int pt_rsp_fin(struct pt_nic *, struct pt_wire_hdr *);
+    int pt_rsp_nack(struct pt_nic *, struct pt_wire_hdr *);
+    int pt_rsp_reply(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
+    int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *);
+
+    if (cls == PT_CLS_REQ) {
+        if (h->op == PT_W_PUT || h->op == PT_W_GET || h->op == PT_W_GETPUT)
+            return pt_req_handle(nic, h, peer);
+    } else {
+        switch (h->op) {
+        case PT_W_ACK: return pt_rsp_ack(nic, h);
+        case PT_W_FIN: return pt_rsp_fin(nic, h);
+        case PT_W_NACK: return pt_rsp_nack(nic, h);
+        case PT_W_REPLY: return pt_rsp_reply(nic, h, peer);
+        case PT_W_RFIN: return pt_rsp_rfin(nic, h);
+        default: break;
+        }
+    }
+    nic->drops_bad_header++; /* unknown op or wrong class: dropped, counted */
+    nic->sr[PTL_SR_DROP_COUNT]++;
+    return PT_OK;
+}
+
+static int drain_rx(struct pt_nic *nic)
+{
+    int work = 0;
+    nic->rx_blocked = false;
+    for (int b = 0; b < PT_RX_BATCH; b++) {
+        uint32_t peer;
+        enum pt_cls cls;
+        PT_TM_BEGIN(t);
+        struct pt_wire_hdr *h = nic->xo->peek(nic->x, &peer, &cls);
+        if (!h)
+            break;
+        PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
+        if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {
+            nic->rx_blocked = true; /* cannot answer yet: leave it queued */
+            break;
+        }
+        nic->xo->release(nic->x, peer, cls);
+        nic->tm.msgs++;
+        work++;
+    }
+    return work;
+}
+
+int pt_nic_poll_once(struct pt_nic *nic)
+{
+    int work = drain_cmds(nic);     /* what we send now, we may receive below */
+    work += drain_rx(nic);
+    if (nic->ops)
+        work += pt_ops_progress(nic);
+    if (nic->events_posted) {
+        nic->events_posted = false;
+        pt_wake_sleepers(nic->ev_wait); /* one check per poll, not per event */
+    }
+    return work;
+}
+
+bool pt_nic_has_work(struct pt_nic *nic)
+{
+    if (nic->xo->rx_pending(nic->x))
+        return true;
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        if (q && spsc_nonempty(&q->ring))
+            return true;
+    }
+    return LD_RELAXED(&nic->nops) != 0; /* rendezvous transfers still moving */
+}
+
+void pt_nic_leave(struct pt_nic *nic)
+{
+    pt_nic_give(nic);
+    if (!nic->has_thread)
+        return;
+    FENCE_FULL(); /* our token release before reading nic_asleep; pairs with the NIC's RMW */
+    if (LD_RELAXED(&nic->nic_asleep) && pt_nic_has_work(nic))
+        pt_wake_all(nic->bell);
+}
+
+/* ---- the NIC thread ------------------------------------------------------- */
+
+static void *nic_thread_main(void *arg)
+{
+    struct pt_nic *nic = arg;
+    if (nic->nic_cpu >= 0) {
+        int rc = pt_cpu_pin_self(nic->nic_cpu);
+        if (rc)
+            pt_log(PT_LOG_INFO, "NIC thread: cannot pin to core %d (%s)", nic->nic_cpu,
+                   strerror(-rc));
+    }
+    while (!LD_ACQUIRE(&nic->stop)) {
+        if (pt_nic_try_take(nic)) {
+            uint64_t idle_since = 0;
+            for (;;) {
+                int n = pt_nic_poll_once(nic);
+                if (LD_RELAXED(&nic->stop))
+                    break;
+                if (n) {
+                    idle_since = 0;
+                    continue;
+                }
+                if (nic->yield && LD_RELAXED(&nic->want))
+                    break; /* an API thread waits: let it run the engine itself */
+                uint64_t now = pt_now_ns();
+                if (!idle_since)
+                    idle_since = now;
+                else if (now - idle_since >= nic->spin_ns)
+                    break;
+                CPU_RELAX();
+            }
+            pt_nic_give(nic);
+        }
+        /* Sleep on the doorbell: announce, recheck, wait. */
+        struct pt_waitword *b = nic->bell;
+        uint32_t seq = LD_ACQUIRE(&b->seq);
+        ST_RELAXED(&nic->nic_asleep, 1);
+        RMW_ADD(&b->sleepers, 1); /* full fence: pairs with producers' FENCE_FULL */
+        bool work = LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic);
+        if (!work && !LD_RELAXED(&nic->stop))
+            pt_futex_wait(b, seq, -1);
+        RMW_SUB(&b->sleepers, 1);
+        ST_RELAXED(&nic->nic_asleep, 0);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static int clamp_limit(int desired, int lib)
+{
+    return desired > 0 && desired < lib ? desired : lib;
+}
+
+int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+                  uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p)
+{
+    const struct pt_config *cfg = pt_config();
+    struct pt_nic *nic = aligned_alloc(PT_CACHELINE, sizeof *nic);
+    if (!nic)
+        return PT_E_NOSPACE;
+    memset(nic, 0, sizeof *nic);
+    nic->ni_index = ni_index;
+    nic->iface = iface;
+    nic->offload = cfg->offload;
+    nic->spin_ns = (uint64_t)cfg->nic_spin_us * 1000;
+    nic->wait_spin_ns = (uint64_t)cfg->wait_spin_us * 1000;
+    nic->yield = cfg->nic_yield;
+    nic->rndv_seg = (uint32_t)cfg->rndv_seg;
+    uint32_t cmd_slots = 8;
+    while (cmd_slots < (uint32_t)cfg->cmd_slots)
+        cmd_slots <<= 1;
+    nic->cmdq_slots = cmd_slots;
+    uint32_t qslots = 4;
+    while (qslots < (uint32_t)cfg->queue_slots)
+        qslots <<= 1;
+
+    /* Limits: the library's, lowered member-wise by desired (§5.2). */
+    int maxo = (int)cfg->max_objs;
+    ptl_ni_limits_t lib = {
+        .max_mes = maxo, .max_mds = maxo, .max_eqs = maxo,
+        .max_ac_index = PT_MAX_AC - 1, .max_pt_index = (int)cfg->max_pt_index,
+        .max_md_iovecs = PT_MAX_IOV, .max_me_list = maxo, .max_getput_md = 64,
+    };
+    if (desired) {
+        nic->limits.max_mes = clamp_limit(desired->max_mes, lib.max_mes);
+        nic->limits.max_mds = clamp_limit(desired->max_mds, lib.max_mds);
+        nic->limits.max_eqs = clamp_limit(desired->max_eqs, lib.max_eqs);
+        nic->limits.max_ac_index = clamp_limit(desired->max_ac_index, lib.max_ac_index);
+        nic->limits.max_pt_index = clamp_limit(desired->max_pt_index, lib.max_pt_index);
+        nic->limits.max_md_iovecs = clamp_limit(desired->max_md_iovecs, lib.max_md_iovecs);
+        nic->limits.max_me_list = clamp_limit(desired->max_me_list, lib.max_me_list);
+        nic->limits.max_getput_md = clamp_limit(desired->max_getput_md, lib.max_getput_md);
+    } else {
+        nic->limits = lib;
+    }
+    nic->npt = (uint32_t)nic->limits.max_pt_index + 1;
+
+    /* Slot: header + eager payload, a cache-line multiple. */
+    uint32_t eager = (uint32_t)cfg->eager_max;
+    if (eager < (uint32_t)lib.max_getput_md)
+        eager = (uint32_t)lib.max_getput_md; /* getput always travels inline */
+    uint32_t need_iov = (PT_MAX_IOV + 1) * (uint32_t)sizeof(struct pt_wire_iov);
+    uint32_t payload = eager > need_iov ? eager : need_iov;
+    nic->slot_size = (PT_WIRE_HDR_SIZE + payload + PT_CACHELINE - 1) & ~(uint32_t)(PT_CACHELINE - 1);
+    nic->eager_max = eager;
+
+    int rc = pt_xport_open(nic->slot_size, qslots, pid, &nic->xo, &nic->x, &nic->xi);
+    if (rc) {
+        free(nic);
+        return rc == -EADDRINUSE ? PT_E_PID : PT_E_FAIL;
+    }
+    nic->xo->id_of(nic->x, nic->xi.rank, &nic->id.nid, &nic->id.pid);
+    if (pid != PTL_PID_ANY && pid != nic->id.pid) {
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_PID;
+    }
+    nic->uid = (ptl_uid_t)getuid();
+    nic->jid = nic->xi.jid;
+    nic->bell = nic->xo->doorbell(nic->x);
+    pt_waitword_init(&nic->eq_wait, false);
+    nic->ev_wait = nic->offload ? &nic->eq_wait : nic->bell;
+
+    /* ACL: REF initialises every entry to "any process of my uid" (§6.14). */
+    for (int i = 0; i < PT_MAX_AC; i++) {
+        nic->acl[i].id.nid = PTL_NID_ANY;
+        nic->acl[i].id.pid = PTL_PID_ANY;
+        nic->acl[i].uid = nic->uid;
+        nic->acl[i].jid = PTL_JID_ANY;
+        nic->acl[i].pt_index = PTL_PT_INDEX_ANY;
+    }
+    if (pt_obj_tables_init(nic)) {
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_NOSPACE;
+    }
+    struct pt_op *ops = calloc(PT_MAX_OPS, sizeof *ops);
+    if (!ops) {
+        pt_obj_tables_fini(nic);
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_NOSPACE;
+    }
+    for (int i = 0; i < PT_MAX_OPS; i++) {
+        ops[i].next = nic->ops_free;
+        nic->ops_free = &ops[i];
+    }
+    nic->ops = NULL;
+    nic->sr[PTL_SR_PTLS_MAX] = nic->npt;
+    ST_RELAXED(&nic->tag, (gen << 1) | 1u);
+
+    if (nic->offload) {
+        nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1);
+        nic->has_thread = true;
+        if (pthread_create(&nic->thread, NULL, nic_thread_main, nic) != 0) {
+            pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
+            nic->has_thread = false;
+            nic->offload = false;
+            nic->ev_wait = nic->bell;
+        }
+    }
+    pt_nic_register_live(nic, true);
+    *nic_p = nic;
+    return PT_OK;
+}
+
+static struct pt_op *ops_base(struct pt_nic *nic)
+{
+    /* The pool is one calloc; find its lowest element to free it. */
+    struct pt_op *lo = NULL;
+    for (struct pt_op *o = nic->ops_free; o; o = o->next)
+        if (!lo || o < lo)
+            lo = o;
+    for (struct pt_op *o = nic->ops; o; o = o->next)
+        if (!lo || o < lo)
+            lo = o;
+    return lo;
+}
+
+void pt_nic_destroy(struct pt_nic *nic)
+{
+    pt_nic_register_live(nic, false);
+    ST_RELEASE(&nic->tag, 0);
+    if (nic->has_thread) {
+        ST_RELEASE(&nic->stop, 1);
+        pt_wake_all(nic->bell);
+        pthread_join(nic->thread, NULL);
+        nic->has_thread = false;
+    }
+    /* Single-threaded from here: free what the engine owned. */
+    for (uint32_t i = 0; i < nic->md_hwm; i++)
+        if (LD_RELAXED(&nic->mds[i].tag) & 1u)
+            free(nic->mds[i].iov);
+    for (uint32_t i = 0; i < nic->eq_hwm; i++)
+        if (LD_RELAXED(&nic->eqs[i].tag) & 1u)
+            pt_eq_destroy(nic->eqs[i].q);
+    uint32_t n = LD_RELAXED(&nic->ncmdq);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_RELAXED(&nic->cmdq[i]);
+        if (q) {
+            free(q->slots);
+            free(q);
+        }
+    }
+    free(ops_base(nic));
+    pt_obj_tables_fini(nic);
+    nic->xo->close(nic->x);
+    free(nic);
+}
+
+/* ---- debugging dumps (PtlTblDump, PtlMEDump, PtlNIEqDump) ------------------ */
+
+void pt_nic_dump(struct pt_nic *nic, int what, FILE *f)
+{
+    fprintf(f, "NI %u: id %u/%u uid %u jid %u, %u MEs, %u MDs, %u EQs, %u ops in flight, "
+               "drops %llu (bad headers %llu)\n",
+            nic->ni_index, nic->id.nid, nic->id.pid, nic->uid, nic->jid, nic->me_cnt,
+            nic->md_cnt, nic->eq_cnt, LD_RELAXED(&nic->nops),
+            (unsigned long long)nic->sr[PTL_SR_DROP_COUNT],
+            (unsigned long long)nic->drops_bad_header);
+    for (uint32_t p = 0; p < nic->npt; p++) {
+        if (what >= 0 && (uint32_t)what != p)
+            continue;
+        if (!nic->portals[p].len)
+            continue;
+        fprintf(f, "  portal %u: %u entries\n", p, nic->portals[p].len);
+        for (struct pt_me *me = nic->portals[p].head; me; me = me->next) {
+            fprintf(f, "    ME %#x id %u/%u bits %#llx ignore %#llx %s", pt_me_handle(nic, me),
+                    me->match_id.nid, me->match_id.pid, (unsigned long long)me->match_bits,
+                    (unsigned long long)me->ignore_bits,
+                    me->unlink == PTL_UNLINK ? "unlink" : "retain");
+            if (me->md)
+                fprintf(f, " MD %#x len %llu thr %d off %llu opts %#x pending %u\n",
+                        pt_md_handle(nic, me->md), (unsigned long long)me->md->mem.len,
+                        me->md->umd.threshold, (unsigned long long)me->md->local_off,
+                        me->md->umd.options, me->md->pending);
+            else
+                fprintf(f, " (no MD)\n");
+        }
+    }
+}

@@ -1,0 +1,367 @@
+/*
+ * nic.h - the engine: one per network interface (NI).
+ *
+ * Ownership. Everything below marked [E] is owned by the engine: it is read
+ * and written only by the thread that holds the engine token (the NIC thread
+ * in offload mode while awake, or an API thread that took the token while
+ * waiting or in host-matching mode). Nothing [E] is ever locked. Fields
+ * marked [A] are read by API threads without the token, through the ordering
+ * named at the field.
+ *
+ * The token. `token` is 0 when free; a thread takes it with a CAS and runs
+ * pt_nic_poll_once() until it has what it needs, then releases it (store-
+ * release, R-TOK; the next holder's CAS is A-TOK). Nobody blocks on the token:
+ * a thread that cannot take it either waits for its completion word or event,
+ * or returns. "The engine is a token, not a thread."
+ *
+ * Sleeping. The NIC thread sleeps on the transport's doorbell (pt_waitword,
+ * in the job region so peers can ring it) after PTL_NIC_SPIN_US of idle
+ * polling, or at once when an API thread wants the token (PTL_NIC_YIELD).
+ * API threads that wait (PtlEQWait/Poll, synchronous calls) poll the engine
+ * themselves while raising bell->polled, so peers do not ring a bell nobody
+ * needs; before they stop polling they lower `polled` and wake the NIC thread
+ * if work is left (pt_nic_leave). See docs/architecture.md for the diagram.
+ */
+#ifndef PT_NIC_H
+#define PT_NIC_H
+
+#include "eq.h"
+#include "futex.h"
+#include "handle.h"
+#include "perr.h"
+#include "proto.h"
+#include "pt_atomic.h"
+#include "spsc.h"
+#include "xport.h"
+
+#include <portals3.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+#define PT_MAX_CMDQ 128        /* API threads per NI with their own ring      */
+#define PT_CMD_BATCH 16        /* commands taken per ring per poll            */
+#define PT_RX_BATCH 32         /* messages handled per poll                   */
+#define PT_MAX_AC 64           /* ACL entries (max_ac_index + 1)              */
+
+struct pt_nic;
+struct pt_md;
+
+/* ---- objects ([E] unless noted) ---------------------------------------- */
+
+struct pt_me {
+    _Atomic uint32_t tag;         /* [A] gen<<1|live; see handle.h           */
+    uint32_t idx;
+    uint32_t pt_index;
+    uint8_t unlink;               /* PTL_UNLINK / PTL_RETAIN                 */
+    ptl_process_id_t match_id;
+    uint64_t match_bits, ignore_bits;
+    struct pt_me *prev, *next;    /* portal match list                       */
+    struct pt_md *md;             /* at most one                             */
+    uint32_t next_free;
+};
+
+struct pt_md {
+    _Atomic uint32_t tag;         /* [A] gen<<1|live                         */
+    uint32_t idx;
+    ptl_md_t umd;                 /* user's description; threshold is live   */
+    _Atomic uint64_t api_len;     /* [A] total length, for API range checks
+                                   * (ST_RELAXED by the engine on attach/update) */
+    struct pt_mem mem;            /* the memory it exposes                   */
+    struct iovec *iov;            /* owned copy for PTL_MD_IOVEC             */
+    uint64_t local_off;           /* locally managed offset                  */
+    uint32_t pending;             /* operations whose data is still moving   */
+    uint8_t unlink_op;            /* PTL_UNLINK / PTL_RETAIN                 */
+    uint8_t unlink_due;           /* inactive by use + PTL_UNLINK: unlink when
+                                   * pending reaches 0                       */
+    uint8_t inactive_by_use;      /* max_size rule made it inactive          */
+    struct pt_me *me;             /* NULL for a bound (free-floating) MD     */
+    struct pt_eq *eq;             /* resolved umd.eq_handle, or NULL         */
+    ptl_event_t unlink_ev;        /* template of the event that caused the unlink */
+    uint32_t next_free;
+};
+
+struct pt_eqo {
+    _Atomic uint32_t tag;         /* [A] gen<<1|live; q valid while live     */
+    uint32_t idx;
+    struct pt_eq *q;              /* [A] written before tag (R1)             */
+    uint32_t next_free;
+};
+
+struct pt_portal {
+    struct pt_me *head, *tail;
+    uint32_t len;
+    uint8_t used;                 /* ever held an ME (PtlMEAttachAny)        */
+};
+
+struct pt_acl {
+    ptl_process_id_t id;
+    ptl_uid_t uid;
+    ptl_jid_t jid;
+    ptl_pt_index_t pt_index;
+};
+
+/* An operation in flight across several polls (rendezvous data movement). */
+enum pt_op_kind { PT_OP_RNDV_PUT, PT_OP_RNDV_REPLY, PT_OP_SEND_RSP };
+struct pt_op {
+    enum pt_op_kind kind;
+    struct pt_md *md;
+    uint32_t md_tag;              /* the MD generation it was started on     */
+    struct pt_rndv rv;
+    struct pt_wire_hdr rsp;       /* the response to send when done          */
+    uint32_t rsp_peer;
+    ptl_event_t ev;               /* END event template                      */
+    uint8_t post_end, ack_due, rsp_pending, failed;
+    struct pt_op *next;
+};
+
+/* ---- command ring (API thread -> engine) --------------------------------- */
+
+enum pt_cmd_op {
+    PT_CMD_PUT = 0,
+    PT_CMD_GET,
+    PT_CMD_GETPUT,
+    PT_CMD_ME_ATTACH,    /* MEAttach, MEAttachAny, MEInsert               */
+    PT_CMD_ME_UNLINK,
+    PT_CMD_MD_ATTACH,    /* MDAttach and MDBind                           */
+    PT_CMD_MD_UNLINK,
+    PT_CMD_MD_UPDATE,
+    PT_CMD_EQ_ALLOC,
+    PT_CMD_EQ_FREE,
+    PT_CMD_AC_ENTRY,
+    PT_CMD_STATUS,
+    PT_CMD_MEMD_POST,    /* MEInsert/Attach + MDAttach (+ MDUpdate test)  */
+    PT_CMD_DUMP,
+    PT_CMD_LAST
+};
+
+/* Completion of a synchronous command: the engine fills rc and the outputs,
+ * then ST_RELEASE(done, 1) (R-DONE); the caller LD_ACQUIREs done (A-DONE). */
+struct pt_done {
+    _Atomic uint32_t done;
+    int rc;
+    uint32_t h1, h2;
+    uint32_t u32;
+    uint64_t u64;
+};
+
+struct pt_cmd_me {
+    uint32_t base_me;            /* MEInsert base, or 0                     */
+    ptl_pt_index_t pt_index;
+    int any;                     /* MEAttachAny                             */
+    ptl_process_id_t match_id;
+    ptl_match_bits_t match_bits, ignore_bits;
+    ptl_unlink_t unlink;
+    ptl_ins_pos_t pos;
+};
+
+struct pt_cmd_md {
+    uint32_t me;                 /* MDAttach: the ME; MDBind: 0             */
+    const ptl_md_t *md;          /* caller's description                    */
+    ptl_unlink_t unlink_op;
+};
+
+struct pt_cmd {
+    uint16_t op;                 /* enum pt_cmd_op                          */
+    uint16_t flags;
+    uint32_t h;                  /* the command's main handle               */
+    struct pt_done *done;        /* NULL for asynchronous commands          */
+    uint64_t t_post;             /* instrumentation                         */
+    union {
+        struct {                 /* PUT / GET / GETPUT (by value: async)    */
+            uint32_t md2;        /* GETPUT: the put MD                      */
+            uint32_t ack;
+            ptl_process_id_t target;
+            uint32_t pt_index, ac_index;
+            uint64_t match_bits, remote_offset, local_offset, length, hdr_data;
+            uint64_t put_offset; /* GETPUT: offset in the put MD */
+        } mv;
+        struct pt_cmd_me me;
+        struct pt_cmd_md md;
+        struct {
+            const ptl_md_t *newmd;
+            ptl_md_t *oldmd;
+            uint32_t test_eq;
+        } upd;
+        struct {
+            uint64_t count;
+            ptl_eq_handler_t handler;
+        } eqa;
+        struct {
+            uint32_t index;
+            struct pt_acl e;
+        } ac;
+        struct {
+            struct pt_cmd_me me;
+            struct pt_cmd_md md;
+            uint32_t test_eq;
+        } post;
+        uint32_t sr;
+        int dump_what;
+    } u;
+};
+_Static_assert(sizeof(struct pt_cmd) <= 128, "a command must fit one 128-byte ring slot");
+#define PT_CMD_SLOT 128
+
+struct pt_cmdq {
+    struct spsc_hdr ring;         /* producer: owning API thread; consumer: [E] */
+    _Atomic uint32_t owner;       /* 0 free, 1 claimed by a thread (CAS)         */
+    uint32_t index;
+    struct pt_nic *nic;
+    void *slots;
+};
+
+/* ---- per-stage timing (PTL_TIMING=1) -------------------------------------- */
+#include "timing.h"
+
+/* ---- the NIC -------------------------------------------------------------- */
+
+struct pt_nic {
+    PT_ALIGNED _Atomic uint32_t token;    /* 0 free; CAS to take (A-TOK), ST_RELEASE to give (R-TOK) */
+    _Atomic uint32_t want;                /* API threads that want the token          */
+    _Atomic uint32_t stop;                /* NIC thread: exit                          */
+    _Atomic uint32_t nic_asleep;          /* the NIC thread is parked on the bell      */
+
+    PT_ALIGNED uint32_t ni_index;
+    _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
+    ptl_interface_t iface;
+    ptl_process_id_t id;                  /* [A] immutable after init                  */
+    ptl_uid_t uid;
+    ptl_jid_t jid;
+    ptl_ni_limits_t limits;               /* [A] immutable after init                  */
+    bool offload;
+    int nic_cpu;
+    uint64_t spin_ns, wait_spin_ns;
+    bool yield;
+    uint32_t eager_max, slot_size, rndv_seg;
+
+    /* transport */
+    const struct pt_xport_ops *xo;
+    struct pt_xport *x;
+    struct pt_xport_info xi;
+    struct pt_waitword *bell;             /* the NIC thread's doorbell                  */
+    struct pt_waitword eq_wait;           /* API threads sleeping for events/completions */
+    struct pt_waitword *ev_wait;          /* = &eq_wait (offload) or bell (host mode)   */
+
+    /* command rings */
+    struct pt_cmdq *cmdq[PT_MAX_CMDQ];    /* [A] published with ST_RELEASE              */
+    _Atomic uint32_t ncmdq;
+    uint32_t cmdq_slots;
+
+    /* objects [E] */
+    struct pt_me *mes;
+    struct pt_md *mds;
+    struct pt_eqo *eqs;
+    uint32_t me_free, md_free, eq_free;   /* LIFO free lists (index+1; 0 = empty)    */
+    uint32_t me_hwm, md_hwm, eq_hwm;      /* slots ever used                          */
+    uint32_t me_cnt, md_cnt, eq_cnt;
+    struct pt_portal *portals;
+    uint32_t npt;
+    struct pt_acl acl[PT_MAX_AC];
+
+    /* status registers [E], read by PT_CMD_STATUS */
+    uint64_t sr[PTL_SR_NAL_REGS_START];
+    uint64_t drops_bad_header;            /* malformed or forged headers dropped      */
+
+    /* in-flight operations [E] */
+    struct pt_op *ops, *ops_free;
+    _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
+    bool events_posted;                   /* a wake check is due at the end of poll   */
+    bool rx_blocked;                      /* last poll could not answer a request     */
+
+    pthread_t thread;
+    bool has_thread;
+
+    struct pt_timing tm;                  /* [E] NIC-side stage timing                */
+};
+
+/* ---- engine API ------------------------------------------------------------ */
+
+/* Create/destroy (API thread, no other thread uses the NI meanwhile). */
+int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+                  uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p);
+void pt_nic_destroy(struct pt_nic *nic);
+
+/* One pass over every work source, bounded. Returns the amount of work done.
+ * Caller holds the token. */
+int pt_nic_poll_once(struct pt_nic *nic);
+/* Is there anything for the engine to do? Any thread. */
+bool pt_nic_has_work(struct pt_nic *nic);
+
+/* Token. */
+static inline bool pt_nic_try_take(struct pt_nic *nic)
+{
+    uint32_t z = 0;
+    return LD_RELAXED(&nic->token) == 0 && RMW_CAS(&nic->token, &z, 1); /* A-TOK */
+}
+static inline void pt_nic_give(struct pt_nic *nic)
+{
+    ST_RELEASE(&nic->token, 0); /* R-TOK pairs with A-TOK */
+}
+/* An API thread done with the engine: give the token back and make sure
+ * somebody progresses what is left (wakes a sleeping NIC thread if needed). */
+void pt_nic_leave(struct pt_nic *nic);
+
+/* API side: post commands and wait (progress.c). */
+int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd);   /* async */
+int pt_nic_call(struct pt_nic *nic, struct pt_cmd *cmd);           /* sync: returns done->rc */
+/* Wait for an event on any of n EQs (PtlEQPoll semantics). timeout_ms: 0 = one
+ * pass, PTL_TIME_FOREVER = no limit. Returns PT_EQ_OK/DROPPED/EMPTY or <0. */
+int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t timeout_ms,
+                   ptl_event_t *ev, int *which);
+int pt_nic_call_out(struct pt_nic *nic, struct pt_cmd *cmd, struct pt_done *out);
+/* The NI is (not) alive for thread-exit ring hand-back (progress.c). */
+void pt_nic_register_live(struct pt_nic *nic, bool live);
+const char *pt_cmd_name(int op);
+void pt_nic_dump(struct pt_nic *nic, int what, FILE *f);
+/* Progress without waiting (PtlProgress, data-plane calls in host mode). */
+void pt_nic_progress(struct pt_nic *nic);
+
+/* Engine internals shared between engine files. */
+int pt_cmd_dispatch(struct pt_nic *nic, struct pt_cmd *cmd);
+int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls);
+int pt_ops_progress(struct pt_nic *nic);
+
+/* objects (obj.c) */
+int pt_obj_tables_init(struct pt_nic *nic);
+void pt_obj_tables_fini(struct pt_nic *nic);
+struct pt_me *pt_me_alloc(struct pt_nic *nic);
+void pt_me_release(struct pt_nic *nic, struct pt_me *me);
+struct pt_md *pt_md_alloc(struct pt_nic *nic);
+void pt_md_release(struct pt_nic *nic, struct pt_md *md);
+struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic);
+void pt_eqo_release(struct pt_nic *nic, struct pt_eqo *e);
+struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h);
+struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h);
+struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h);
+uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me);
+uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md);
+uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e);
+/* Make a filled object visible to handle validation (R1 pairs with A1). */
+static inline void pt_obj_publish(_Atomic uint32_t *tag)
+{
+    uint32_t g = LD_RELAXED(tag) >> 1;
+    ST_RELEASE(tag, ((g ? g : 1u) << 1) | 1u); /* R1 pairs with A1 */
+}
+static inline bool pt_obj_live(_Atomic uint32_t *tag, uint32_t h)
+{
+    return LD_ACQUIRE(tag) == ((pt_h_gen(h) << 1) | 1u); /* A1 pairs with R1 (handle.h) */
+}
+
+/* ME/MD bookkeeping (me.c, md.c) */
+void pt_me_unlink_list(struct pt_nic *nic, struct pt_me *me);
+void pt_md_destroy(struct pt_nic *nic, struct pt_md *md);
+bool pt_md_active(const struct pt_md *md);
+void pt_md_consume(struct pt_nic *nic, struct pt_md *md);            /* threshold -1 */
+void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause);
+int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_unlink_t op);
+void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out);
+
+/* events (event.c) */
+void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
+
+/* in-flight ops */
+struct pt_op *pt_op_get(struct pt_nic *nic);
+void pt_op_put(struct pt_nic *nic, struct pt_op *op);
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * progress.c - the API side of the engine: per-thread command rings, posting
+ * commands, and waiting (for a completion word or an event) while running the
+ * engine when nobody else does.
+ *
+ * Command rings. Each API thread gets its own SPSC ring per NI on first use
+ * (producer: that thread; consumer: the token holder). A ring is published in
+ * nic->cmdq[] with ST_RELEASE (R-Q) after its init; the engine reads the
+ * array with LD_ACQUIRE (A-Q). When a thread exits, its rings are handed back
+ * (owner 0) and a later thread claims them with a CAS; the release/acquire on
+ * `owner` passes the producer side from one thread to the next.
+ */
+#include "nic.h"
+
+#include "config.h"
+#include "log.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- rings --------------------------------------------------------------- */
+
+struct tls_ring {
+    struct pt_nic *nic;
+    uint32_t tag;          /* the NI's tag when claimed: a new NI at the same
+                            * address (after PtlNIFini) has another generation */
+    struct pt_cmdq *q;
+};
+static __thread struct tls_ring tls_rings[PT_MAX_NI];
+
+static pthread_mutex_t g_life_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pt_nic *g_live[PT_MAX_NI];   /* under g_life_lock */
+static pthread_key_t g_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+
+static void thread_exit(void *unused)
+{
+    pthread_mutex_lock(&g_life_lock);
+    for (int i = 0; i < PT_MAX_NI; i++) {
+        struct tls_ring *t = &tls_rings[i];
+        if (t->q && g_live[i] == t->nic)
+            ST_RELEASE(&t->q->owner, 0); /* R-OWN pairs with the claimer's CAS */
+        t->q = NULL;
+        t->nic = NULL;
+    }
+    pthread_mutex_unlock(&g_life_lock);
+}
+
+static void key_init(void) { pthread_key_create(&g_key, thread_exit); }
+
+void pt_nic_register_live(struct pt_nic *nic, bool live)
+{
+    pthread_mutex_lock(&g_life_lock);
+    g_live[nic->ni_index] = live ? nic : NULL;
+    pthread_mutex_unlock(&g_life_lock);
+}
+
+static struct pt_cmdq *ring_claim(struct pt_nic *nic)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        uint32_t z = 0;
+        if (q && LD_RELAXED(&q->owner) == 0 && RMW_CAS(&q->owner, &z, 1))
+            return q; /* a ring left by an exited thread */
+    }
+    struct pt_cmdq *q = aligned_alloc(PT_CACHELINE, sizeof *q);
+    void *slots = aligned_alloc(PT_CACHELINE, (size_t)nic->cmdq_slots * PT_CMD_SLOT);
+    if (!q || !slots) {
+        free(q);
+        free(slots);
+        return NULL;
+    }
+    memset(q, 0, sizeof *q);
+    spsc_init(&q->ring, nic->cmdq_slots, PT_CMD_SLOT);
+    q->slots = slots;
+    q->nic = nic;
+    ST_RELAXED(&q->owner, 1);
+    uint32_t idx = RMW_ADD(&nic->ncmdq, 1);
+    if (idx >= PT_MAX_CMDQ) {
+        RMW_SUB(&nic->ncmdq, 1);
+        free(slots);
+        free(q);
+        pt_log_once(PT_LOG_WARN, "more than %d threads use one NI: PTL_NO_SPACE", PT_MAX_CMDQ);
+        return NULL;
+    }
+    q->index = idx;
+    ST_RELEASE(&nic->cmdq[idx], q); /* R-Q pairs with A-Q */
+    return q;
+}
+
+static struct pt_cmdq *my_ring(struct pt_nic *nic)
+{
+    struct tls_ring *t = &tls_rings[nic->ni_index];
+    if (PT_LIKELY(t->nic == nic && t->q && t->tag == LD_RELAXED(&nic->tag)))
+        return t->q;
+    pthread_once(&g_key_once, key_init);
+    pthread_setspecific(g_key, (void *)1);
+    t->q = ring_claim(nic);
+    t->nic = t->q ? nic : NULL;
+    t->tag = LD_RELAXED(&nic->tag);
+    return t->q;
+}
+
+/* ---- running the engine from an API thread ------------------------------- */
+
+/* Poll until quiet (bounded), so that leaving does not find work it must
+ * hand to a sleeping NIC thread (a wake-up is a syscall and a migration). */
+static void poll_quiet(struct pt_nic *nic)
+{
+    for (int i = 0; i < 8 && pt_nic_poll_once(nic); i++)
+        ;
+}
+
+void pt_nic_progress(struct pt_nic *nic)
+{
+    if (pt_nic_try_take(nic)) {
+        poll_quiet(nic);
+        pt_nic_leave(nic);
+    }
+}
+
+/* Host mode: every caller runs the engine, so take the token even if another
+ * thread holds it briefly (it never holds it long: one poll). */
+static void progress_host(struct pt_nic *nic)
+{
+    for (int i = 0;; i++) {
+        if (pt_nic_try_take(nic)) {
+            poll_quiet(nic);
+            pt_nic_leave(nic);
+            return;
+        }
+        if (i > 256)
+            sched_yield();
+        else
+            CPU_RELAX();
+    }
+}
+
+int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
+{
+    struct pt_cmdq *q = my_ring(nic);
+    if (!q)
+        return PT_E_NOSPACE;
+    void *slot = spsc_reserve(&q->ring, q->slots);
+    if (PT_UNLIKELY(!slot)) {
+        /* Ring full: progress it ourselves or wait for the holder, bounded. */
+        uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+        for (int i = 0; !(slot = spsc_reserve(&q->ring, q->slots)); i++) {
+            pt_nic_progress(nic);
+            if ((i & 63) == 63) {
+                if (pt_now_ns() - t0 > limit)
+                    return PT_E_NOSPACE;
+                sched_yield();
+            }
+        }
+    }
+    memcpy(slot, cmd, sizeof *cmd);
+    spsc_commit(&q->ring);
+    if (!cmd->done) {
+        if (nic->has_thread)
+            pt_nic_progress(nic); /* inline if the NIC thread sleeps; else it has it */
+        else
+            progress_host(nic);
+    }
+    return PT_OK;
+}
+
+/* ---- waiting ------------------------------------------------------------- */
+
+typedef bool (*ready_fn)(void *arg);
+
+/* Wait until ready(arg), running the engine whenever we can take the token.
+ * timeout_ns < 0: forever. Returns true if ready, false on timeout. */
+static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t timeout_ns)
+{
+    uint64_t start = pt_now_ns(), spin_start = start;
+    bool holding = false, wanted = false, ok = false;
+    struct pt_waitword *bell = nic->bell, *evw = nic->ev_wait;
+
+    RMW_ADD(&bell->polled, 1); /* we poll: peers need not ring the NIC's bell */
+    for (uint32_t it = 0;; it++) {
+        if (ready(arg)) {
+            ok = true;
+            break;
+        }
+        if (holding || pt_nic_try_take(nic)) {
+            holding = true;
+            if (wanted) {
+                RMW_SUB(&nic->want, 1);
+                wanted = false;
+            }
+            if (pt_nic_poll_once(nic))
+                continue;
+        } else if (!wanted && nic->has_thread) {
+            RMW_ADD(&nic->want, 1); /* ask an idle NIC thread to hand over */
+            wanted = true;
+        }
+        if ((it & 15) != 15) {
+            CPU_RELAX();
+            continue;
+        }
+        uint64_t now = pt_now_ns();
+        if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
+            break;
+        if (now - spin_start < nic->wait_spin_ns)
+            continue;
+
+        /* Spun long enough: hand progress to the NIC thread (or to the bell in
+         * host mode) and sleep until an event/completion or a message. */
+        if (wanted) {
+            RMW_SUB(&nic->want, 1);
+            wanted = false;
+        }
+        RMW_SUB(&bell->polled, 1);
+        if (holding) {
+            holding = false;
+            pt_nic_leave(nic); /* wakes the NIC thread if work is left */
+        }
+        uint32_t seq = LD_ACQUIRE(&evw->seq);
+        RMW_ADD(&evw->sleepers, 1); /* full fence: pairs with the engine's wake check */
+        bool skip = ready(arg) ||
+                    (!nic->has_thread && LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic));
+        if (!skip) {
+            int64_t left = 1000000000; /* safety net: re-evaluate at least every second */
+            if (timeout_ns >= 0) {
+                int64_t rem = timeout_ns - (int64_t)(pt_now_ns() - start);
+                if (rem < left)
+                    left = rem > 0 ? rem : 0;
+            }
+            pt_futex_wait(evw, seq, left);
+        }
+        RMW_SUB(&evw->sleepers, 1);
+        RMW_ADD(&bell->polled, 1);
+        spin_start = pt_now_ns();
+    }
+    if (wanted)
+        RMW_SUB(&nic->want, 1);
+    RMW_SUB(&bell->polled, 1);
+    if (holding)
+        pt_nic_leave(nic);
+    return ok;
+}
+
+static bool done_ready(void *arg)
+{
+    return LD_ACQUIRE(&((struct pt_done *)arg)->done) != 0; /* A-DONE pairs with R-DONE */
+}
+
+int pt_nic_call(struct pt_nic *nic, struct pt_cmd *cmd)
+{
+    struct pt_done d;
+    memset(&d, 0, sizeof d);
+    ST_RELAXED(&d.done, 0);
+    cmd->done = &d;
+    int rc = pt_nic_submit(nic, cmd);
+    if (rc)
+        return rc;
+    wait_until(nic, done_ready, &d, -1);
+    return d.rc;
+}
+
+/* Synchronous call that also returns the completion's outputs. */
+int pt_nic_call_out(struct pt_nic *nic, struct pt_cmd *cmd, struct pt_done *out)
+{
+    memset(out, 0, sizeof *out);
+    cmd->done = out;
+    int rc = pt_nic_submit(nic, cmd);
+    if (rc)
+        return rc;
+    wait_until(nic, done_ready, out, -1);
+    return out->rc;
+}
+
+struct eqwait {
+    struct pt_eq **qs;
+    int n;
+    ptl_event_t *ev;
+    int which;
+    int rc;
+};
+
+static bool eq_ready(void *arg)
+{
+    struct eqwait *w = arg;
+    for (int i = 0; i < w->n; i++) {
+        enum pt_eq_rc rc = pt_eq_get(w->qs[i], w->ev);
+        if (rc != PT_EQ_EMPTY) {
+            w->which = i;
+            w->rc = rc;
+            return true;
+        }
+    }
+    return false;
+}
+
+int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t timeout_ms,
+                   ptl_event_t *ev, int *which)
+{
+    struct eqwait w = {qs, n, ev, -1, PT_EQ_EMPTY};
+    if (eq_ready(&w))
+        goto got;
+    if (timeout_ms == 0) {
+        /* One pass: progress once, look again. */
+        if (nic->has_thread)
+            pt_nic_progress(nic);
+        else
+            progress_host(nic);
+        if (eq_ready(&w))
+            goto got;
+        return PT_EQ_EMPTY;
+    }
+    int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
+    if (!wait_until(nic, eq_ready, &w, tns))
+        return PT_EQ_EMPTY;
+got:
+    if (which)
+        *which = w.which;
+    return w.rc;
+}

@@ -1,0 +1,315 @@
+/*
+ * target.c - the target side: an incoming request is translated (§6.2: portal,
+ * ACL, match-list walk, MD acceptance), its data moved, its events posted and
+ * its response sent; multi-step transfers continue in pt_ops_progress().
+ * Engine-owned; token holder only. No malloc, syscalls (except the transport's
+ * CMA pull), locks or logging on this path.
+ */
+#include "match.h"
+#include "nic.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
+                     const struct pt_wire_hdr *h)
+{
+    memset(r, 0, PT_WIRE_HDR_SIZE);
+    r->op = op;
+    r->src_nid = nic->id.nid;
+    r->src_pid = nic->id.pid;
+    r->uid = nic->uid;
+    r->jid = nic->jid;
+    r->pt_index = h->pt_index;
+    r->match_bits = h->match_bits;
+    r->init_md = h->init_md;
+    r->remote_offset = h->remote_offset;
+    r->local_offset = h->local_offset;
+    r->rlength = h->rlength;
+    r->hdr_data = h->hdr_data;
+    r->link = h->link;
+}
+
+static bool hdr_sane(const struct pt_nic *nic, const struct pt_wire_hdr *h)
+{
+    if (h->inline_len > nic->slot_size - PT_WIRE_HDR_SIZE)
+        return false;
+    if ((h->flags & PT_WF_RNDV) &&
+        (h->niov > PT_MAX_IOV + 1 ||
+         (size_t)h->niov * sizeof(struct pt_wire_iov) > nic->slot_size - PT_WIRE_HDR_SIZE))
+        return false;
+    return true;
+}
+
+/* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
+static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
+                               const struct pt_req *r, uint64_t *off_p, uint64_t *mlen_p)
+{
+    if (h->pt_index >= nic->npt || h->ac_index >= (uint32_t)nic->limits.max_ac_index + 1)
+        return NULL;
+    const struct pt_acl *a = &nic->acl[h->ac_index];
+    if (pt_acl_check(&a->id, a->uid, a->jid, a->pt_index, r) != PT_ACL_OK)
+        return NULL;
+    for (struct pt_me *me = nic->portals[h->pt_index].head; me; me = me->next) {
+        struct pt_md *md = me->md;
+        if (!md || !pt_md_active(md))
+            continue;
+        struct pt_me_key k = {me->match_id, me->match_bits, me->ignore_bits};
+        if (!pt_match_me(&k, r))
+            continue;
+        struct pt_md_view v = {md->umd.options, md->umd.threshold, md->inactive_by_use,
+                               md->mem.len, md->local_off};
+        if (pt_md_accept(&v, r, off_p, mlen_p))
+            return md; /* first accepting MD wins; a rejecting one lets the walk go on */
+    }
+    return NULL;
+}
+
+static void drop(struct pt_nic *nic, const struct pt_wire_hdr *h)
+{
+    nic->sr[PTL_SR_DROP_COUNT]++;
+    nic->sr[PTL_SR_DROP_LENGTH] += h->rlength;
+}
+
+int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
+{
+    PT_TM_BEGIN(t);
+    bool rndv = h->flags & PT_WF_RNDV;
+    bool ack = h->flags & PT_WF_ACK_REQ;
+    if (!hdr_sane(nic, h) || (h->op == PT_W_GETPUT && rndv)) {
+        nic->drops_bad_header++;
+        drop(nic, h);
+        return PT_OK; /* no response: we cannot trust what it asks for */
+    }
+    /* Every response this request may need is reserved before any side effect,
+     * so a full response queue leaves the request untouched for a later poll. */
+    struct pt_wire_hdr *rsp = NULL;
+    if (h->op != PT_W_PUT || ack || rndv) {
+        rsp = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
+        if (!rsp)
+            return PT_E_AGAIN;
+    }
+    struct pt_req r = {h->op, {h->src_nid, h->src_pid}, h->uid, h->jid, h->pt_index,
+                       h->match_bits, h->rlength, h->remote_offset};
+    PT_TM_STAGE(&nic->tm, t, PT_ST_HEADER);
+    uint64_t off = 0, mlen = 0;
+    struct pt_md *md = translate(nic, h, &r, &off, &mlen);
+    PT_TM_STAGE(&nic->tm, t, PT_ST_MATCH);
+    if (!md) {
+        drop(nic, h);
+        if (h->op != PT_W_PUT) {
+            rsp_init(nic, rsp, PT_W_NACK, h);
+            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        } else if (rndv) {
+            rsp_init(nic, rsp, PT_W_FIN, h);
+            rsp->flags = PT_WF_DROPPED;
+            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        }
+        return PT_OK;
+    }
+
+    /* Housekeeping: threshold, local offset, max_size (§6.3-§6.5). */
+    pt_md_consume(nic, md);
+    if (!(md->umd.options & PTL_MD_MANAGE_REMOTE))
+        md->local_off = off + mlen;
+    if ((md->umd.options & PTL_MD_MAX_SIZE) &&
+        pt_md_max_size_exhausted(md->umd.options, md->mem.len, md->local_off, md->umd.max_size)) {
+        md->inactive_by_use = 1;
+        md->unlink_due = md->unlink_op == PTL_UNLINK;
+    }
+    nic->sr[PTL_SR_RECV_COUNT]++;
+    nic->sr[PTL_SR_RECV_LENGTH] += mlen;
+
+    ptl_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.initiator.nid = h->src_nid;
+    ev.initiator.pid = h->src_pid;
+    ev.uid = h->uid;
+    ev.jid = h->jid;
+    ev.pt_index = h->pt_index;
+    ev.match_bits = h->match_bits;
+    ev.rlength = h->rlength;
+    ev.mlength = mlen;
+    ev.offset = off;
+    ev.hdr_data = h->op == PT_W_GET ? 0 : h->hdr_data; /* getput: the sender's (§6.8 rec.) */
+    ev.ni_fail_type = PTL_NI_OK;
+    PT_TM_STAGE(&nic->tm, t, PT_ST_HOUSEKEEP);
+
+    switch (h->op) {
+    case PT_W_PUT:
+        pt_ev_post(nic, md, PTL_EVENT_PUT_START, &ev);
+        if (!rndv) {
+            PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
+            pt_eager_deliver(h, &md->mem, off, mlen);
+            PT_TM_STAGE(&nic->tm, t, PT_ST_COPY);
+            pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
+            PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
+            if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
+                rsp_init(nic, rsp, PT_W_ACK, h);
+                rsp->mlength = mlen;
+                rsp->tgt_offset = off;
+                nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            }
+            pt_md_check_unlink(nic, md, &ev);
+            PT_TM_STAGE(&nic->tm, t, PT_ST_UNLINK);
+            return PT_OK;
+        }
+        {
+            struct pt_op *op = pt_op_get(nic);
+            if (!op) {
+                ev.ni_fail_type = PTL_NI_FAIL;
+                pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
+                rsp_init(nic, rsp, PT_W_FIN, h);
+                rsp->flags = PT_WF_DROPPED;
+                nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+                pt_md_check_unlink(nic, md, &ev);
+                return PT_OK;
+            }
+            op->kind = PT_OP_RNDV_PUT;
+            op->md = md;
+            op->md_tag = LD_RELAXED(&md->tag);
+            pt_rndv_init(&op->rv, h, peer, mlen, off);
+            op->ev = ev;
+            rsp_init(nic, &op->rsp, PT_W_FIN, h);
+            op->rsp.mlength = mlen;
+            op->rsp.tgt_offset = off;
+            if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE))
+                op->rsp.flags |= PT_WF_ACK;
+            op->rsp_peer = peer;
+            op->post_end = 1;
+            md->pending++;
+            return PT_OK;
+        }
+    case PT_W_GET: {
+        pt_ev_post(nic, md, PTL_EVENT_GET_START, &ev);
+        rsp_init(nic, rsp, PT_W_REPLY, h);
+        rsp->mlength = mlen;
+        rsp->tgt_offset = off;
+        if (pt_proto_choose(mlen, nic->eager_max, nic->slot_size) == PT_PROTO_EAGER) {
+            pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
+            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev); /* the reply has been sent */
+            pt_md_check_unlink(nic, md, &ev);
+            return PT_OK;
+        }
+        /* Rendezvous reply: the initiator pulls from this MD, then sends RFIN. */
+        rsp->tgt_md = pt_md_handle(nic, md);
+        pt_proto_table[PT_PROTO_RNDV]->pack(rsp, &md->mem, off, mlen);
+        md->pending++;
+        md->unlink_ev = ev; /* GET_END is posted from this template on RFIN */
+        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        return PT_OK;
+    }
+    case PT_W_GETPUT: {
+        /* Atomic swap: nothing else touches this MD between the read and the
+         * write, because only the token holder runs the engine (§6.13). */
+        pt_ev_post(nic, md, PTL_EVENT_GETPUT_START, &ev);
+        rsp_init(nic, rsp, PT_W_REPLY, h);
+        rsp->mlength = mlen;
+        rsp->tgt_offset = off;
+        pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
+        pt_eager_deliver(h, &md->mem, off, mlen);
+        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        pt_ev_post(nic, md, PTL_EVENT_GETPUT_END, &ev);
+        pt_md_check_unlink(nic, md, &ev);
+        return PT_OK;
+    }
+    default:
+        nic->drops_bad_header++;
+        drop(nic, h);
+        return PT_OK;
+    }
+}
+
+/* RFIN: the initiator has pulled a rendezvous reply out of our MD. */
+int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
+{
+    struct pt_md *md = pt_md_lookup(nic, h->tgt_md);
+    if (!md || !md->pending)
+        return PT_OK;
+    md->pending--;
+    ptl_event_t ev = md->unlink_ev;
+    pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev);
+    pt_md_check_unlink(nic, md, &ev);
+    return PT_OK;
+}
+
+/* ---- multi-step operations ---------------------------------------------- */
+
+struct pt_op *pt_op_get(struct pt_nic *nic)
+{
+    struct pt_op *op = nic->ops_free;
+    if (!op)
+        return NULL;
+    nic->ops_free = op->next;
+    memset(op, 0, sizeof *op);
+    op->next = nic->ops;
+    nic->ops = op;
+    ST_RELAXED(&nic->nops, LD_RELAXED(&nic->nops) + 1);
+    return op;
+}
+
+void pt_op_put(struct pt_nic *nic, struct pt_op *op)
+{
+    for (struct pt_op **pp = &nic->ops; *pp; pp = &(*pp)->next) {
+        if (*pp == op) {
+            *pp = op->next;
+            break;
+        }
+    }
+    op->next = nic->ops_free;
+    nic->ops_free = op;
+    ST_RELAXED(&nic->nops, LD_RELAXED(&nic->nops) - 1);
+}
+
+/* One step of each in-flight operation. Returns work done. */
+int pt_ops_progress(struct pt_nic *nic)
+{
+    int work = 0;
+    struct pt_op *op = nic->ops;
+    while (op) {
+        struct pt_op *next = op->next;
+        struct pt_md *md = op->md;
+        if (!op->rsp_pending) {
+            long n = pt_rndv_step(&op->rv, nic->xo, nic->x, &md->mem, nic->rndv_seg);
+            if (n > 0) {
+                work++;
+                if (op->rv.done < op->rv.total) {
+                    op = next;
+                    continue;
+                }
+            } else if (n < 0) {
+                op->failed = 1;
+            }
+            /* complete */
+            if (op->failed)
+                op->ev.ni_fail_type = PTL_NI_FAIL;
+            if (op->post_end) {
+                pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END
+                                                               : PTL_EVENT_REPLY_END,
+                           &op->ev);
+                op->post_end = 0;
+            }
+            op->rsp_pending = 1;
+            work++;
+        }
+        /* Send the FIN/RFIN. If the peer's response queue is full, retry next poll. */
+        struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
+        if (!r) {
+            if (!nic->xo->peer_alive(nic->x, op->rsp_peer))
+                goto done; /* nobody to tell */
+            op = next;
+            continue;
+        }
+        memcpy(r, &op->rsp, PT_WIRE_HDR_SIZE);
+        if (op->failed)
+            r->flags |= PT_WF_DROPPED;
+        nic->xo->commit(nic->x, op->rsp_peer, PT_CLS_RSP);
+    done:
+        md->pending--;
+        pt_md_check_unlink(nic, md, &op->ev);
+        pt_op_put(nic, op);
+        op = next;
+    }
+    return work;
+}

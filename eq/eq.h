@@ -1,0 +1,69 @@
+/*
+ * eq.h - Portals event queue: a single-writer, multi-reader, lossy ring.
+ *
+ * Writer: the engine (whichever thread holds the engine token). Readers: any
+ * API thread, in PtlEQGet/Wait/Poll/Peek. No locks on either side.
+ *
+ *   writer (event number w, slot w & mask)     reader
+ *   ------                                     ------
+ *   ST_RELAXED(stamp, 2w+1)   "busy"            r  = LD_ACQUIRE(read_count)
+ *   FENCE_RELEASE             W1                wc = LD_ACQUIRE(write_count)   A2
+ *   copy event words (relaxed)                  if wc - r > size: r = wc - size (dropped)
+ *   ST_RELEASE(stamp, 2w+2)   R1                s1 = LD_ACQUIRE(stamp)          A1
+ *   ST_RELEASE(write_count, w+1)  R2            copy words (relaxed)
+ *                                               FENCE_ACQUIRE                   A3
+ *                                               s2 = LD_RELAXED(stamp)
+ *                                               s1 == s2 == 2r+2 ? CAS read_count r -> r+1
+ *                                               : the slot was overwritten: retry as dropped
+ *
+ * R1 pairs with A1 (the words are complete when the stamp says so); W1 pairs
+ * with A3 (if the reader's copy raced a rewrite, it sees the new stamp); R2
+ * pairs with A2. A reader that finds more than `size` unread events skips to
+ * the oldest surviving one and reports PTL_EQ_DROPPED (spec §6.10, libportals
+ * returns the oldest survivor). Waking sleepers is the engine's job (one
+ * check per poll, see engine), not eq_post's.
+ */
+#ifndef PT_EQ_H
+#define PT_EQ_H
+
+#include "pt_atomic.h"
+#include <portals3.h>
+#include <stdbool.h>
+
+#define PT_EV_WORDS ((sizeof(ptl_event_t) + 7) / 8)
+
+struct pt_eq_slot {
+    _Atomic uint64_t stamp;
+    uint64_t words[PT_EV_WORDS];
+};
+
+struct pt_eq {
+    PT_ALIGNED _Atomic uint64_t write_count;  /* writer only; readers acquire */
+    PT_ALIGNED _Atomic uint64_t read_count;   /* readers, claimed by CAS      */
+    uint64_t size;                            /* power of two, fixed          */
+    uint64_t mask;
+    ptl_eq_handler_t handler;                 /* run by the reader after dequeue */
+    struct pt_eq_slot *slots;
+};
+
+enum pt_eq_rc { PT_EQ_OK = 0, PT_EQ_DROPPED = 1, PT_EQ_EMPTY = 2 };
+
+/* Create with room for at least `count` events (rounded up to 2^k). NULL on ENOMEM. */
+struct pt_eq *pt_eq_create(uint64_t count, ptl_eq_handler_t handler);
+void pt_eq_destroy(struct pt_eq *eq);
+
+/* Writer only. Stamps ev->sequence with the event number and publishes it.
+ * Overwrites the oldest unread event when full. Never blocks. */
+void pt_eq_post(struct pt_eq *eq, ptl_event_t *ev);
+
+/* Any thread. Removes the oldest available event. */
+enum pt_eq_rc pt_eq_get(struct pt_eq *eq, ptl_event_t *ev);
+/* Any thread. Like get, without removing. */
+enum pt_eq_rc pt_eq_peek(struct pt_eq *eq, ptl_event_t *ev);
+/* Any thread: no unread events (PtlMDUpdate's test). */
+static inline bool pt_eq_empty(struct pt_eq *eq)
+{
+    return LD_ACQUIRE(&eq->write_count) == LD_ACQUIRE(&eq->read_count); /* A2 pairs with R2 */
+}
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * proto.h - protocols: how a payload gets from the initiator's MD to the
+ * target's MD, chosen by size through an ops table.
+ *
+ *   PT_PROTO_EAGER  payload inline in the queue slot (<= eager_max bytes)
+ *   PT_PROTO_RNDV   the slot carries the initiator's iovecs; the receiving
+ *                   engine pulls the data (transport pull: CMA, or memcpy in
+ *                   a job of one) in segments of PTL_RNDV_SEG bytes
+ *
+ * MD memory is described by struct pt_mem (contiguous, or an iovec list for
+ * PTL_MD_IOVEC); every copy is bounded by the MD: offsets and lengths are
+ * clamped here, whatever a header claims.
+ *
+ * Caller: the engine-token holder.
+ */
+#ifndef PT_PROTO_H
+#define PT_PROTO_H
+
+#include "wire.h"
+#include "xport.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define PT_MAX_IOV 64   /* largest iovec list an MD may have (max_md_iovecs) */
+
+struct pt_mem {
+    const struct iovec *iov; /* niov entries; for a contiguous MD, &one         */
+    uint32_t niov;
+    uint64_t len;            /* total bytes                                     */
+    struct iovec one;        /* storage for the contiguous case                 */
+};
+
+void pt_mem_contig(struct pt_mem *m, void *start, uint64_t len);
+void pt_mem_iovec(struct pt_mem *m, const struct iovec *iov, uint32_t niov);
+
+/* Copy n bytes between MD memory at offset off and a flat buffer (clamped to
+ * the MD). Return bytes copied. */
+size_t pt_mem_write(const struct pt_mem *m, uint64_t off, const void *src, size_t n);
+size_t pt_mem_read(const struct pt_mem *m, uint64_t off, void *dst, size_t n);
+/* Describe [off, off+n) of MD memory as at most max iovecs; returns count. */
+int pt_mem_slice(const struct pt_mem *m, uint64_t off, uint64_t n, struct iovec *out, int max);
+
+enum pt_proto_kind { PT_PROTO_EAGER = 0, PT_PROTO_RNDV = 1, PT_PROTO_NR };
+
+struct pt_proto_ops {
+    const char *name;
+    /* Fill the payload part of a request/reply slot with [off, off+len) of src. */
+    void (*pack)(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t off, uint64_t len);
+};
+
+extern const struct pt_proto_ops *const pt_proto_table[PT_PROTO_NR];
+
+/* Which protocol carries a payload of len bytes from memory src. */
+static inline enum pt_proto_kind pt_proto_choose(uint64_t len, uint64_t eager_max,
+                                                 uint32_t slot_size)
+{
+    return len <= eager_max && PT_WIRE_HDR_SIZE + len <= slot_size ? PT_PROTO_EAGER
+                                                                   : PT_PROTO_RNDV;
+}
+
+/* Rendezvous receive state: what remains to pull, described by the remote
+ * iovecs copied out of the request slot (so the slot can be released). */
+struct pt_rndv {
+    struct pt_wire_iov riov[PT_MAX_IOV + 1];
+    uint32_t nriov;
+    uint32_t peer;
+    uint64_t total;   /* bytes to move (mlength)                  */
+    uint64_t done;    /* bytes moved so far                       */
+    uint64_t dst_off; /* where in the local MD the data starts    */
+};
+
+/* Start a rendezvous receive of mlength bytes described by header h. */
+void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,
+                  uint64_t mlength, uint64_t dst_off);
+/* Move up to seg bytes. Returns bytes moved (>0), 0 when complete, -errno on
+ * failure (the transfer is then finished with a failure status). */
+long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
+                  const struct pt_mem *dst, uint64_t seg);
+
+/* Deliver an eager payload into MD memory: mlength bytes at dst_off. */
+static inline void pt_eager_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst,
+                                    uint64_t dst_off, uint64_t mlength)
+{
+    if (mlength > h->inline_len)
+        mlength = h->inline_len; /* never read past what the slot holds */
+    pt_mem_write(dst, dst_off, pt_wire_payload(h), (size_t)mlength);
+}
+
+#endif

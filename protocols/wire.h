@@ -1,0 +1,82 @@
+/*
+ * wire.h - the one wire header every message between NIC engines carries.
+ *
+ * A message occupies one transport slot: this 128-byte header, then `inline_len`
+ * bytes of payload (eager), or a list of `niov` remote iovecs describing where
+ * the payload sits in the sender's memory (rendezvous; the receiver pulls it).
+ * Fields are written by the sending engine before transport commit (release)
+ * and read by the receiving engine after transport peek (acquire); a slot is
+ * never touched by the sender again until the receiver released it.
+ *
+ * Messages and who answers them (requests always get at most one response):
+ *   PUT     -> ACK (eager, if asked and allowed) | FIN (rendezvous; carries the
+ *              ack flag so the initiator posts SEND_END then ACK)
+ *   GET     -> REPLY (eager data, or rendezvous descriptor) | NACK (dropped)
+ *   GETPUT  -> REPLY | NACK
+ *   REPLY (rendezvous) -> the initiator pulls, then sends RFIN (a response,
+ *              sent only on the response class, which never blocks: see below)
+ * NACK is internal: the spec's "dropped, no event" stays true for the user; it
+ * only releases the initiator's pending state for the MD.
+ */
+#ifndef PT_WIRE_H
+#define PT_WIRE_H
+
+#include <stdint.h>
+
+enum pt_wire_op {
+    PT_W_PUT = 1,
+    PT_W_GET = 2,
+    PT_W_GETPUT = 3,
+    PT_W_ACK = 4,
+    PT_W_REPLY = 5,
+    PT_W_FIN = 6,
+    PT_W_NACK = 7,
+    PT_W_RFIN = 8,
+    PT_W_DATA = 9,   /* a fragment of a copy-mode transfer (see proto.h) */
+    PT_W_OP_LAST
+};
+
+enum pt_wire_flag {
+    PT_WF_ACK_REQ = 1u << 0,  /* PUT: initiator wants an ACK                       */
+    PT_WF_RNDV = 1u << 1,     /* payload not inline: `niov` remote iovecs follow   */
+    PT_WF_ACK = 1u << 2,      /* FIN: an ACK is due after SEND_END                 */
+    PT_WF_COPY = 1u << 3,     /* rendezvous in copy mode: DATA fragments follow    */
+    PT_WF_DROPPED = 1u << 4,  /* FIN: the target dropped the put                   */
+};
+
+struct pt_wire_hdr {
+    uint8_t op;            /* enum pt_wire_op                                     */
+    uint8_t flags;         /* enum pt_wire_flag                                   */
+    uint16_t niov;         /* rendezvous: remote iovecs after the header          */
+    uint32_t inline_len;   /* payload bytes after the header (eager)              */
+    uint32_t src_nid, src_pid;   /* Portals id of the sender                      */
+    uint32_t uid, jid;
+    uint32_t pt_index, ac_index;
+    uint32_t init_md;      /* initiator MD handle (ack/reply/fin find it by this) */
+    uint32_t tgt_md;       /* target MD handle (rendezvous reply: RFIN finds it)  */
+    uint64_t match_bits;
+    uint64_t remote_offset;  /* as the initiator asked                            */
+    uint64_t local_offset;   /* initiator's local offset, echoed back             */
+    uint64_t rlength;        /* requested length                                  */
+    uint64_t mlength;        /* responses: length the target manipulated          */
+    uint64_t hdr_data;
+    uint64_t tgt_offset;     /* responses: offset used in the target MD           */
+    uint32_t src_ospid;      /* rendezvous: OS pid that owns the remote iovecs     */
+    uint32_t xfer_id;        /* copy-mode transfer id (sender-chosen)             */
+    uint64_t t_stamp;        /* instrumentation: sender TSC at send (0 when off)  */
+    uint32_t link;           /* initiator's START event link, echoed in responses */
+    uint32_t reserved0;
+    uint64_t reserved1;
+};
+_Static_assert(sizeof(struct pt_wire_hdr) == 128, "pt_wire_hdr must stay 128 bytes (2 cache lines)");
+
+struct pt_wire_iov {
+    uint64_t addr;
+    uint64_t len;
+};
+
+#define PT_WIRE_HDR_SIZE 128u
+
+static inline void *pt_wire_payload(struct pt_wire_hdr *h) { return (char *)h + PT_WIRE_HDR_SIZE; }
+
+#endif

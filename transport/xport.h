@@ -1,0 +1,90 @@
+/*
+ * xport.h - the transport ops table: how fixed-size message slots move between
+ * the NIC engines of the ranks of one job, and how bulk data is pulled.
+ *
+ * Model. Every ordered pair (sender s, receiver r) has two single-producer
+ * single-consumer queues of slots, owned by r's engine on the consuming side
+ * and by s's engine on the producing side:
+ *   PT_CLS_REQ  requests (put, get, getput, and their data fragments)
+ *   PT_CLS_RSP  responses (ack, reply, fin, nack); handling a response never
+ *               sends a message, so responses can always drain and the
+ *               request/response dependency cannot deadlock.
+ * A queue's free slots are the sender's credits towards that receiver: a
+ * receiver that stops draining stalls only the senders that target it.
+ * Messages of one class between one pair are delivered in order.
+ *
+ * Threading: every op is called by the engine-token holder of the calling
+ * rank (one thread at a time per rank), except where noted.
+ *
+ * Sending: slot = reserve(x, peer, cls); fill header+payload; commit(x, peer,
+ * cls) publishes and rings the peer's doorbell if (and only if) it announced
+ * sleep and nobody polls it. reserve returns NULL when out of credits.
+ *
+ * Receiving: slot = peek(x, &peer, &cls) returns the next message from some
+ * sender (round-robin over senders, responses first); release(x, peer, cls)
+ * frees it. One message is outstanding at a time.
+ */
+#ifndef PT_XPORT_H
+#define PT_XPORT_H
+
+#include "futex.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+enum pt_cls { PT_CLS_REQ = 0, PT_CLS_RSP = 1, PT_CLS_NR = 2 };
+
+struct pt_xport;   /* opaque per-transport state */
+
+struct pt_xport_info {
+    uint32_t rank;        /* this process's rank in the job                  */
+    uint32_t nranks;      /* ranks in the job                                */
+    uint32_t slot_size;   /* bytes per slot (header + inline payload)        */
+    uint32_t jid;         /* job id                                          */
+    bool cma_ok;          /* process_vm_readv to peers works (probed)        */
+    const char *cma_why;  /* if not, why (static string)                     */
+};
+
+struct pt_xport_ops {
+    const char *name;
+    /* Sending (token holder). */
+    void *(*reserve)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
+    void (*commit)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
+    /* Receiving (token holder). */
+    void *(*peek)(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p);
+    void (*release)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
+    /* Any thread: is a message waiting for this rank? (sleep rechecks) */
+    bool (*rx_pending)(struct pt_xport *x);
+    /* Bulk: copy from the peer's address space into local iovecs (CMA or a
+     * same-process memcpy). Returns bytes copied or -errno (-EPERM/-ENOSYS:
+     * CMA refused; the caller falls back to copying through the queues). */
+    ssize_t (*pull)(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                    const struct iovec *remote, int nremote);
+    /* Liveness: false once the peer is known dead (its NI must fail ops). */
+    bool (*peer_alive)(struct pt_xport *x, uint32_t peer);
+    /* The doorbell this rank's NIC thread sleeps on (lives where peers reach it). */
+    struct pt_waitword *(*doorbell)(struct pt_xport *x);
+    /* Peer's OS pid (for CMA) and the Portals nid/pid of a rank. */
+    pid_t (*peer_ospid)(struct pt_xport *x, uint32_t peer);
+    /* Map a Portals process id to a rank; -1 if not in the job. */
+    int (*rank_of)(struct pt_xport *x, uint32_t nid, uint32_t pid);
+    void (*id_of)(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p);
+    /* Mark this rank as finished (orderly PtlNIFini) and detach. */
+    void (*close)(struct pt_xport *x);
+};
+
+/* Open the transport for this process: the shared job region when the
+ * environment names one (PTL_JOB_FD / PTL_JOB set by ptlrun), otherwise a
+ * loopback job of one. Returns 0 or -errno (message logged). */
+int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                  const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                  struct pt_xport_info *info_p);
+
+/* The loopback transport (a job of one, private memory). */
+int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
+                     const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                     struct pt_xport_info *info_p);
+
+#endif

@@ -1,0 +1,131 @@
+/* config.c - the tunables table; see config.h. */
+#include "config.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static struct pt_config g_cfg;
+
+#define T(n, f, d, lo, hi, h) { n, d, lo, hi, h, &g_cfg.f, "default" }
+static struct pt_tunable g_table[] = {
+    T("PTL_OFFLOAD", offload, 1, 0, 1,
+      "1: a NIC thread per NI does all receive-side work; 0: host matching, the calling thread runs the engine inside Ptl calls"),
+    T("PTL_NIC_CPU", nic_cpu, -1, -1, 4095,
+      "core the NIC thread is pinned to; -1 chooses one with libnuma (last core of the caller's node)"),
+    T("PTL_NIC_SPIN_US", nic_spin_us, 50, 0, 10000000,
+      "microseconds an idle NIC thread polls before it sleeps on its doorbell"),
+    T("PTL_WAIT_SPIN_US", wait_spin_us, 1000, 0, 10000000,
+      "microseconds PtlEQWait/PtlEQPoll and synchronous calls poll (running the engine) before sleeping"),
+    T("PTL_NIC_YIELD", nic_yield, 1, 0, 1,
+      "1: an idle NIC thread hands the engine to an API thread that waits, instead of spinning beside it"),
+    T("PTL_CMD_SLOTS", cmd_slots, 256, 8, 65536,
+      "command ring slots per API thread (power of two)"),
+    T("PTL_EAGER_MAX", eager_max, 4032, 0, 65472,
+      "largest payload carried inline in a receive-queue slot; larger messages use rendezvous"),
+    T("PTL_QUEUE_SLOTS", queue_slots, 64, 4, 4096,
+      "receive-queue slots per sender and receiver (the sender's credits; power of two)"),
+    T("PTL_RNDV_MODE", rndv_mode, 0, 0, 2,
+      "rendezvous data movement: 0 auto (by size), 1 CMA single copy, 2 pipelined copy through the region"),
+    T("PTL_RNDV_CMA_MIN", rndv_cma_min, 131072, 0, INT64_MAX,
+      "in auto mode, rendezvous transfers of at least this many bytes use CMA"),
+    T("PTL_RNDV_SEG", rndv_seg, 262144, 4096, 1 << 30,
+      "bytes a NIC thread moves per rendezvous step before it polls again"),
+    T("PTL_CMA", cma, 1, 0, 1,
+      "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
+    T("PTL_MAX_PT_INDEX", max_pt_index, 63, 7, 255,
+      "highest portal index an NI offers (REF offers 7; Cray-era clients use up to 38)"),
+    T("PTL_MAX_OBJECTS", max_objs, 65535, 16, 65535,
+      "library limit on MEs, MDs and EQs per NI (each)"),
+    T("PTL_TIMING", timing, 0, 0, 1,
+      "1: record per-stage timestamps (initiator and NIC-thread tables)"),
+    T("PTL_LOG_LEVEL", log_level, 1, 0, 3,
+      "0 errors, 1 warnings, 2 info, 3 debug (stderr; never on the data path)"),
+    T("PTL_PEER_TIMEOUT_MS", ni_fail_grace_ms, 2000, 10, 3600000,
+      "how long a rank waits for a dead peer's launcher to confirm before failing its operations"),
+};
+#undef T
+
+/* Runtime variables that are not tunables but are PTL_* by convention. */
+static const char *g_runtime_vars[] = {
+    "PTL_MY_RID", "PTL_NIDMAP", "PTL_PIDMAP", "PTL_JOB", "PTL_JOB_FD", "PTL_JOB_SIZE",
+    "PTL_IFACE", "PTL_JID", "PTL_NRANKS", NULL};
+
+static void parse_env(void)
+{
+    for (size_t i = 0; i < sizeof(g_table) / sizeof(g_table[0]); i++) {
+        struct pt_tunable *t = &g_table[i];
+        *t->value = t->def;
+        t->source = "default";
+        const char *s = getenv(t->name);
+        if (!s || !*s)
+            continue;
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 0);
+        if (errno || *end) {
+            if (!strcmp(t->name, "PTL_RNDV_MODE") && (!strcmp(s, "auto") || !strcmp(s, "cma") || !strcmp(s, "copy"))) {
+                v = !strcmp(s, "auto") ? 0 : !strcmp(s, "cma") ? 1 : 2;
+            } else {
+                pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
+                       (long long)t->def);
+                continue;
+            }
+        }
+        if (v < t->min || v > t->max) {
+            pt_log(PT_LOG_WARN, "%s=%lld out of range [%lld, %lld]; using %lld", t->name, v,
+                   (long long)t->min, (long long)t->max, (long long)t->def);
+            continue;
+        }
+        *t->value = v;
+        t->source = "env";
+    }
+    pt_log_set_level((int)g_cfg.log_level);
+}
+
+static void warn_unknown(void)
+{
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "PTL_", 4))
+            continue;
+        size_t n = strcspn(*e, "=");
+        bool known = false;
+        for (size_t i = 0; !known && i < sizeof(g_table) / sizeof(g_table[0]); i++)
+            known = strlen(g_table[i].name) == n && !strncmp(*e, g_table[i].name, n);
+        for (size_t i = 0; !known && g_runtime_vars[i]; i++)
+            known = strlen(g_runtime_vars[i]) == n && !strncmp(*e, g_runtime_vars[i], n);
+        if (!known)
+            pt_log(PT_LOG_WARN, "unknown variable %.*s ignored (see ptl_info)", (int)n, *e);
+    }
+}
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void init_once(void)
+{
+    parse_env();
+    warn_unknown();
+}
+
+const struct pt_config *pt_config(void)
+{
+    pthread_once(&g_once, init_once);
+    return &g_cfg;
+}
+
+void pt_config_reload(void)
+{
+    pthread_once(&g_once, init_once);
+    parse_env();
+}
+
+int pt_tunables(const struct pt_tunable **table_p)
+{
+    pt_config();
+    *table_p = g_table;
+    return (int)(sizeof(g_table) / sizeof(g_table[0]));
+}

@@ -1,0 +1,52 @@
+/*
+ * config.h - the one table of PTL_* tunables.
+ *
+ * Parsed once (first call of pt_config()) from the environment into a const
+ * struct; nothing reads getenv() on a hot path. Unknown PTL_* variables are
+ * warned about once. ptl_info prints the table with effective values and
+ * where each came from.
+ */
+#ifndef PT_CONFIG_H
+#define PT_CONFIG_H
+#include <stdbool.h>
+#include <stdint.h>
+
+enum pt_rndv_mode { PT_RNDV_AUTO = 0, PT_RNDV_CMA = 1, PT_RNDV_COPY = 2 };
+
+struct pt_config {
+    int64_t offload;        /* PTL_OFFLOAD: 1 = NIC thread, 0 = host matching        */
+    int64_t nic_cpu;        /* PTL_NIC_CPU: core for the NIC thread, -1 = choose     */
+    int64_t nic_spin_us;    /* PTL_NIC_SPIN_US: NIC thread idle spin before sleeping */
+    int64_t wait_spin_us;   /* PTL_WAIT_SPIN_US: API waiter spin before sleeping     */
+    int64_t nic_yield;      /* PTL_NIC_YIELD: NIC thread hands the engine to waiters */
+    int64_t cmd_slots;      /* PTL_CMD_SLOTS: command ring slots per API thread      */
+    int64_t eager_max;      /* PTL_EAGER_MAX: largest payload sent inline            */
+    int64_t queue_slots;    /* PTL_QUEUE_SLOTS: receive-queue slots per sender       */
+    int64_t rndv_mode;      /* PTL_RNDV_MODE: 0 auto, 1 cma, 2 copy                  */
+    int64_t rndv_cma_min;   /* PTL_RNDV_CMA_MIN: auto mode uses CMA from this size   */
+    int64_t rndv_seg;       /* PTL_RNDV_SEG: bytes moved per engine step             */
+    int64_t cma;            /* PTL_CMA: 0 forbids process_vm_readv                   */
+    int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
+    int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
+    int64_t timing;         /* PTL_TIMING: per-stage instrumentation on              */
+    int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */
+    int64_t ni_fail_grace_ms; /* PTL_PEER_TIMEOUT_MS: how long a dead peer is waited */
+};
+
+struct pt_tunable {
+    const char *name;
+    int64_t def, min, max;
+    const char *help;
+    int64_t *value;   /* into the parsed struct */
+    const char *source; /* "default" or "env" after parsing */
+};
+
+const struct pt_config *pt_config(void);
+
+/* Table access for ptl_info and the README generator. */
+int pt_tunables(const struct pt_tunable **table_p);
+
+/* Re-read the environment (tests and benchmarks that switch modes in-process). */
+void pt_config_reload(void);
+
+#endif

@@ -1,0 +1,96 @@
+/* cpu.c - see cpu.h. */
+#include "cpu.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int pt_cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+    return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int pt_cpu_node(int cpu)
+{
+    if (numa_available() < 0)
+        return 0;
+    int n = numa_node_of_cpu(cpu);
+    return n < 0 ? 0 : n;
+}
+
+int pt_cpu_choose_nic(int avoid)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return -1;
+    int here = sched_getcpu();
+    int node = here >= 0 ? pt_cpu_node(here) : 0;
+    int best = -1;
+    for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
+        if (!CPU_ISSET(c, &set) || c == avoid)
+            continue;
+        if (pt_cpu_node(c) == node) {
+            best = c;
+            break;
+        }
+        if (best < 0)
+            best = c;
+    }
+    return best;
+}
+
+int pt_cpu_pin_self(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    return rc ? -rc : 0;
+}
+
+void *pt_numa_alloc(size_t size, int node)
+{
+    if (numa_available() >= 0 && node >= 0) {
+        void *p = numa_alloc_onnode(size, node);
+        if (p)
+            return p;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void pt_numa_free(void *p, size_t size)
+{
+    if (!p)
+        return;
+    if (numa_available() >= 0)
+        numa_free(p, size);
+    else
+        munmap(p, size);
+}
+
+void pt_numa_bind(void *p, size_t size, int node)
+{
+    if (numa_available() < 0 || node < 0 || !p)
+        return;
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+    size += (uintptr_t)p - a;
+    numa_tonode_memory((void *)a, size, node);
+}
+
+void pt_cpu_describe(char *buf, size_t len)
+{
+    int nodes = numa_available() < 0 ? 1 : numa_max_node() + 1;
+    snprintf(buf, len, "%d usable cores, %d NUMA node%s (libnuma %s), NIC thread core %d",
+             pt_cpu_count(), nodes, nodes == 1 ? "" : "s",
+             numa_available() < 0 ? "unavailable" : "available", pt_cpu_choose_nic(-1));
+}

@@ -1,0 +1,24 @@
+/*
+ * cpu.h - core and NUMA placement (libnuma).
+ */
+#ifndef PT_CPU_H
+#define PT_CPU_H
+#include <stddef.h>
+
+/* The core a NIC thread should use when PTL_NIC_CPU is -1: the last core of
+ * the NUMA node the calling thread runs on, avoiding `avoid` (-1: none). */
+int pt_cpu_choose_nic(int avoid);
+/* Pin the calling thread; returns 0 or -errno. */
+int pt_cpu_pin_self(int cpu);
+/* NUMA node of a core, or 0 without NUMA. */
+int pt_cpu_node(int cpu);
+int pt_cpu_count(void);
+/* Allocate/free memory on a NUMA node (falls back to mmap without NUMA). */
+void *pt_numa_alloc(size_t size, int node);
+void pt_numa_free(void *p, size_t size);
+/* Bind an existing range (e.g. part of the shared region) to a node; best effort. */
+void pt_numa_bind(void *p, size_t size, int node);
+/* One-line description of the layout, for ptl_info. */
+void pt_cpu_describe(char *buf, size_t len);
+
+#endif

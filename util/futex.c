@@ -1,0 +1,39 @@
+/* futex.c - thin wrappers over futex(2); see futex.h for the protocol. */
+#include "futex.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+void pt_waitword_init(struct pt_waitword *w, bool process_shared)
+{
+    ST_RELAXED(&w->seq, 0);
+    ST_RELAXED(&w->sleepers, 0);
+    ST_RELAXED(&w->polled, 0);
+    w->shared = process_shared;
+}
+
+void pt_wake_all(struct pt_waitword *w)
+{
+    RMW_ADD(&w->seq, 1);
+    syscall(SYS_futex, &w->seq, w->shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, INT_MAX,
+            NULL, NULL, 0);
+}
+
+bool pt_futex_wait(struct pt_waitword *w, uint32_t seq, int64_t timeout_ns)
+{
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = timeout_ns / 1000000000;
+        ts.tv_nsec = timeout_ns % 1000000000;
+        tsp = &ts;
+    }
+    long rc = syscall(SYS_futex, &w->seq, w->shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, seq,
+                      tsp, NULL, 0);
+    if (rc == -1 && errno == ETIMEDOUT)
+        return false;
+    return true;
+}

@@ -1,0 +1,106 @@
+/*
+ * spsc.h - single-producer single-consumer ring of fixed-size slots.
+ *
+ * Usable in private memory (API thread -> engine command rings) and in the
+ * shared job region (per-sender receive queues): the header holds no pointers,
+ * the slot array is passed in by the caller.
+ *
+ *   producer                                 consumer
+ *   --------                                 --------
+ *   slot = spsc_reserve()  (checks cached     slot = spsc_peek()   A1: LD_ACQUIRE(head)
+ *          tail, refreshes A2 on "full")      ... read slot ...
+ *   ... fill slot ...                         spsc_release()       R2: ST_RELEASE(tail)
+ *   spsc_commit()         R1: ST_RELEASE(head)
+ *
+ * R1 pairs with A1: the slot body is visible before the consumer sees head move.
+ * R2 pairs with A2: the consumer is done reading a slot before the producer
+ * reuses it. Indexes are free-running 32-bit counters; size is a power of two;
+ * a slot is index & mask. Producer and consumer fields sit on separate cache
+ * lines, and each side caches the other's index, touching the remote line only
+ * when the ring looks full (producer) or empty (consumer).
+ *
+ * Who writes what: head and prod_cached_tail by the producer only; tail and
+ * cons_cached_head by the consumer only.
+ */
+#ifndef PT_SPSC_H
+#define PT_SPSC_H
+
+#include "pt_atomic.h"
+#include <stdbool.h>
+
+struct spsc_hdr {
+    PT_ALIGNED _Atomic uint32_t head;    /* producer: next slot to fill   */
+    uint32_t prod_cached_tail;           /* producer-private              */
+    uint32_t mask;                       /* written once at init          */
+    uint32_t slot_size;                  /* bytes, written once at init   */
+    PT_ALIGNED _Atomic uint32_t tail;    /* consumer: next slot to read   */
+    uint32_t cons_cached_head;           /* consumer-private              */
+};
+_Static_assert(sizeof(struct spsc_hdr) == 2 * PT_CACHELINE,
+               "spsc_hdr: producer and consumer fields must own one cache line each");
+
+static inline void spsc_init(struct spsc_hdr *r, uint32_t nslots, uint32_t slot_size)
+{
+    ST_RELAXED(&r->head, 0);
+    ST_RELAXED(&r->tail, 0);
+    r->prod_cached_tail = 0;
+    r->cons_cached_head = 0;
+    r->mask = nslots - 1;
+    r->slot_size = slot_size;
+}
+
+static inline void *spsc_slot(const struct spsc_hdr *r, void *slots, uint32_t idx)
+{
+    return (char *)slots + (size_t)(idx & r->mask) * r->slot_size;
+}
+
+/* Producer: a free slot to fill in place, or NULL when full. */
+static inline void *spsc_reserve(struct spsc_hdr *r, void *slots)
+{
+    uint32_t h = LD_RELAXED(&r->head);
+    if (h - r->prod_cached_tail > r->mask) {
+        r->prod_cached_tail = LD_ACQUIRE(&r->tail); /* A2 pairs with R2 */
+        if (h - r->prod_cached_tail > r->mask)
+            return NULL;
+    }
+    return spsc_slot(r, slots, h);
+}
+
+/* Producer: publish the slot returned by spsc_reserve(). */
+static inline void spsc_commit(struct spsc_hdr *r)
+{
+    ST_RELEASE(&r->head, LD_RELAXED(&r->head) + 1); /* R1 pairs with A1 */
+}
+
+/* Producer: number of free slots (refreshes the cached tail). */
+static inline uint32_t spsc_free(struct spsc_hdr *r)
+{
+    r->prod_cached_tail = LD_ACQUIRE(&r->tail); /* A2 pairs with R2 */
+    return r->mask + 1 - (LD_RELAXED(&r->head) - r->prod_cached_tail);
+}
+
+/* Consumer: the oldest filled slot, or NULL when empty. */
+static inline void *spsc_peek(struct spsc_hdr *r, void *slots)
+{
+    uint32_t t = LD_RELAXED(&r->tail);
+    if (t == r->cons_cached_head) {
+        r->cons_cached_head = LD_ACQUIRE(&r->head); /* A1 pairs with R1 */
+        if (t == r->cons_cached_head)
+            return NULL;
+    }
+    return spsc_slot(r, slots, t);
+}
+
+/* Consumer: hand the slot from spsc_peek() back to the producer. */
+static inline void spsc_release(struct spsc_hdr *r)
+{
+    ST_RELEASE(&r->tail, LD_RELAXED(&r->tail) + 1); /* R2 pairs with A2 */
+}
+
+/* Anyone: is there something to consume? (A1-style acquire on head.) */
+static inline bool spsc_nonempty(struct spsc_hdr *r)
+{
+    return LD_ACQUIRE(&r->head) != LD_RELAXED(&r->tail); /* A1 pairs with R1 */
+}
+
+#endif
