@@ -237,6 +237,10 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         free(nic);
         return rc == -EADDRINUSE ? PT_E_PID : PT_E_FAIL;
     }
+    /* The region fixes the slot size for the whole job; adopt it. */
+    nic->slot_size = nic->xi.slot_size;
+    if (nic->eager_max > nic->slot_size - PT_WIRE_HDR_SIZE)
+        nic->eager_max = nic->slot_size - PT_WIRE_HDR_SIZE;
     nic->xo->id_of(nic->x, nic->xi.rank, &nic->id.nid, &nic->id.pid);
     if (pid != PTL_PID_ANY && pid != nic->id.pid) {
         nic->xo->close(nic->x);

@@ -89,6 +89,8 @@ static void lo_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_
     *pid_p = x->pid;
 }
 
+static uint32_t lo_job_failed(struct pt_xport *x) { return 0; }
+
 static void lo_close(struct pt_xport *x)
 {
     free(x->slots[PT_CLS_REQ]);
@@ -109,6 +111,7 @@ static const struct pt_xport_ops g_loopback_ops = {
     .peer_ospid = lo_peer_ospid,
     .rank_of = lo_rank_of,
     .id_of = lo_id_of,
+    .job_failed = lo_job_failed,
     .close = lo_close,
 };
 

@@ -71,6 +71,10 @@ struct pt_xport_ops {
     /* Map a Portals process id to a rank; -1 if not in the job. */
     int (*rank_of)(struct pt_xport *x, uint32_t nid, uint32_t pid);
     void (*id_of)(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p);
+    /* Any thread, cheap (one relaxed load): non-zero once some rank of the
+     * job died or the launcher declared the job failed; the value is the
+     * PTL_NI_* failure code to report (PTL_NI_PEER_DIED). */
+    uint32_t (*job_failed)(struct pt_xport *x);
     /* Mark this rank as finished (orderly PtlNIFini) and detach. */
     void (*close)(struct pt_xport *x);
 };
