@@ -58,15 +58,18 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
     if (rank < 0)
         return cmd_dropped(nic);
+    uint64_t len = c->u.mv.length;
+    enum pt_proto_kind pk = pt_nic_choose(nic, len);
+    if (pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
+        return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
     if (!h)
         return PT_E_AGAIN; /* out of credits to that target: retry later */
-    uint64_t len = c->u.mv.length;
     hdr_init(nic, h, PT_W_PUT, c);
     if (c->u.mv.ack == PTL_ACK_REQ)
         h->flags |= PT_WF_ACK_REQ;
-    enum pt_proto_kind pk = pt_proto_choose(len, nic->eager_max, nic->slot_size);
-    pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, len);
+    uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
+    pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
 
     pt_md_consume(nic, md); /* "send" counts at initiation (§6.4) */
     ptl_event_t ev;
@@ -78,7 +81,10 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     nic->sr[PTL_SR_SEND_COUNT]++;
     nic->sr[PTL_SR_SEND_LENGTH] += len;
     nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
-    if (pk == PT_PROTO_EAGER) {
+    if (pk == PT_PROTO_COPY && first < len) /* SEND_END when the last fragment left */
+        pt_copy_send_start(nic, md, c->u.mv.local_offset + first, len - first, (uint32_t)rank,
+                           PT_CLS_REQ, PTL_EVENT_SEND_END, &ev);
+    else if (pk != PT_PROTO_RNDV) {
         pt_ev_post(nic, md, PTL_EVENT_SEND_END, &ev); /* the data has left the buffer */
         pt_md_check_unlink(nic, md, &ev);
     }
@@ -255,6 +261,21 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     pt_ev_post(nic, md, PTL_EVENT_REPLY_START, &ev);
     if (!rndv) {
         pt_eager_deliver(h, &md->mem, h->local_offset, ev.mlength);
+        if ((h->flags & PT_WF_COPY) && h->mlength > h->inline_len) {
+            /* The rest streams in as DATA fragments (copy.c). */
+            struct pt_copyin *st = &nic->cin[PT_CLS_RSP][peer];
+            memset(st, 0, sizeof *st);
+            st->active = 1;
+            st->is_reply = 1;
+            st->md = md;
+            st->off = h->local_offset;
+            st->mlen = ev.mlength;
+            st->rlen = h->mlength;
+            st->got = h->inline_len;
+            st->ev = ev;
+            md->pending++;
+            return PT_OK;
+        }
         pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
         pt_md_check_unlink(nic, md, &ev);
         return PT_OK;

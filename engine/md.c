@@ -82,13 +82,14 @@ void pt_md_destroy(struct pt_nic *nic, struct pt_md *md)
     }
     free(md->iov);
     md->iov = NULL;
+    md->unlink_due = 0;
     pt_md_release(nic, md);
 }
 
 void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause)
 {
-    if (!md->unlink_due)
-        return;
+    if (!md->unlink_due || !(LD_RELAXED(&md->tag) & 1u))
+        return; /* not due, or already unlinked by an earlier step of this message */
     if (cause)
         md->unlink_ev = *cause;
     if (md->pending)

@@ -48,6 +48,8 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
     int pt_rsp_reply(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *);
 
+    if (h->op == PT_W_DATA)
+        return pt_rx_data(nic, h, peer, cls);
     if (cls == PT_CLS_REQ) {
         if (h->op == PT_W_PUT || h->op == PT_W_GET || h->op == PT_W_GETPUT)
             return pt_req_handle(nic, h, peer);
@@ -250,6 +252,22 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->uid = (ptl_uid_t)getuid();
     nic->jid = nic->xi.jid;
     nic->bell = nic->xo->doorbell(nic->x);
+    nic->rndv_mode = (int)cfg->rndv_mode;
+    nic->cma_ok = nic->xi.cma_ok && cfg->cma;
+    nic->cma_min = (uint64_t)cfg->rndv_cma_min;
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        nic->cin[c] = calloc(nic->xi.nranks, sizeof *nic->cin[c]);
+        nic->copy_busy[c] = calloc(nic->xi.nranks, 1);
+        if (!nic->cin[c] || !nic->copy_busy[c]) {
+            for (int k = 0; k <= c; k++) {
+                free(nic->cin[k]);
+                free(nic->copy_busy[k]);
+            }
+            nic->xo->close(nic->x);
+            free(nic);
+            return PT_E_NOSPACE;
+        }
+    }
     pt_waitword_init(&nic->eq_wait, false);
     nic->ev_wait = nic->offload ? &nic->eq_wait : nic->bell;
 
@@ -335,6 +353,10 @@ void pt_nic_destroy(struct pt_nic *nic)
         }
     }
     free(ops_base(nic));
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        free(nic->cin[c]);
+        free(nic->copy_busy[c]);
+    }
     pt_obj_tables_fini(nic);
     nic->xo->close(nic->x);
     free(nic);

@@ -102,7 +102,7 @@ struct pt_acl {
 };
 
 /* An operation in flight across several polls (rendezvous data movement). */
-enum pt_op_kind { PT_OP_RNDV_PUT, PT_OP_RNDV_REPLY, PT_OP_SEND_RSP };
+enum pt_op_kind { PT_OP_RNDV_PUT, PT_OP_RNDV_REPLY, PT_OP_COPY_SEND };
 struct pt_op {
     enum pt_op_kind kind;
     struct pt_md *md;
@@ -112,7 +112,23 @@ struct pt_op {
     uint32_t rsp_peer;
     ptl_event_t ev;               /* END event template                      */
     uint8_t post_end, ack_due, rsp_pending, failed;
+    /* PT_OP_COPY_SEND: stream [src_off, src_off + left) as DATA fragments */
+    uint64_t src_off, left;
+    uint8_t cls;
+    ptl_event_kind_t end_kind;
     struct pt_op *next;
+};
+
+/* Receiving side of a copy-mode transfer: one per (class, sender), since a
+ * sender streams at most one transfer per class to a receiver at a time. */
+struct pt_copyin {
+    uint8_t active;
+    uint8_t is_reply;            /* REPLY data (RSP class) vs PUT data (REQ)  */
+    uint8_t ack;                 /* PUT: an ACK is due at the end             */
+    struct pt_md *md;            /* NULL: the put was dropped; swallow data   */
+    uint64_t off, mlen, rlen, got;
+    ptl_event_t ev;
+    struct pt_wire_hdr ack_hdr;
 };
 
 /* ---- command ring (API thread -> engine) --------------------------------- */
@@ -263,6 +279,13 @@ struct pt_nic {
     uint64_t sr[PTL_SR_NAL_REGS_START];
     uint64_t drops_bad_header;            /* malformed or forged headers dropped      */
 
+    /* copy-mode transfers [E] */
+    struct pt_copyin *cin[PT_CLS_NR];     /* [class][sender]                          */
+    uint8_t *copy_busy[PT_CLS_NR];        /* [class][receiver]: a stream is going out */
+    int rndv_mode;                        /* PTL_RNDV_MODE                            */
+    bool cma_ok;
+    uint64_t cma_min;
+
     /* in-flight operations [E] */
     struct pt_op *ops, *ops_free;
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
@@ -359,6 +382,15 @@ void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out);
 
 /* events (event.c) */
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
+
+/* copy mode (copy.c) */
+enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len);
+int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, uint64_t left,
+                       uint32_t peer, enum pt_cls cls, ptl_event_kind_t end_kind,
+                       const ptl_event_t *ev);
+int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op);
+int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls);
+static inline uint32_t pt_slot_room(const struct pt_nic *nic) { return nic->slot_size - PT_WIRE_HDR_SIZE; }
 
 /* in-flight ops */
 struct pt_op *pt_op_get(struct pt_nic *nic);

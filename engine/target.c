@@ -75,6 +75,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     PT_TM_BEGIN(t);
     bool rndv = h->flags & PT_WF_RNDV;
+    bool copy = h->flags & PT_WF_COPY;
     bool ack = h->flags & PT_WF_ACK_REQ;
     if (!hdr_sane(nic, h) || (h->op == PT_W_GETPUT && rndv)) {
         nic->drops_bad_header++;
@@ -95,8 +96,18 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     uint64_t off = 0, mlen = 0;
     struct pt_md *md = translate(nic, h, &r, &off, &mlen);
     PT_TM_STAGE(&nic->tm, t, PT_ST_MATCH);
+    if (h->op == PT_W_GET && md && pt_nic_choose(nic, mlen) != PT_PROTO_EAGER &&
+        (!nic->ops_free || nic->copy_busy[PT_CLS_RSP][peer]))
+        return PT_E_AGAIN; /* no side effect yet: retried on a later poll */
     if (!md) {
         drop(nic, h);
+        if (copy && h->rlength > h->inline_len) { /* swallow the fragments that follow */
+            struct pt_copyin *st = &nic->cin[PT_CLS_REQ][peer];
+            memset(st, 0, sizeof *st);
+            st->active = 1;
+            st->rlen = h->rlength;
+            st->got = h->inline_len;
+        }
         if (h->op != PT_W_PUT) {
             rsp_init(nic, rsp, PT_W_NACK, h);
             nic->xo->commit(nic->x, peer, PT_CLS_RSP);
@@ -142,6 +153,26 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
             pt_eager_deliver(h, &md->mem, off, mlen);
             PT_TM_STAGE(&nic->tm, t, PT_ST_COPY);
+            if (copy && h->rlength > h->inline_len) {
+                /* Copy mode: the rest follows as DATA fragments (copy.c). */
+                struct pt_copyin *st = &nic->cin[PT_CLS_REQ][peer];
+                memset(st, 0, sizeof *st);
+                st->active = 1;
+                st->md = md;
+                st->off = off;
+                st->mlen = mlen;
+                st->rlen = h->rlength;
+                st->got = h->inline_len;
+                st->ev = ev;
+                if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
+                    st->ack = 1;
+                    rsp_init(nic, &st->ack_hdr, PT_W_ACK, h);
+                    st->ack_hdr.mlength = mlen;
+                    st->ack_hdr.tgt_offset = off;
+                }
+                md->pending++;
+                return PT_OK;
+            }
             pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
             PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
             if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
@@ -185,11 +216,20 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         rsp_init(nic, rsp, PT_W_REPLY, h);
         rsp->mlength = mlen;
         rsp->tgt_offset = off;
-        if (pt_proto_choose(mlen, nic->eager_max, nic->slot_size) == PT_PROTO_EAGER) {
+        enum pt_proto_kind pk = pt_nic_choose(nic, mlen);
+        if (pk == PT_PROTO_EAGER) {
             pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
             nic->xo->commit(nic->x, peer, PT_CLS_RSP);
             pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev); /* the reply has been sent */
             pt_md_check_unlink(nic, md, &ev);
+            return PT_OK;
+        }
+        if (pk == PT_PROTO_COPY) {
+            uint64_t first = mlen < pt_slot_room(nic) ? mlen : pt_slot_room(nic);
+            pt_proto_table[PT_PROTO_COPY]->pack(rsp, &md->mem, off, first);
+            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_copy_send_start(nic, md, off + first, mlen - first, peer, PT_CLS_RSP,
+                               PTL_EVENT_GET_END, &ev);
             return PT_OK;
         }
         /* Rendezvous reply: the initiator pulls from this MD, then sends RFIN. */
@@ -270,6 +310,11 @@ int pt_ops_progress(struct pt_nic *nic)
     while (op) {
         struct pt_op *next = op->next;
         struct pt_md *md = op->md;
+        if (op->kind == PT_OP_COPY_SEND) {
+            work += pt_copy_send_step(nic, op);
+            op = next;
+            continue;
+        }
         if (!op->rsp_pending) {
             long n = pt_rndv_step(&op->rv, nic->xo, nic->x, &md->mem, nic->rndv_seg);
             if (n > 0) {

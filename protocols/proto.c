@@ -88,11 +88,21 @@ static void rndv_pack(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t 
     h->flags |= PT_WF_RNDV;
 }
 
+static void copy_pack(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t off, uint64_t len)
+{
+    /* The caller bounded len to the slot's payload room for this first piece. */
+    h->inline_len = (uint32_t)pt_mem_read(src, off, pt_wire_payload(h), (size_t)len);
+    h->niov = 0;
+    h->flags |= PT_WF_COPY;
+}
+
 static const struct pt_proto_ops g_eager = {.name = "eager", .pack = eager_pack};
-static const struct pt_proto_ops g_rndv = {.name = "rendezvous", .pack = rndv_pack};
+static const struct pt_proto_ops g_rndv = {.name = "rendezvous (CMA pull)", .pack = rndv_pack};
+static const struct pt_proto_ops g_copy = {.name = "rendezvous (copy through queues)", .pack = copy_pack};
 const struct pt_proto_ops *const pt_proto_table[PT_PROTO_NR] = {
     [PT_PROTO_EAGER] = &g_eager,
     [PT_PROTO_RNDV] = &g_rndv,
+    [PT_PROTO_COPY] = &g_copy,
 };
 
 void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,

@@ -42,22 +42,35 @@ size_t pt_mem_read(const struct pt_mem *m, uint64_t off, void *dst, size_t n);
 /* Describe [off, off+n) of MD memory as at most max iovecs; returns count. */
 int pt_mem_slice(const struct pt_mem *m, uint64_t off, uint64_t n, struct iovec *out, int max);
 
-enum pt_proto_kind { PT_PROTO_EAGER = 0, PT_PROTO_RNDV = 1, PT_PROTO_NR };
+enum pt_proto_kind { PT_PROTO_EAGER = 0, PT_PROTO_RNDV = 1, PT_PROTO_COPY = 2, PT_PROTO_NR };
 
 struct pt_proto_ops {
     const char *name;
-    /* Fill the payload part of a request/reply slot with [off, off+len) of src. */
+    /* Fill the payload part of a request/reply slot with [off, off+len) of src
+     * (copy: the first slot-full; the rest follows as PT_W_DATA fragments). */
     void (*pack)(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t off, uint64_t len);
 };
 
 extern const struct pt_proto_ops *const pt_proto_table[PT_PROTO_NR];
 
-/* Which protocol carries a payload of len bytes from memory src. */
-static inline enum pt_proto_kind pt_proto_choose(uint64_t len, uint64_t eager_max,
-                                                 uint32_t slot_size)
+/* Which protocol carries a payload of len bytes.
+ *   eager  len <= eager_max: inline in one slot
+ *   rndv   the receiver pulls with CMA (single copy): chosen when CMA works and
+ *          mode is CMA, or mode is auto and len >= cma_min
+ *   copy   the sender streams DATA fragments through the queues (two copies,
+ *          pipelined): the fallback when CMA is refused, and auto's choice
+ *          below cma_min (measured faster on small VMs, bench/RESULTS.md) */
+enum pt_rndv_choice { PT_CHOOSE_AUTO = 0, PT_CHOOSE_CMA = 1, PT_CHOOSE_COPY = 2 };
+static inline enum pt_proto_kind pt_proto_choose(uint64_t len, uint64_t eager_max, int mode,
+                                                 bool cma_ok, uint64_t cma_min)
 {
-    return len <= eager_max && PT_WIRE_HDR_SIZE + len <= slot_size ? PT_PROTO_EAGER
-                                                                   : PT_PROTO_RNDV;
+    if (len <= eager_max)
+        return PT_PROTO_EAGER;
+    if (!cma_ok || mode == PT_CHOOSE_COPY)
+        return PT_PROTO_COPY;
+    if (mode == PT_CHOOSE_CMA || len >= cma_min)
+        return PT_PROTO_RNDV;
+    return PT_PROTO_COPY;
 }
 
 /* Rendezvous receive state: what remains to pull, described by the remote

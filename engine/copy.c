@@ -1,0 +1,121 @@
+/*
+ * copy.c - the copy-through-the-queues protocol (PT_PROTO_COPY): the sender's
+ * engine streams the payload as PT_W_DATA fragments behind the request (or
+ * reply) header in the same per-pair queue; the receiver's engine assembles
+ * them into the matched MD. Two copies, pipelined, no CMA: the fallback when
+ * process_vm_readv is refused, and auto mode's choice for mid sizes.
+ *
+ * Ordering: fragments of one transfer follow their header in one SPSC queue;
+ * a sender starts at most one stream per (class, receiver) (copy_busy), so the
+ * receiver keys its assembly state by (class, sender). Other messages may
+ * interleave; they are not DATA, so they do not disturb the stream.
+ */
+#include "nic.h"
+
+#include <string.h>
+
+enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len)
+{
+    return pt_proto_choose(len, nic->eager_max, nic->rndv_mode, nic->cma_ok, nic->cma_min);
+}
+
+int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, uint64_t left,
+                       uint32_t peer, enum pt_cls cls, ptl_event_kind_t end_kind,
+                       const ptl_event_t *ev)
+{
+    struct pt_op *op = pt_op_get(nic);
+    if (!op)
+        return PT_E_AGAIN;
+    op->kind = PT_OP_COPY_SEND;
+    op->md = md;
+    op->md_tag = LD_RELAXED(&md->tag);
+    op->src_off = src_off;
+    op->left = left;
+    op->rsp_peer = peer;
+    op->cls = (uint8_t)cls;
+    op->end_kind = end_kind;
+    op->ev = *ev;
+    md->pending++;
+    nic->copy_busy[cls][peer] = 1;
+    return PT_OK;
+}
+
+/* Send as many fragments as credits allow (bounded). Returns work done;
+ * completes and frees the op when everything has left. */
+int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
+{
+    int work = 0;
+    uint32_t room = pt_slot_room(nic);
+    for (int b = 0; b < 16 && op->left; b++) {
+        struct pt_wire_hdr *h = nic->xo->reserve(nic->x, op->rsp_peer, (enum pt_cls)op->cls);
+        if (!h) {
+            if (!nic->xo->peer_alive(nic->x, op->rsp_peer)) {
+                op->failed = 1;
+                op->left = 0;
+            }
+            break;
+        }
+        uint64_t n = op->left < room ? op->left : room;
+        memset(h, 0, PT_WIRE_HDR_SIZE);
+        h->op = PT_W_DATA;
+        h->src_nid = nic->id.nid;
+        h->src_pid = nic->id.pid;
+        h->inline_len = (uint32_t)pt_mem_read(&op->md->mem, op->src_off, pt_wire_payload(h), n);
+        if (h->inline_len < n) { /* the MD shrank under us (MDUpdate is refused while busy) */
+            memset((char *)pt_wire_payload(h) + h->inline_len, 0, n - h->inline_len);
+            h->inline_len = (uint32_t)n;
+        }
+        nic->xo->commit(nic->x, op->rsp_peer, (enum pt_cls)op->cls);
+        op->src_off += n;
+        op->left -= n;
+        work++;
+    }
+    if (op->left)
+        return work;
+    struct pt_md *md = op->md;
+    if (op->failed)
+        op->ev.ni_fail_type = PTL_NI_FAIL;
+    pt_ev_post(nic, md, op->end_kind, &op->ev);
+    nic->copy_busy[op->cls][op->rsp_peer] = 0;
+    md->pending--;
+    pt_md_check_unlink(nic, md, &op->ev);
+    pt_op_put(nic, op);
+    return work + 1;
+}
+
+/* A DATA fragment of the stream from `peer` in class `cls`. */
+int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls)
+{
+    struct pt_copyin *st = &nic->cin[cls][peer];
+    if (!st->active || h->inline_len > pt_slot_room(nic)) {
+        nic->drops_bad_header++;
+        return PT_OK;
+    }
+    uint64_t n = h->inline_len;
+    bool last = st->got + n >= st->rlen;
+    struct pt_wire_hdr *ack = NULL;
+    if (last && st->ack && st->md) {
+        ack = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
+        if (!ack)
+            return PT_E_AGAIN; /* before any side effect */
+    }
+    if (st->md && st->got < st->mlen) {
+        uint64_t take = st->mlen - st->got < n ? st->mlen - st->got : n;
+        pt_mem_write(&st->md->mem, st->off + st->got, pt_wire_payload(h), (size_t)take);
+    }
+    st->got += n;
+    if (!last)
+        return PT_OK;
+    st->active = 0;
+    struct pt_md *md = st->md;
+    if (!md)
+        return PT_OK; /* a dropped put's data, swallowed */
+    pt_ev_post(nic, md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev);
+    if (ack) {
+        memcpy(ack, &st->ack_hdr, PT_WIRE_HDR_SIZE);
+        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+    }
+    md->pending--;
+    pt_md_check_unlink(nic, md, &st->ev);
+    return PT_OK;
+}
