@@ -50,13 +50,22 @@ static int cmd_dropped(struct pt_nic *nic)
     return PT_OK;
 }
 
+/* The MD a data command starts from, if still live and active, and the rank
+ * of its target; NULL when the command is to be dropped. */
+static struct pt_md *cmd_source(struct pt_nic *nic, const struct pt_cmd *c, uint32_t h, int *rank_p)
+{
+    struct pt_md *md = pt_md_lookup(nic, h);
+    if (!md || !pt_md_active(md))
+        return NULL;
+    *rank_p = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
+    return *rank_p < 0 ? NULL : md;
+}
+
 int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
 {
-    struct pt_md *md = pt_md_lookup(nic, c->h);
-    if (!md || !pt_md_active(md))
-        return cmd_dropped(nic);
-    int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
-    if (rank < 0)
+    int rank;
+    struct pt_md *md = cmd_source(nic, c, c->h, &rank);
+    if (!md)
         return cmd_dropped(nic);
     uint64_t len = c->u.mv.length;
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
@@ -93,11 +102,9 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
 
 int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
 {
-    struct pt_md *md = pt_md_lookup(nic, c->h);
-    if (!md || !pt_md_active(md))
-        return cmd_dropped(nic);
-    int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
-    if (rank < 0)
+    int rank;
+    struct pt_md *md = cmd_source(nic, c, c->h, &rank);
+    if (!md)
         return cmd_dropped(nic);
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
     if (!h)
@@ -114,12 +121,10 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
 
 int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
 {
-    struct pt_md *gmd = pt_md_lookup(nic, c->h);
-    struct pt_md *pmd = pt_md_lookup(nic, c->u.mv.md2);
-    if (!gmd || !pmd || !pt_md_active(gmd) || !pt_md_active(pmd))
-        return cmd_dropped(nic);
-    int rank = nic->xo->rank_of(nic->x, c->u.mv.target.nid, c->u.mv.target.pid);
-    if (rank < 0)
+    int rank;
+    struct pt_md *gmd = cmd_source(nic, c, c->h, &rank);
+    struct pt_md *pmd = cmd_source(nic, c, c->u.mv.md2, &rank);
+    if (!gmd || !pmd)
         return cmd_dropped(nic);
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
     if (!h)
