@@ -33,8 +33,8 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
     ev->type = kind;
     ev->md_handle = pt_md_handle(nic, md);
     pt_md_snapshot(md, &ev->md);
+    if (is_start(kind)) /* START's link is its own sequence; its END carries the same */
+        ev->link = (ptl_seq_t)LD_RELAXED(&e->q->write_count);
     pt_eq_post(e->q, ev);
-    if (is_start(kind))
-        ev->link = ev->sequence; /* the END of this operation carries the same link */
     nic->events_posted = true;
 }

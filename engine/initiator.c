@@ -162,10 +162,8 @@ static void rsp_ev_init(ptl_event_t *ev, const struct pt_wire_hdr *h)
 
 static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wire_hdr *h)
 {
-    if (!pt_md_active(md)) {
-        nic->sr[PTL_SR_DROP_COUNT]++; /* §6.6: ACK to an inactive MD is discarded */
-        return;
-    }
+    if (!pt_md_active(md))
+        return; /* §6.6: an ACK to an inactive MD is discarded (not a dropped request) */
     pt_md_consume(nic, md);
     ptl_event_t ev;
     rsp_ev_init(&ev, h);
@@ -179,10 +177,8 @@ static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wi
 int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
 {
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
-    if (!md) {
-        nic->sr[PTL_SR_DROP_COUNT]++; /* late ACK to a gone MD: silently discarded */
-        return PT_OK;
-    }
+    if (!md)
+        return PT_OK; /* §6.2: late ACKs are silently discarded (not counted) */
     deliver_ack(nic, md, h);
     return PT_OK;
 }

@@ -34,17 +34,6 @@ static int teardown(void **st)
     return 0;
 }
 
-static ptl_event_t next_ev(ptl_event_kind_t want)
-{
-    ptl_event_t ev;
-    int which, rc = PtlEQPoll(&eq, 1, 5000, &ev, &which);
-    if (rc != PTL_OK)
-        fail_msg("waiting for %s: %s", PtlEventKindStr(want), PtlErrorStr(rc));
-    if (ev.type != want)
-        fail_msg("expected %s, got %s", PtlEventKindStr(want), PtlEventKindStr(ev.type));
-    return ev;
-}
-
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i++)

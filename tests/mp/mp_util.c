@@ -1,0 +1,320 @@
+/* mp_util.c - see mp_util.h. */
+#include "mp_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BAR_ARRIVE (1ull << 62)
+#define BAR_GO     (1ull << 61)
+#define BAR_GEN    ((1ull << 61) - 1)
+
+static unsigned g_rank = (unsigned)-1;
+
+uint64_t mp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void vlog(const char *fmt, va_list ap)
+{
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    if (g_rank == (unsigned)-1)
+        fprintf(stderr, "mp: %s\n", buf);
+    else
+        fprintf(stderr, "rank %u: %s\n", g_rank, buf);
+}
+
+void mp_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+}
+
+void mp_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    exit(1);
+}
+
+void mp_check_at(const char *file, int line, const char *what, int rc)
+{
+    if (rc != PTL_OK)
+        mp_die("%s:%d: %s returned %s (%d)", file, line, what, PtlErrorStr((unsigned)rc), rc);
+}
+
+bool mp_poll(ptl_handle_eq_t eq, ptl_event_t *ev, unsigned ms)
+{
+    int which = -1;
+    int rc = PtlEQPoll(&eq, 1, ms, ev, &which);
+    if (rc == PTL_EQ_EMPTY)
+        return false;
+    if (rc == PTL_EQ_DROPPED)
+        mp_die("PtlEQPoll: PTL_EQ_DROPPED (an event queue overflowed)");
+    if (rc != PTL_OK)
+        mp_die("PtlEQPoll returned %s (%d)", PtlErrorStr((unsigned)rc), rc);
+    return true;
+}
+
+ptl_event_t mp_expect(ptl_handle_eq_t eq, ptl_event_kind_t k, const char *what)
+{
+    ptl_event_t ev;
+    if (!mp_poll(eq, &ev, MP_WAIT_MS))
+        mp_die("%s: no %s within %d ms", what, PtlEventKindStr(k), MP_WAIT_MS);
+    if (ev.type != k)
+        mp_die("%s: expected %s, got %s (mlength %llu, ni_fail_type %s)", what,
+               PtlEventKindStr(k), PtlEventKindStr(ev.type), (unsigned long long)ev.mlength,
+               PtlNIFailStr(PTL_INVALID_HANDLE, ev.ni_fail_type));
+    if (ev.ni_fail_type != PTL_NI_OK)
+        mp_die("%s: %s failed: ni_fail_type %s (%u)", what, PtlEventKindStr(k),
+               PtlNIFailStr(PTL_INVALID_HANDLE, ev.ni_fail_type), ev.ni_fail_type);
+    return ev;
+}
+
+void mp_expect_all(ptl_handle_eq_t eq, const ptl_event_kind_t *kinds, int n, ptl_event_t *out,
+                   const char *what)
+{
+    bool got[16] = {false};
+    if (n > 16)
+        mp_die("mp_expect_all: at most 16 events");
+    for (int k = 0; k < n; k++) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, MP_WAIT_MS)) {
+            char miss[256] = "";
+            size_t o = 0;
+            for (int i = 0; i < n && o < sizeof miss - 40; i++)
+                if (!got[i])
+                    o += (size_t)snprintf(miss + o, sizeof miss - o, " %s",
+                                          PtlEventKindStr(kinds[i]));
+            mp_die("%s: still waiting for%s after %d ms", what, miss, MP_WAIT_MS);
+        }
+        int i;
+        for (i = 0; i < n && (got[i] || kinds[i] != ev.type); i++)
+            ;
+        if (i == n)
+            mp_die("%s: unexpected %s (mlength %llu, ni_fail_type %u)", what,
+                   PtlEventKindStr(ev.type), (unsigned long long)ev.mlength, ev.ni_fail_type);
+        if (ev.ni_fail_type != PTL_NI_OK)
+            mp_die("%s: %s failed: ni_fail_type %s (%u)", what, PtlEventKindStr(ev.type),
+                   PtlNIFailStr(PTL_INVALID_HANDLE, ev.ni_fail_type), ev.ni_fail_type);
+        got[i] = true;
+        if (out)
+            out[i] = ev;
+    }
+}
+
+void mp_expect_none(ptl_handle_eq_t eq, unsigned ms, const char *what)
+{
+    ptl_event_t ev;
+    if (mp_poll(eq, &ev, ms))
+        mp_die("%s: unexpected %s (mlength %llu)", what, PtlEventKindStr(ev.type),
+               (unsigned long long)ev.mlength);
+}
+
+ptl_handle_md_t mp_post(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, void *buf,
+                        ptl_size_t len, int threshold, unsigned options, ptl_handle_eq_t eq,
+                        ptl_unlink_t unlink, ptl_handle_me_t *me_out)
+{
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    MP_CHECK(PtlMEAttach(m->ni, pt, any, bits, 0, unlink, PTL_INS_AFTER, &me));
+    ptl_md_t d = {buf, len, threshold, 0, options, NULL, eq};
+    MP_CHECK(PtlMDAttach(me, d, unlink, &md));
+    if (me_out)
+        *me_out = me;
+    return md;
+}
+
+ptl_handle_md_t mp_bind(struct mp *m, void *buf, ptl_size_t len, int threshold,
+                        unsigned options, ptl_handle_eq_t eq)
+{
+    ptl_handle_md_t md;
+    ptl_md_t d = {buf, len, threshold, 0, options, NULL, eq};
+    MP_CHECK(PtlMDBind(m->ni, d, PTL_RETAIN, &md));
+    return md;
+}
+
+void mp_fill(void *buf, uint64_t len, unsigned who, unsigned tag, uint64_t from)
+{
+    uint8_t *p = buf;
+    for (uint64_t i = 0; i < len; i++)
+        p[i] = mp_pattern(who, tag, from + i);
+}
+
+int64_t mp_check_pattern(const void *buf, uint64_t len, unsigned who, unsigned tag,
+                         uint64_t from)
+{
+    const uint8_t *p = buf;
+    for (uint64_t i = 0; i < len; i++)
+        if (p[i] != mp_pattern(who, tag, from + i))
+            return (int64_t)i;
+    return -1;
+}
+
+/* ---- barrier ----------------------------------------------------------------- */
+
+static void post_arrival(struct mp *m, uint64_t gen)
+{
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    MP_CHECK(PtlMEAttach(m->ni, MP_PT_BARRIER, any, BAR_ARRIVE | gen, 0, PTL_UNLINK,
+                         PTL_INS_AFTER, &me));
+    ptl_md_t d = {&m->bbuf[gen & 1], sizeof m->bbuf[0], PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL,
+                  m->beq};
+    MP_CHECK(PtlMDAttach(me, d, PTL_UNLINK, &md));
+    m->bme[gen & 1] = me;
+}
+
+void mp_init(struct mp *m, unsigned min_size)
+{
+    memset(m, 0, sizeof *m);
+    int maxif;
+    MP_CHECK(PtlInit(&maxif));
+    MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
+    MP_CHECK(PtlGetRank(PTL_INVALID_HANDLE, &m->rank, &m->size));
+    g_rank = m->rank;
+    if (m->size < min_size)
+        mp_die("this test needs at least %u ranks (run it with ptlrun -n %u)", min_size,
+               min_size);
+    MP_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, &m->limits, &m->ni));
+    MP_CHECK(PtlGetId(m->ni, &m->self));
+    m->ids = calloc(m->size, sizeof *m->ids);
+    m->seen = calloc(m->size, sizeof *m->seen);
+    if (!m->ids || !m->seen)
+        mp_die("out of memory");
+    for (unsigned r = 0; r < m->size; r++)
+        MP_CHECK(PtlGetRankId(m->ni, r, &m->ids[r]));
+    if (m->ids[m->rank].nid != m->self.nid || m->ids[m->rank].pid != m->self.pid)
+        mp_die("PtlGetId says %u/%u but the rank map says %u/%u", m->self.nid, m->self.pid,
+               m->ids[m->rank].nid, m->ids[m->rank].pid);
+
+    MP_CHECK(PtlEQAlloc(m->ni, 256, PTL_EQ_HANDLER_NONE, &m->beq));
+    /* Rank 0 waits for its "go" sends to complete (SEND_END), so that it can
+     * leave (PtlNIFini) right after the last barrier. */
+    m->bsend = mp_bind(m, &m->sendbuf, sizeof m->sendbuf, PTL_MD_THRESH_INF,
+                       PTL_MD_EVENT_START_DISABLE, m->rank == 0 ? m->beq : PTL_EQ_NONE);
+    if (m->rank == 0) {
+        post_arrival(m, 0);
+    } else {
+        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+        ptl_handle_me_t me;
+        ptl_handle_md_t md;
+        MP_CHECK(PtlMEAttach(m->ni, MP_PT_BARRIER, any, BAR_GO, BAR_GEN, PTL_RETAIN,
+                             PTL_INS_AFTER, &me));
+        ptl_md_t d = {&m->gobuf, sizeof m->gobuf, PTL_MD_THRESH_INF, 0,
+                      PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL,
+                      m->beq};
+        MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
+    }
+}
+
+void mp_barrier(struct mp *m)
+{
+    uint64_t gen = m->bgen++;
+    if (m->size == 1)
+        return;
+    uint64_t deadline = mp_now_ms() + 2 * MP_WAIT_MS;
+    ptl_event_t ev;
+    if (m->rank == 0) {
+        unsigned need = m->size - 1, got = 0, ends_left = 0;
+        bool sent = false;
+        for (unsigned r = 1; r < m->size; r++)
+            got += m->seen[r] > gen; /* arrived early, while we finished gen - 1 */
+        for (;;) {
+            if (got == need && !sent) {
+                /* Next generation's ME before anyone can arrive there. */
+                post_arrival(m, gen + 1);
+                for (unsigned r = 1; r < m->size; r++)
+                    MP_CHECK(PtlPut(m->bsend, PTL_NO_ACK_REQ, m->ids[r], MP_PT_BARRIER, 0,
+                                    BAR_GO | gen, 0, gen));
+                sent = true;
+                ends_left = need;
+            }
+            if (sent && !ends_left)
+                break;
+            uint64_t now = mp_now_ms();
+            if (now >= deadline) {
+                char who[256] = "";
+                size_t o = 0;
+                for (unsigned r = 1; r < m->size && o < sizeof who - 12; r++)
+                    if (m->seen[r] <= gen)
+                        o += (size_t)snprintf(who + o, sizeof who - o, " %u", r);
+                if (sent)
+                    mp_die("barrier %llu: %u go messages did not complete within %d ms",
+                           (unsigned long long)gen, ends_left, 2 * MP_WAIT_MS);
+                mp_die("barrier %llu: ranks%s did not arrive within %d ms",
+                       (unsigned long long)gen, who, 2 * MP_WAIT_MS);
+            }
+            if (!mp_poll(m->beq, &ev, (unsigned)(deadline - now)))
+                continue;
+            if (ev.ni_fail_type != PTL_NI_OK)
+                mp_die("barrier %llu: %s failed (%s)", (unsigned long long)gen,
+                       PtlEventKindStr(ev.type),
+                       PtlNIFailStr(PTL_INVALID_HANDLE, ev.ni_fail_type));
+            if (ev.type == PTL_EVENT_SEND_END) {
+                if (ends_left)
+                    ends_left--; /* a go send is out: in the receiver's queue */
+                continue;
+            }
+            if (ev.type != PTL_EVENT_PUT_END || !(ev.match_bits & BAR_ARRIVE))
+                continue;
+            uint64_t g = ev.match_bits & BAR_GEN;
+            unsigned r = (unsigned)ev.hdr_data;
+            if (r == 0 || r >= m->size)
+                mp_die("barrier: arrival from a bad rank %u", r);
+            if (g + 1 > m->seen[r]) {
+                if (g == gen && !sent)
+                    got++;
+                m->seen[r] = g + 1; /* g == gen + 1: early for the next barrier */
+            }
+        }
+        (void)PtlMEUnlink(m->bme[gen & 1]); /* late duplicates are dropped from now on */
+        return;
+    }
+    unsigned wait_ms = 20;
+    for (;;) {
+        MP_CHECK(PtlPut(m->bsend, PTL_NO_ACK_REQ, m->ids[0], MP_PT_BARRIER, 0,
+                        BAR_ARRIVE | gen, 0, m->rank));
+        uint64_t resend = mp_now_ms() + wait_ms;
+        for (;;) {
+            uint64_t now = mp_now_ms();
+            if (now >= deadline)
+                mp_die("barrier %llu: no go from rank 0 within %d ms", (unsigned long long)gen,
+                       2 * MP_WAIT_MS);
+            if (now >= resend)
+                break;
+            if (!mp_poll(m->beq, &ev, (unsigned)(resend - now)))
+                continue;
+            if (ev.type == PTL_EVENT_PUT_END && ev.match_bits == (BAR_GO | gen)) {
+                if (ev.ni_fail_type != PTL_NI_OK)
+                    mp_die("barrier: go failed");
+                return;
+            }
+        }
+        if (wait_ms < 500)
+            wait_ms *= 2; /* rank 0 may not have posted its ME yet: say it again */
+    }
+}
+
+void mp_fini(struct mp *m)
+{
+    mp_barrier(m);
+    MP_CHECK(PtlNIFini(m->ni));
+    PtlFini();
+    free(m->ids);
+    free(m->seen);
+}

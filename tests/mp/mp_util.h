@@ -1,0 +1,101 @@
+/*
+ * mp_util.h - shared helper of the multi-process tests (tests/mp), which run
+ * under ptlrun. Public API and p3rt only.
+ *
+ * Every wait is bounded: a missing event makes the program print what it was
+ * waiting for and exit 1, so a broken library fails the test instead of
+ * hanging it. Messages are prefixed with the rank.
+ *
+ * Start-up race: a put can reach a rank before that rank attached its ME.
+ * mp_barrier() is built from Portals itself and tolerates that: every rank
+ * posts its MEs, then calls mp_barrier(); rank r != 0 puts an "arrived"
+ * message to rank 0 and waits for rank 0's "go", re-sending "arrived" with a
+ * growing interval while no "go" comes (only the first barrier can lose
+ * messages: rank 0 posts the ME of barrier g+1 before it sends the "go" of
+ * barrier g, and every rank's "go" ME exists before its first "arrived").
+ */
+#ifndef MP_UTIL_H
+#define MP_UTIL_H
+
+#include <portals3.h>
+#include <p3rt/p3rt.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MP_PT_BARRIER 1       /* portal index the barrier uses                    */
+#define MP_PT_USER    2       /* first portal index left to the tests             */
+#define MP_WAIT_MS    30000   /* longest wait for an expected event               */
+
+struct mp {
+    ptl_handle_ni_t ni;
+    unsigned rank, size;
+    ptl_process_id_t self;
+    ptl_process_id_t *ids;    /* [size]: Portals id of every rank (PtlGetRankId) */
+    ptl_ni_limits_t limits;
+    /* barrier state */
+    ptl_handle_eq_t beq;
+    ptl_handle_md_t bsend;    /* 8-byte send MD, no EQ                          */
+    ptl_handle_me_t bme[2];   /* rank 0: arrival MEs of generations g, g+1      */
+    uint64_t bgen;
+    uint64_t *seen;           /* rank 0: [size] latest generation arrived, + 1  */
+    uint64_t bbuf[2], gobuf, sendbuf;
+};
+
+/* Print "rank R: ..." and exit 1. */
+void mp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Print "rank R: ..." on stderr. */
+void mp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* MP_CHECK(call): anything but PTL_OK prints the call and the code, exits 1. */
+#define MP_CHECK(expr) mp_check_at(__FILE__, __LINE__, #expr, (int)(expr))
+void mp_check_at(const char *file, int line, const char *what, int rc);
+
+/* PtlInit, PtlSetRank(PTL_INVALID_HANDLE, -1, -1), PtlGetRank, PtlNIInit
+ * (PTL_IFACE_DEFAULT, PTL_PID_ANY), PtlGetId, every rank's id, the barrier's
+ * own MEs. Exits 1 (with a message) when the job has fewer than min_size
+ * ranks. */
+void mp_init(struct mp *m, unsigned min_size);
+void mp_barrier(struct mp *m);
+/* Barrier, then PtlNIFini and PtlFini. */
+void mp_fini(struct mp *m);
+
+/* Next event on eq within ms (PtlEQPoll); false on timeout. PTL_EQ_DROPPED
+ * and any other error are fatal. */
+bool mp_poll(ptl_handle_eq_t eq, ptl_event_t *ev, unsigned ms);
+/* Next event must arrive within MP_WAIT_MS and be of kind k (what names the
+ * operation in the message); its ni_fail_type must be PTL_NI_OK. */
+ptl_event_t mp_expect(ptl_handle_eq_t eq, ptl_event_kind_t k, const char *what);
+/* The next n events must be exactly the kinds in kinds[] (in any order, each
+ * once), all PTL_NI_OK, each within MP_WAIT_MS. out[i] (if out) receives the
+ * event of kinds[i]. */
+void mp_expect_all(ptl_handle_eq_t eq, const ptl_event_kind_t *kinds, int n, ptl_event_t *out,
+                   const char *what);
+/* No event may arrive on eq within ms. */
+void mp_expect_none(ptl_handle_eq_t eq, unsigned ms, const char *what);
+
+/* Attach an ME (match_id any, given bits, PTL_RETAIN) + MD to portal pt. */
+ptl_handle_md_t mp_post(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, void *buf,
+                        ptl_size_t len, int threshold, unsigned options, ptl_handle_eq_t eq,
+                        ptl_unlink_t unlink, ptl_handle_me_t *me_out);
+/* Bind a free-floating MD. */
+ptl_handle_md_t mp_bind(struct mp *m, void *buf, ptl_size_t len, int threshold,
+                        unsigned options, ptl_handle_eq_t eq);
+
+/* Deterministic test pattern: byte i of a buffer that `who` fills for `tag`. */
+static inline uint8_t mp_pattern(unsigned who, unsigned tag, uint64_t i)
+{
+    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)who << 40) ^ ((uint64_t)tag << 20);
+    return (uint8_t)(x >> 56 ^ x >> 13);
+}
+void mp_fill(void *buf, uint64_t len, unsigned who, unsigned tag, uint64_t from);
+/* First index in [0,len) where buf differs from the pattern (from offset
+ * `from` of the pattern), or -1. */
+int64_t mp_check_pattern(const void *buf, uint64_t len, unsigned who, unsigned tag,
+                         uint64_t from);
+
+/* Monotonic milliseconds. */
+uint64_t mp_now_ms(void);
+
+#endif
