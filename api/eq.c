@@ -36,6 +36,8 @@ PTL_API int PtlEQFree(ptl_handle_eq_t eq_handle)
 
 static int ret_event(int rc, struct pt_eq *q, ptl_event_t *event)
 {
+    if (rc < 0)
+        return pt_ptl_err(rc); /* the NI failed (a peer died): PTL_FAIL */
     if (rc == PT_EQ_EMPTY)
         return PTL_EQ_EMPTY;
     if (q->handler)

@@ -74,7 +74,7 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
         return work;
     struct pt_md *md = op->md;
     if (op->failed)
-        op->ev.ni_fail_type = PTL_NI_FAIL;
+        op->ev.ni_fail_type = PTL_NI_PEER_DIED; /* only a dead peer stops a stream */
     pt_ev_post(nic, md, op->end_kind, &op->ev);
     nic->copy_busy[op->cls][op->rsp_peer] = 0;
     md->pending--;

@@ -93,6 +93,9 @@ static int drain_rx(struct pt_nic *nic)
 
 int pt_nic_poll_once(struct pt_nic *nic)
 {
+    uint32_t jf = nic->xo->job_failed(nic->x); /* one relaxed load of the region */
+    if (PT_UNLIKELY(jf) && !LD_RELAXED(&nic->failed))
+        pt_nic_fail(nic, jf);
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     work += drain_rx(nic);
     if (nic->ops)
@@ -102,6 +105,34 @@ int pt_nic_poll_once(struct pt_nic *nic)
         pt_wake_sleepers(nic->ev_wait); /* one check per poll, not per event */
     }
     return work;
+}
+
+void pt_nic_fail(struct pt_nic *nic, uint32_t code)
+{
+    ST_RELEASE(&nic->failed, code); /* waiters LD_RELAXED it after their wake */
+    pt_log(PT_LOG_WARN, "NI failed: %s (a rank of the job died); in-flight operations "
+                        "with dead peers complete with that failure",
+           code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL");
+    /* Streams into us from dead peers will never finish: end them now. */
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        for (uint32_t p = 0; p < nic->xi.nranks; p++) {
+            struct pt_copyin *st = &nic->cin[c][p];
+            if (!st->active || nic->xo->peer_alive(nic->x, p))
+                continue;
+            st->active = 0;
+            if (st->md) {
+                st->ev.ni_fail_type = code;
+                pt_ev_post(nic, st->md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END,
+                           &st->ev);
+                st->md->pending--;
+                pt_md_check_unlink(nic, st->md, &st->ev);
+            }
+        }
+    }
+    /* Transfers with dead peers fail at their next step (the transport's pull
+     * and reserve report it); make sure somebody runs them, and wake waiters. */
+    nic->events_posted = true;
+    pt_wake_sleepers(&nic->eq_wait);
 }
 
 bool pt_nic_has_work(struct pt_nic *nic)

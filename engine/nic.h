@@ -237,6 +237,7 @@ struct pt_nic {
     _Atomic uint32_t want;                /* API threads that want the token          */
     _Atomic uint32_t stop;                /* NIC thread: exit                          */
     _Atomic uint32_t nic_asleep;          /* the NIC thread is parked on the bell      */
+    _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed      */
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
@@ -339,6 +340,9 @@ const char *pt_cmd_name(int op);
 void pt_nic_dump(struct pt_nic *nic, int what, FILE *f);
 /* Progress without waiting (PtlProgress, data-plane calls in host mode). */
 void pt_nic_progress(struct pt_nic *nic);
+
+/* The job failed (a peer died): fail what depends on dead peers, wake waiters. */
+void pt_nic_fail(struct pt_nic *nic, uint32_t code);
 
 /* Engine internals shared between engine files. */
 int pt_cmd_dispatch(struct pt_nic *nic, struct pt_cmd *cmd);

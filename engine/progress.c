@@ -186,6 +186,16 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
             ok = true;
             break;
         }
+        if (PT_UNLIKELY(LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x))) {
+            /* A peer died: waiting could be forever. Run the engine once so the
+             * failure is recorded and events posted, then give up. */
+            if (holding || pt_nic_try_take(nic)) {
+                holding = true;
+                pt_nic_poll_once(nic);
+            }
+            ok = ready(arg);
+            break;
+        }
         if (holding || pt_nic_try_take(nic)) {
             holding = true;
             if (wanted) {
@@ -314,7 +324,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t time
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
     if (!wait_until(nic, eq_ready, &w, tns))
-        return PT_EQ_EMPTY;
+        return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x) ? PT_E_FAIL : PT_EQ_EMPTY;
 got:
     if (which)
         *which = w.which;

@@ -328,7 +328,8 @@ int pt_ops_progress(struct pt_nic *nic)
             }
             /* complete */
             if (op->failed)
-                op->ev.ni_fail_type = PTL_NI_FAIL;
+                op->ev.ni_fail_type = nic->xo->peer_alive(nic->x, op->rsp_peer)
+                                          ? PTL_NI_FAIL : PTL_NI_PEER_DIED;
             if (op->post_end) {
                 pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END
                                                                : PTL_EVENT_REPLY_END,

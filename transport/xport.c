@@ -1,13 +1,40 @@
-/* xport.c - choose the transport for this process (see xport.h). */
+/* xport.c - choose the transport for this process (see xport.h), and the slot
+ * geometry every process of a job computes the same way. */
 #include "xport.h"
+#include "shm.h"
 
 #include <stdlib.h>
-#include <unistd.h>
+
+uint32_t pt_slot_size_for(uint32_t eager_max)
+{
+    uint32_t payload = eager_max > PT_XPORT_GETPUT_MAX ? eager_max : PT_XPORT_GETPUT_MAX;
+    if (payload < PT_XPORT_RNDV_DESC)
+        payload = PT_XPORT_RNDV_DESC;
+    if (payload > 0x7fff0000u)
+        payload = 0x7fff0000u; /* no wrap below; PTL_EAGER_MAX is far smaller */
+    return (PT_XPORT_HDR_BYTES + payload + 63u) & ~63u;
+}
+
+uint32_t pt_queue_slots_for(uint32_t want)
+{
+    uint32_t q = 4;
+    while (q < want && q < (1u << 30))
+        q <<= 1;
+    return q;
+}
+
+static bool env_set(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s;
+}
 
 int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                   const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                   struct pt_xport_info *info_p)
 {
-    /* A job of one: the shared-memory transport plugs in here (PTL_JOB_FD). */
+    /* ptlrun (PTL_JOB_FD) or a named job (PTL_JOB): the shared job region. */
+    if (env_set("PTL_JOB_FD") || env_set("PTL_JOB"))
+        return pt_shm_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     return pt_loopback_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
 }

@@ -86,6 +86,23 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                   const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                   struct pt_xport_info *info_p);
 
+/* Slot geometry, computed in one place for the engine (pt_nic_create) and the
+ * launcher (ptlrun), which must agree before any rank starts:
+ *   slot = round_up_64(128 + max(max(eager_max, PT_XPORT_GETPUT_MAX),
+ *                                PT_XPORT_RNDV_DESC))
+ * 128 is the wire header (protocols/wire.h); PT_XPORT_GETPUT_MAX is the
+ * largest PtlGetPut payload (always inline, limits.max_getput_md);
+ * PT_XPORT_RNDV_DESC is the largest rendezvous descriptor, (PT_MAX_IOV + 1)
+ * struct pt_wire_iov of 16 bytes (protocols/proto.h). The engine should
+ * static_assert that its constants equal these. */
+#define PT_XPORT_HDR_BYTES   128u
+#define PT_XPORT_GETPUT_MAX  64u
+#define PT_XPORT_RNDV_DESC   (65u * 16u)
+#define PT_XPORT_MIN_SLOT    ((PT_XPORT_HDR_BYTES + PT_XPORT_RNDV_DESC + 63u) & ~63u)
+uint32_t pt_slot_size_for(uint32_t eager_max);
+/* Queue depth from PTL_QUEUE_SLOTS: the next power of two, at least 4. */
+uint32_t pt_queue_slots_for(uint32_t want);
+
 /* The loopback transport (a job of one, private memory). */
 int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
                      const struct pt_xport_ops **ops_p, struct pt_xport **x_p,

@@ -126,23 +126,24 @@ static void all_no_init(const char *when)
 		fail_msg("%d of %zu calls did not return PTL_NO_INIT %s", bad, NCALLS, when);
 }
 
-static void before_init_every_call_no_init(void **state)
+/*
+ * Before PtlInit: every call fails PTL_NO_INIT (also after a stray PtlFini),
+ * PtlInit(NULL) fails PTL_SEGV; then PtlInit makes the same calls work.
+ */
+static void before_init_no_init_then_init_works(void **state)
 {
 	(void)state;
 	all_no_init("before PtlInit");
-}
-
-static void before_init_fini_is_harmless(void **state)
-{
-	(void)state;
 	PtlFini();
 	all_no_init("after PtlFini without PtlInit");
-}
-
-static void init_null_segv(void **state)
-{
-	(void)state;
 	assert_rc(PtlInit(NULL), PTL_SEGV);
+	int n = -1;
+	assert_rc(PtlInit(&n), PTL_OK);
+	ptl_handle_ni_t h;
+	ptl_process_id_t id;
+	assert_rc(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &h), PTL_OK);
+	assert_rc(PtlGetId(h, &id), PTL_OK);
+	assert_rc(PtlNIFini(h), PTL_OK);
 }
 
 static void init_twice(void **state)
@@ -153,6 +154,12 @@ static void init_twice(void **state)
 	if (a < 1)
 		fail_msg("PtlInit set *max_interfaces = %d", a);
 	assert_rc(PtlInit(&b), PTL_OK);
+	/* and the library works */
+	void *fs = NULL;
+	assert_int_equal(bfx_setup(&fs), 0);
+	bfx_start(fs, NULL);
+	bfx_sanity((bfx_t *)fs);
+	bfx_teardown(&fs);
 }
 
 static void ni_init_twice_same_handle(void **state)
@@ -230,9 +237,7 @@ static void init_again_after_fini(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(before_init_every_call_no_init),
-		cmocka_unit_test(before_init_fini_is_harmless),
-		cmocka_unit_test(init_null_segv),
+		cmocka_unit_test(before_init_no_init_then_init_works),
 		cmocka_unit_test(init_twice),
 		cmocka_unit_test(ni_init_twice_same_handle),
 		cmocka_unit_test(ni_reinit_after_fini_works),

@@ -122,7 +122,8 @@ typedef struct {
 	int role;            /* control ops */
 	scn_md_t md;         /* OP_MD_UPDATE / OP_MD_ATTACH */
 	scn_tq_t tq;         /* OP_MD_UPDATE */
-	int ret, ret_alt;    /* accepted return codes (both default PTL_OK) */
+	int ret, ret_alt;    /* accepted return codes (ret defaults to PTL_OK; ret_alt,
+				if not PTL_OK, is accepted as well) */
 	bool chk_old;        /* OP_MD_UPDATE/SNAP: old.threshold must be old_thr */
 	int old_thr;
 	int drops;           /* PTL_SR_DROP_COUNT delta */
