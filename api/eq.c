@@ -34,6 +34,19 @@ PTL_API int PtlEQFree(ptl_handle_eq_t eq_handle)
     return pt_ptl_err(pt_nic_call(nic, &c));
 }
 
+/* Initiator stage timing: time spent waiting, attributed by what came back. */
+static void tm_wait(uint64_t t0, int rc, const ptl_event_t *ev)
+{
+    if (!g_pt_timing_on || t0 == 0 || rc < 0 || rc == PT_EQ_EMPTY)
+        return;
+    int st = ev->type == PTL_EVENT_SEND_END ? PT_IS_WAIT_SEND
+           : ev->type == PTL_EVENT_PUT_END ? PT_IS_WAIT_RECV : -1;
+    if (st < 0)
+        return;
+    tls_pt_itm.ticks[st] += pt_tsc() - t0;
+    tls_pt_itm.count[st]++;
+}
+
 static int ret_event(int rc, struct pt_eq *q, ptl_event_t *event)
 {
     if (rc < 0)
@@ -67,7 +80,9 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
         qs[i] = e->q;
     }
     int which = 0;
+    PT_TM_BEGIN(t0);
     int rc = pt_nic_eq_wait(nic, qs, size, timeout, event, &which);
+    tm_wait(t0, rc, event);
     if (rc < 0)
         return pt_ptl_err(rc);
     if (rc != PT_EQ_EMPTY)
@@ -98,7 +113,10 @@ PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
     if (!event)
         return PTL_SEGV;
     int which;
-    return ret_event(pt_nic_eq_wait(nic, &e->q, 1, PTL_TIME_FOREVER, event, &which), e->q, event);
+    PT_TM_BEGIN(t0);
+    int rc = pt_nic_eq_wait(nic, &e->q, 1, PTL_TIME_FOREVER, event, &which);
+    tm_wait(t0, rc, event);
+    return ret_event(rc, e->q, event);
 }
 
 PTL_API int PtlEQPeek(ptl_handle_eq_t eq_handle, ptl_event_t *event)

@@ -35,7 +35,13 @@ PTL_API int PtlMDAttach(ptl_handle_me_t me_handle, ptl_md_t md, ptl_unlink_t unl
         return PTL_ME_INVALID;
     if (!md_handle)
         return PTL_SEGV; /* REF (SPEC32 allowed NULL; open question §10.5) */
-    return md_create(nic, me_handle, &md, unlink_op, md_handle);
+    PT_TM_BEGIN(t0);
+    int rc = md_create(nic, me_handle, &md, unlink_op, md_handle);
+    if (g_pt_timing_on) { /* "post the receive for the pong" */
+        tls_pt_itm.ticks[PT_IS_POST_RECV] += pt_tsc() - t0;
+        tls_pt_itm.count[PT_IS_POST_RECV]++;
+    }
+    return rc;
 }
 
 PTL_API int PtlMDBind(ptl_handle_ni_t ni_handle, ptl_md_t md, ptl_unlink_t unlink_op,
