@@ -8,6 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_THREAD__)
+_Atomic uint32_t g_pt_tsan_fence; /* see pt_atomic.h */
+#endif
+
 void pt_waitword_init(struct pt_waitword *w, bool process_shared)
 {
     ST_RELAXED(&w->seq, 0);

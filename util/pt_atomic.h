@@ -26,9 +26,19 @@
 #define ST_RELAXED(p, v)  atomic_store_explicit((p), (v), memory_order_relaxed)
 #define LD_ACQUIRE(p)     atomic_load_explicit((p), memory_order_acquire)
 #define ST_RELEASE(p, v)  atomic_store_explicit((p), (v), memory_order_release)
+#if defined(__SANITIZE_THREAD__)
+/* GCC's ThreadSanitizer cannot model standalone fences (-Wtsan). Under TSan
+ * only, each fence is a read-modify-write on one process-wide word: at least
+ * as strong on the hardware, and TSan sees the ordering it provides. */
+extern _Atomic uint32_t g_pt_tsan_fence;
+#define FENCE_FULL()    ((void)atomic_fetch_add_explicit(&g_pt_tsan_fence, 0, memory_order_seq_cst))
+#define FENCE_ACQUIRE() ((void)atomic_fetch_add_explicit(&g_pt_tsan_fence, 0, memory_order_acq_rel))
+#define FENCE_RELEASE() ((void)atomic_fetch_add_explicit(&g_pt_tsan_fence, 0, memory_order_acq_rel))
+#else
 #define FENCE_FULL()      atomic_thread_fence(memory_order_seq_cst)
 #define FENCE_ACQUIRE()   atomic_thread_fence(memory_order_acquire)
 #define FENCE_RELEASE()   atomic_thread_fence(memory_order_release)
+#endif
 
 #define RMW_ADD(p, v)     atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
 #define RMW_SUB(p, v)     atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
