@@ -48,6 +48,16 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
     int pt_rsp_reply(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *);
 
+    /* Every message, whatever its class, is bounded by its slot before any
+     * handler reads it: inline payload and rendezvous iovecs must fit. */
+    if (h->inline_len > nic->slot_size - PT_WIRE_HDR_SIZE ||
+        ((h->flags & PT_WF_RNDV) &&
+         (h->niov > PT_MAX_IOV + 1 ||
+          (size_t)h->niov * sizeof(struct pt_wire_iov) > nic->slot_size - PT_WIRE_HDR_SIZE))) {
+        nic->drops_bad_header++;
+        nic->sr[PTL_SR_DROP_COUNT]++;
+        return PT_OK;
+    }
     if (h->op == PT_W_DATA)
         return pt_rx_data(nic, h, peer, cls);
     if (cls == PT_CLS_REQ) {

@@ -261,7 +261,7 @@ struct pt_nic {
     struct pt_waitword *ev_wait;          /* = &eq_wait (offload) or bell (host mode)   */
 
     /* command rings */
-    struct pt_cmdq *cmdq[PT_MAX_CMDQ];    /* [A] published with ST_RELEASE              */
+    struct pt_cmdq *_Atomic cmdq[PT_MAX_CMDQ]; /* [A] published with ST_RELEASE        */
     _Atomic uint32_t ncmdq;
     uint32_t cmdq_slots;
 

@@ -77,7 +77,12 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     bool rndv = h->flags & PT_WF_RNDV;
     bool copy = h->flags & PT_WF_COPY;
     bool ack = h->flags & PT_WF_ACK_REQ;
-    if (!hdr_sane(nic, h) || (h->op == PT_W_GETPUT && rndv)) {
+    /* A GETPUT carries all its data inline and never more than max_getput_md:
+     * anything else is forged, and would make the reply overrun its slot. */
+    bool bad_getput = h->op == PT_W_GETPUT &&
+                      (rndv || copy || h->rlength != h->inline_len ||
+                       h->rlength > (uint64_t)nic->limits.max_getput_md);
+    if (!hdr_sane(nic, h) || bad_getput) {
         nic->drops_bad_header++;
         drop(nic, h);
         return PT_OK; /* no response: we cannot trust what it asks for */

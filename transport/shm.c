@@ -1,0 +1,1024 @@
+/*
+ * shm.c - the shared-memory transport: the ranks of a job on one host talk
+ * through the job region (shm_region.h), one SPSC slot queue per ordered
+ * (sender, receiver) pair and class, and pull bulk data from each other with
+ * process_vm_readv (CMA).
+ *
+ * Three parts:
+ *   - the region: layout, creation (memfd or named), validation;
+ *   - the launcher's side (ptlrun): child pids, deaths, job failure, stale
+ *     segment cleanup;
+ *   - the rank's side: pt_shm_open() and the xport ops.
+ *
+ * Hot path (reserve/commit/peek/release): no malloc, no syscalls, no logging,
+ * except the futex wake in commit when the receiver announced sleep.
+ */
+#include "shm.h"
+
+#include "config.h"
+#include "cpu.h"
+#include "log.h"
+
+#include <p3api/misc.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PR_SET_PTRACER
+#define PR_SET_PTRACER 0x59616d61
+#endif
+#ifndef PR_SET_PTRACER_ANY
+#define PR_SET_PTRACER_ANY ((unsigned long)-1)
+#endif
+
+#define SHM_DIR "/dev/shm"          /* where glibc's shm_open() keeps names       */
+#define SHM_STALE_AGE_S 60          /* headerless segments older than this: stale */
+
+/* ---- layout --------------------------------------------------------------- */
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static bool pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+int pt_shm_layout(uint32_t nranks, uint32_t slot_size, uint32_t qslots, struct pt_shm_layout *l)
+{
+    if (nranks < 1 || nranks > PT_SHM_MAX_RANKS || slot_size < PT_XPORT_MIN_SLOT ||
+        slot_size % PT_CACHELINE || slot_size > (1u << 20) || !pow2(qslots) || qslots < 2 ||
+        qslots > (1u << 16))
+        return -EINVAL;
+    uint64_t n = nranks;
+    l->off_ranks = sizeof(struct pt_shm_hdr);
+    l->off_qhdrs = round_up(l->off_ranks + n * sizeof(struct pt_shm_rank), PT_SHM_PAGE);
+    l->off_slots = round_up(l->off_qhdrs + n * n * PT_CLS_NR * sizeof(struct spsc_hdr),
+                            PT_SHM_PAGE);
+    l->queue_bytes = (uint64_t)qslots * slot_size;
+    l->recv_block = round_up(n * PT_CLS_NR * l->queue_bytes, PT_SHM_PAGE);
+    /* n <= 2^10, queue_bytes <= 2^36: nothing above overflows 64 bits. */
+    l->total = l->off_slots + n * l->recv_block;
+    return l->total > PT_SHM_MAX_BYTES ? -E2BIG : 0;
+}
+
+uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t slot_size, uint32_t qslots)
+{
+    struct pt_shm_layout l;
+    return pt_shm_layout(nranks, slot_size, qslots, &l) ? 0 : l.total;
+}
+
+int pt_shm_name(char *buf, size_t len, const char *job)
+{
+    size_t n = job ? strlen(job) : 0;
+    if (n == 0 || n > 40)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        char c = job[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || (c == '.' && i > 0)))
+            return -EINVAL;
+    }
+    int w = snprintf(buf, len, "/ptl-%u-%s", (unsigned)getuid(), job);
+    return w > 0 && (size_t)w < len ? 0 : -ENAMETOOLONG;
+}
+
+/* ---- CMA probe ------------------------------------------------------------ */
+
+/* Probe target for peers: its address goes into the region (rank records,
+ * owner_probe_addr); peers read it with process_vm_readv. */
+static const uint64_t g_probe_word = PT_SHM_MAGIC;
+
+uint64_t pt_cma_probe_addr(void) { return (uint64_t)(uintptr_t)&g_probe_word; }
+
+int pt_cma_probe(pid_t pid, uint64_t addr, const char **why)
+{
+    uint64_t v = 0;
+    struct iovec lv = {&v, sizeof v};
+    struct iovec rv = {(void *)(uintptr_t)addr, sizeof v};
+    ssize_t n = process_vm_readv(pid, &lv, 1, &rv, 1, 0);
+    if (n == (ssize_t)sizeof v) {
+        *why = v == PT_SHM_MAGIC ? "process_vm_readv works"
+                                 : "process_vm_readv works (probe word differs)";
+        return 0;
+    }
+    int e = n < 0 ? errno : EIO;
+    switch (e) {
+    case EPERM:
+        *why = "process_vm_readv refused (EPERM): Yama ptrace_scope or a non-dumpable peer";
+        break;
+    case ENOSYS:
+        *why = "process_vm_readv unavailable (ENOSYS): kernel without CMA or a seccomp filter";
+        break;
+    case ESRCH:
+        *why = "probe target gone (ESRCH)";
+        break;
+    case EFAULT:
+        *why = "probe address not mapped in the target (EFAULT); the call itself works";
+        break;
+    default:
+        *why = "process_vm_readv failed";
+        break;
+    }
+    return -e;
+}
+
+/* ---- region creation ------------------------------------------------------ */
+
+static void region_init(void *base, const struct pt_shm_layout *l, const struct pt_shm_spec *s,
+                        uint32_t flags)
+{
+    struct pt_shm_hdr *h = base;
+    /* The memory is fresh (zero-filled). owner_pid first: stale-segment
+     * cleanup judges a region that never became ready by it. */
+    h->owner_pid = (int32_t)getpid();
+    h->magic = PT_SHM_MAGIC;
+    h->version = PT_SHM_VERSION;
+    h->hdr_size = sizeof *h;
+    h->total_size = l->total;
+    h->nranks = s->nranks;
+    h->slot_size = s->slot_size;
+    h->qslots = s->qslots;
+    h->jid = s->jid;
+    h->flags = flags;
+    h->off_ranks = l->off_ranks;
+    h->off_qhdrs = l->off_qhdrs;
+    h->off_slots = l->off_slots;
+    h->queue_bytes = l->queue_bytes;
+    h->recv_block = l->recv_block;
+    h->owner_probe_addr = pt_cma_probe_addr();
+    ST_RELAXED(&h->job_failed, 0);
+    ST_RELAXED(&h->first_dead, -1);
+    ST_RELAXED(&h->nattached, 0);
+    for (uint32_t r = 0; r < s->nranks; r++) {
+        struct pt_shm_rank *rec = pt_shm_rankrec(base, l, r);
+        pt_waitword_init(&rec->bell, true);
+        ST_RELAXED(&rec->ospid, 0);
+        rec->nid = s->nids ? s->nids[r] : 0;
+        rec->pid = s->pids ? s->pids[r] : r;
+        ST_RELAXED(&rec->state, PT_SHM_R_NONE);
+        ST_RELAXED(&rec->dead, 0);
+        ST_RELAXED(&rec->wstatus, 0);
+        ST_RELAXED(&rec->probe_addr, 0);
+        for (uint32_t snd = 0; snd < s->nranks; snd++)
+            for (uint32_t c = 0; c < PT_CLS_NR; c++)
+                spsc_init(pt_shm_qhdr(base, l, s->nranks, snd, r, c), s->qslots, s->slot_size);
+    }
+    ST_RELEASE(&h->ready, 1); /* R-READY pairs with A-READY in region_check() */
+}
+
+static int map_fd(int fd, uint64_t size, void **base_p)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    *base_p = p;
+    return 0;
+}
+
+int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm_region *r)
+{
+    memset(r, 0, sizeof *r);
+    r->fd = -1;
+    int rc = pt_shm_layout(spec->nranks, spec->slot_size, spec->qslots, &r->l);
+    if (rc)
+        return rc;
+    char tmp[sizeof r->name + 16] = "";
+    int fd;
+    if (!job) {
+        fd = memfd_create("ptl-job", MFD_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        (void)fchmod(fd, 0600); /* best effort: memfds are not reachable by name anyway */
+    } else {
+        rc = pt_shm_name(r->name, sizeof r->name, job);
+        if (rc)
+            return rc;
+        /* Build under a private name, then link(2) it into place: nobody ever
+         * opens a half-built region, and of racing creators exactly one wins. */
+        snprintf(tmp, sizeof tmp, "%s.c%ld", r->name, (long)getpid());
+        fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            return -errno;
+        r->named = true;
+    }
+    if (ftruncate(fd, (off_t)r->l.total) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    rc = map_fd(fd, r->l.total, &r->base);
+    if (rc)
+        goto fail;
+    r->size = r->l.total;
+    r->fd = fd;
+    r->nranks = spec->nranks;
+    region_init(r->base, &r->l, spec, job ? PT_SHM_F_NAMED : 0);
+    if (job) {
+        char from[sizeof tmp + sizeof SHM_DIR], to[sizeof r->name + sizeof SHM_DIR];
+        snprintf(from, sizeof from, SHM_DIR "%s", tmp);
+        snprintf(to, sizeof to, SHM_DIR "%s", r->name);
+        if (link(from, to) != 0) {
+            rc = -errno; /* -EEXIST: another creator won, or the name is in use */
+            munmap(r->base, r->size);
+            r->base = NULL;
+            goto fail;
+        }
+        shm_unlink(tmp);
+    }
+    return 0;
+fail:
+    close(fd);
+    if (tmp[0])
+        shm_unlink(tmp);
+    r->fd = -1;
+    r->named = false;
+    return rc;
+}
+
+void pt_shm_region_close(struct pt_shm_region *r, bool unlink_name)
+{
+    if (r->base)
+        munmap(r->base, r->size);
+    if (r->fd >= 0)
+        close(r->fd);
+    if (r->named && unlink_name)
+        shm_unlink(r->name); /* ENOENT: the last rank to attach did it already */
+    r->base = NULL;
+    r->fd = -1;
+}
+
+/* ---- region validation ---------------------------------------------------- */
+
+/* A region another process built: ready, ours, consistent. 0 or -errno with
+ * *why set. Fills *l. */
+static int region_check(void *base, uint64_t size, struct pt_shm_layout *l, const char **why)
+{
+    struct pt_shm_hdr *h = base;
+    if (size < sizeof *h) {
+        *why = "smaller than a region header";
+        return -EPROTO;
+    }
+    if (!LD_ACQUIRE(&h->ready)) { /* A-READY pairs with R-READY in region_init() */
+        *why = "not ready (its creator did not finish)";
+        return -EPROTO;
+    }
+    if (h->magic != PT_SHM_MAGIC) {
+        *why = "bad magic: not a libportals job region";
+        return -EPROTO;
+    }
+    if (h->version != PT_SHM_VERSION || h->hdr_size != sizeof *h) {
+        *why = "region version differs from this library's";
+        return -EPROTO;
+    }
+    if (h->total_size != size) {
+        *why = "region size differs from its header";
+        return -EPROTO;
+    }
+    if (pt_shm_layout(h->nranks, h->slot_size, h->qslots, l) != 0 || l->total != size ||
+        l->off_ranks != h->off_ranks || l->off_qhdrs != h->off_qhdrs ||
+        l->off_slots != h->off_slots || l->queue_bytes != h->queue_bytes ||
+        l->recv_block != h->recv_block) {
+        *why = "region layout differs from this library's";
+        return -EPROTO;
+    }
+    return 0;
+}
+
+static bool pid_alive(pid_t p)
+{
+    return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
+}
+
+/* Can any process still use this region? (the owner or any rank alive) */
+static bool region_in_use(void *base, uint64_t size)
+{
+    struct pt_shm_hdr *h = base;
+    if (pid_alive(h->owner_pid))
+        return true;
+    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || h->nranks > PT_SHM_MAX_RANKS ||
+        h->off_ranks + (uint64_t)h->nranks * sizeof(struct pt_shm_rank) > size)
+        return false;
+    struct pt_shm_rank *rec = (struct pt_shm_rank *)((char *)base + h->off_ranks);
+    for (uint32_t r = 0; r < h->nranks; r++)
+        if (pid_alive(LD_RELAXED(&rec[r].ospid)))
+            return true;
+    return false;
+}
+
+/* ---- launcher side -------------------------------------------------------- */
+
+static void wake_all_bells(struct pt_shm_region *r)
+{
+    for (uint32_t i = 0; i < r->nranks; i++)
+        pt_wake_all(&pt_shm_rankrec(r->base, &r->l, i)->bell);
+}
+
+void pt_shm_set_ospid(struct pt_shm_region *r, uint32_t rank, pid_t pid)
+{
+    if (rank < r->nranks)
+        ST_RELAXED(&pt_shm_rankrec(r->base, &r->l, rank)->ospid, (int32_t)pid);
+}
+
+uint32_t pt_shm_rank_state(const struct pt_shm_region *r, uint32_t rank)
+{
+    if (rank >= r->nranks)
+        return PT_SHM_R_NONE;
+    return LD_ACQUIRE(&pt_shm_rankrec(r->base, &r->l, rank)->state); /* A-ATT */
+}
+
+static void fail_job(struct pt_shm_region *r, uint32_t code, int32_t rank)
+{
+    struct pt_shm_hdr *h = r->base;
+    if (rank >= 0) {
+        int32_t none = -1;
+        RMW_CAS(&h->first_dead, &none, rank);
+    }
+    uint32_t zero = 0;
+    RMW_CAS(&h->job_failed, &zero, code); /* the first failure names the job's */
+    wake_all_bells(r); /* pt_wake_all: every sleeper rechecks and sees the failure */
+}
+
+bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus)
+{
+    if (rank >= r->nranks)
+        return false;
+    struct pt_shm_rank *rec = pt_shm_rankrec(r->base, &r->l, rank);
+    ST_RELAXED(&rec->wstatus, wstatus);
+    bool failed = !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    if (failed) {
+        ST_RELAXED(&rec->dead, 1); /* before the RMW in fail_job: a rank that sees
+                                    * job_failed and then asks peer_alive finds it */
+        fail_job(r, PTL_NI_PEER_DIED, (int32_t)rank);
+    }
+    return failed;
+}
+
+void pt_shm_fail_job(struct pt_shm_region *r, uint32_t code)
+{
+    fail_job(r, code, -1);
+}
+
+int pt_shm_clean_stale(bool verbose)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "ptl-%u-", (unsigned)getuid());
+    size_t plen = strlen(prefix);
+    DIR *d = opendir(SHM_DIR);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) > 100)
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        bool stale = false;
+        const char *tmp = strstr(e->d_name + plen, ".c");
+        if (tmp) {
+            /* a creator's private name: stale once its creator is gone */
+            char *end;
+            long pid = strtol(tmp + 2, &end, 10);
+            stale = *end == '\0' && pid > 0 && !pid_alive((pid_t)pid);
+        } else {
+            int fd = shm_open(name, O_RDONLY | O_NOFOLLOW, 0);
+            struct stat st;
+            if (fd < 0)
+                continue;
+            if (fstat(fd, &st) != 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode)) {
+                close(fd);
+                continue;
+            }
+            bool old = time(NULL) - st.st_mtime > SHM_STALE_AGE_S;
+            if ((uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
+                stale = old;
+            } else {
+                uint64_t want = (uint64_t)st.st_size;
+                if (want > sizeof(struct pt_shm_hdr) +
+                               PT_SHM_MAX_RANKS * (uint64_t)sizeof(struct pt_shm_rank))
+                    want = sizeof(struct pt_shm_hdr) +
+                           PT_SHM_MAX_RANKS * (uint64_t)sizeof(struct pt_shm_rank);
+                void *p = mmap(NULL, want, PROT_READ, MAP_SHARED, fd, 0);
+                if (p != MAP_FAILED) {
+                    const struct pt_shm_hdr *h = p;
+                    if (h->magic == PT_SHM_MAGIC)
+                        stale = !region_in_use(p, want);
+                    else
+                        stale = old && !pid_alive(h->owner_pid);
+                    munmap(p, want);
+                }
+            }
+            close(fd);
+        }
+        if (stale && shm_unlink(name) == 0) {
+            removed++;
+            if (verbose)
+                fprintf(stderr, "ptlrun: removed stale job segment " SHM_DIR "%s\n", name);
+        }
+    }
+    closedir(d);
+    return removed;
+}
+
+/* ---- the rank's transport ------------------------------------------------- */
+
+struct shm_q {
+    struct spsc_hdr *h;
+    void *slots;
+};
+
+struct pt_xport {
+    struct shm_q *in;             /* [s * 2 + c]: queue s -> me (we consume)       */
+    struct shm_q *out;            /* [r * 2 + c]: queue me -> r (we produce)       */
+    struct pt_shm_rank *ranks;    /* the region's rank records                     */
+    struct pt_shm_hdr *hdr;
+    uint32_t me, n;
+    uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
+    uint32_t *nids, *pids;        /* private copy of the (immutable) id map         */
+    bool cma_allowed;             /* PTL_CMA != 0                                   */
+    void *base;
+    uint64_t size;
+};
+
+/* Process-wide: the job's fd stays open (FD_CLOEXEC) so that a later PtlNIInit
+ * after PtlNIFini can re-attach; the attach counter counts a process once.
+ * Guarded by g_lock (opens are rare and serialised by the API anyway). */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_fd = -1;
+static bool g_named;
+static bool g_counted;
+static char g_name[80];
+
+static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    if (PT_UNLIKELY(peer >= x->n))
+        return NULL;
+    struct shm_q *q = &x->out[peer * 2 + cls];
+    return spsc_reserve(q->h, q->slots);
+}
+
+static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    spsc_commit(x->out[peer * 2 + cls].h); /* R1 (spsc.h) publishes the slot */
+    /* Full fence, then a futex wake only if the receiver's NIC thread (or
+     * host-mode waiter) announced sleep and nobody polls for it. */
+    pt_wake_if_sleeping(&x->ranks[peer].bell);
+}
+
+static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
+{
+    const uint32_t n = x->n;
+    /* Responses first (handling one never sends, so they always drain), then
+     * requests; within a class, round-robin from the sender after the one
+     * served last, so a busy sender cannot starve the others. */
+    for (int c = PT_CLS_RSP; c >= PT_CLS_REQ; c--) {
+        uint32_t s = x->rr[c];
+        for (uint32_t i = 0; i < n; i++) {
+            if (++s == n)
+                s = 0;
+            struct shm_q *q = &x->in[s * 2 + c];
+            void *slot = spsc_peek(q->h, q->slots); /* A1 (spsc.h) */
+            if (slot) {
+                x->rr[c] = s;
+                *peer_p = s;
+                *cls_p = (enum pt_cls)c;
+                return slot;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    spsc_release(x->in[peer * 2 + cls].h); /* R2 (spsc.h) hands the slot back */
+}
+
+static bool shm_rx_pending(struct pt_xport *x)
+{
+    for (uint32_t i = 0; i < x->n * PT_CLS_NR; i++)
+        if (spsc_nonempty(x->in[i].h)) /* A1-style acquire on head */
+            return true;
+    return false;
+}
+
+static ssize_t copy_local(const struct iovec *local, int nlocal, const struct iovec *remote,
+                          int nremote)
+{
+    size_t done = 0, li = 0, ri = 0, lo = 0, ro = 0;
+    while ((int)li < nlocal && (int)ri < nremote) {
+        size_t n = local[li].iov_len - lo;
+        if (remote[ri].iov_len - ro < n)
+            n = remote[ri].iov_len - ro;
+        if (n)
+            memmove((char *)local[li].iov_base + lo, (char *)remote[ri].iov_base + ro, n);
+        done += n;
+        lo += n;
+        ro += n;
+        if (lo == local[li].iov_len) { li++; lo = 0; }
+        if (ro == remote[ri].iov_len) { ri++; ro = 0; }
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote)
+{
+    if (peer >= x->n)
+        return -EINVAL;
+    if (peer == x->me)
+        return copy_local(local, nlocal, remote, nremote); /* own memory: no CMA */
+    if (!x->cma_allowed) {
+        pt_log_once(PT_LOG_WARN, "CMA disabled by PTL_CMA=0: rendezvous data is copied "
+                                 "through the job region");
+        return -EPERM;
+    }
+    pid_t pid = LD_RELAXED(&x->ranks[peer].ospid);
+    if (pid <= 0)
+        return -ESRCH;
+    ssize_t n = process_vm_readv(pid, local, (unsigned long)nlocal, remote,
+                                 (unsigned long)nremote, 0);
+    if (n >= 0)
+        return n;
+    int e = errno;
+    if (e == EPERM)
+        pt_log_once(PT_LOG_WARN, "CMA refused (EPERM: Yama ptrace_scope or a non-dumpable "
+                                 "peer, rank %u pid %d): copying through the job region",
+                    peer, (int)pid);
+    else if (e == ENOSYS)
+        pt_log_once(PT_LOG_WARN, "CMA unavailable (ENOSYS: kernel or seccomp): copying "
+                                 "through the job region");
+    return -e;
+}
+
+static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
+{
+    if (peer >= x->n)
+        return false;
+    struct pt_shm_rank *rec = &x->ranks[peer];
+    if (LD_RELAXED(&rec->dead)) /* set by the launcher when it reaped a failure */
+        return false;
+    pid_t p = LD_RELAXED(&rec->ospid);
+    if (p <= 0)
+        return true; /* not started or not attached yet: nothing says it died */
+    return kill(p, 0) == 0 || errno != ESRCH;
+}
+
+static struct pt_waitword *shm_doorbell(struct pt_xport *x) { return &x->ranks[x->me].bell; }
+
+static pid_t shm_peer_ospid(struct pt_xport *x, uint32_t peer)
+{
+    return peer < x->n ? LD_RELAXED(&x->ranks[peer].ospid) : 0;
+}
+
+static int shm_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
+{
+    if (pid < x->n && x->pids[pid] == pid && x->nids[pid] == nid)
+        return (int)pid; /* the usual map: pid of rank r is r */
+    for (uint32_t r = 0; r < x->n; r++)
+        if (x->pids[r] == pid && x->nids[r] == nid)
+            return (int)r;
+    return -1;
+}
+
+static void shm_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p)
+{
+    if (rank < x->n) {
+        *nid_p = x->nids[rank];
+        *pid_p = x->pids[rank];
+    } else {
+        *nid_p = 0xffffffffu;
+        *pid_p = 0xffffffffu;
+    }
+}
+
+static uint32_t shm_job_failed(struct pt_xport *x)
+{
+    return LD_RELAXED(&x->hdr->job_failed); /* monotonic flag; see shm_region.h */
+}
+
+static void xport_free(struct pt_xport *x)
+{
+    free(x->in);
+    free(x->out);
+    free(x->nids);
+    free(x->pids);
+    free(x);
+}
+
+static void shm_close(struct pt_xport *x)
+{
+    /* Orderly finish: detached, not dead. The launcher judges the exit status. */
+    ST_RELEASE(&x->ranks[x->me].state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
+    munmap(x->base, x->size);
+    xport_free(x);
+}
+
+static const struct pt_xport_ops g_shm_ops = {
+    .name = "shm",
+    .reserve = shm_reserve,
+    .commit = shm_commit,
+    .peek = shm_peek,
+    .release = shm_release,
+    .rx_pending = shm_rx_pending,
+    .pull = shm_pull,
+    .peer_alive = shm_peer_alive,
+    .doorbell = shm_doorbell,
+    .peer_ospid = shm_peer_ospid,
+    .rank_of = shm_rank_of,
+    .id_of = shm_id_of,
+    .job_failed = shm_job_failed,
+    .close = shm_close,
+};
+
+/* ---- opening ---------------------------------------------------------------- */
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *v = x;
+    return true;
+}
+
+static bool env_u32(const char *name, uint32_t *v)
+{
+    uint64_t x;
+    if (!parse_u64(getenv(name), &x) || x > 0xffffffffu)
+        return false;
+    *v = (uint32_t)x;
+    return true;
+}
+
+/* A colon-separated map of exactly n numbers into out[n]. */
+static bool parse_map(const char *s, uint32_t *out, uint32_t n)
+{
+    uint32_t i = 0;
+    while (s && *s && i < n) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 0);
+        if (errno || end == s || v > 0xffffffffu || (*end && *end != ':'))
+            return false;
+        out[i++] = (uint32_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return i == n && (!s || !*s);
+}
+
+/* Named mode without a launcher: build the region this rank's environment
+ * describes. -EEXIST when another rank won the race (caller opens theirs). */
+static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
+                        struct pt_shm_region *reg)
+{
+    uint32_t n;
+    if (!env_u32("PTL_NRANKS", &n) || n < 1 || n > PT_SHM_MAX_RANKS) {
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: the job does not exist yet and PTL_NRANKS (1..%u) "
+                           "is not set to create it", job, PT_SHM_MAX_RANKS);
+        return -EINVAL;
+    }
+    uint32_t *nids = calloc(n, sizeof *nids), *pids = calloc(n, sizeof *pids);
+    if (!nids || !pids) {
+        free(nids);
+        free(pids);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    const char *nm = getenv("PTL_NIDMAP"), *pm = getenv("PTL_PIDMAP");
+    if ((nm && *nm && !parse_map(nm, nids, n)) || (pm && *pm && !parse_map(pm, pids, n))) {
+        pt_log(PT_LOG_ERR, "PTL_NIDMAP/PTL_PIDMAP must list %u colon-separated numbers", n);
+        rc = -EINVAL;
+    }
+    if (!rc) {
+        for (uint32_t r = 0; r < n; r++)
+            if (!(pm && *pm))
+                pids[r] = r;
+        uint32_t jid;
+        if (!env_u32("PTL_JID", &jid))
+            jid = (uint32_t)getpid();
+        struct pt_shm_spec spec = {n, slot_size, qslots, jid, nids, pids};
+        rc = pt_shm_create(&spec, job, reg);
+        if (rc && rc != -EEXIST)
+            pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot create the job region: %s", job,
+                   strerror(-rc));
+    }
+    free(nids);
+    free(pids);
+    return rc;
+}
+
+/* Find (or create) the region the environment names; map it. */
+static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **base_p,
+                       uint64_t *size_p)
+{
+    struct stat st;
+    if (g_fd >= 0) { /* re-attach after PtlNIFini: the fd we kept */
+        if (fstat(g_fd, &st) != 0)
+            return -errno;
+        *fd_p = g_fd;
+        *size_p = (uint64_t)st.st_size;
+        return map_fd(g_fd, *size_p, base_p);
+    }
+    const char *fds = getenv("PTL_JOB_FD");
+    if (fds && *fds) {
+        uint64_t fd, want = 0;
+        if (!parse_u64(fds, &fd) || fd > 1000000) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s is not a file descriptor number", fds);
+            return -EINVAL;
+        }
+        const char *ss = getenv("PTL_JOB_SIZE");
+        if (ss && *ss && !parse_u64(ss, &want)) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_SIZE=%s is not a number", ss);
+            return -EINVAL;
+        }
+        if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: not an open job region (was this process "
+                               "started by ptlrun?)", fds);
+            return -EBADF;
+        }
+        if (want && (uint64_t)st.st_size != want) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: region is %lld bytes, PTL_JOB_SIZE says %s", fds,
+                   (long long)st.st_size, ss);
+            return -EPROTO;
+        }
+        *fd_p = (int)fd;
+        *size_p = (uint64_t)st.st_size;
+        int rc = map_fd((int)fd, *size_p, base_p);
+        if (rc)
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: mmap: %s", fds, strerror(-rc));
+        return rc;
+    }
+
+    const char *job = getenv("PTL_JOB");
+    int rc = pt_shm_name(g_name, sizeof g_name, job);
+    if (rc) {
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: a job name is 1-40 characters of [A-Za-z0-9._-]",
+               job ? job : "");
+        return rc;
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = shm_open(g_name, O_RDWR, 0);
+        if (fd >= 0) {
+            const char *why = "";
+            if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s is not a job region", job, g_name);
+                return -EPROTO;
+            }
+            struct pt_shm_layout l;
+            *size_p = (uint64_t)st.st_size;
+            rc = map_fd(fd, *size_p, base_p);
+            if (rc) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
+                return rc;
+            }
+            rc = region_check(*base_p, *size_p, &l, &why);
+            if (!rc && region_in_use(*base_p, *size_p)) {
+                *fd_p = fd;
+                g_named = true;
+                return 0;
+            }
+            munmap(*base_p, *size_p);
+            close(fd);
+            if (rc) {
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s: %s", job, g_name, why);
+                return rc;
+            }
+            /* valid, but nobody who could use it is alive: a dead job's leftover */
+            pt_log(PT_LOG_INFO, "PTL_JOB=%s: removing stale %s", job, g_name);
+            shm_unlink(g_name);
+            continue;
+        }
+        if (errno != ENOENT) {
+            rc = -errno;
+            pt_log(PT_LOG_ERR, "PTL_JOB=%s: shm_open %s: %s", job, g_name, strerror(-rc));
+            return rc;
+        }
+        struct pt_shm_region reg;
+        rc = create_named(job, slot_size, qslots, &reg);
+        if (rc == -EEXIST)
+            continue; /* another rank won: open theirs */
+        if (rc)
+            return rc;
+        *fd_p = reg.fd;
+        *base_p = reg.base;
+        *size_p = reg.size;
+        g_named = true;
+        return 0;
+    }
+    pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot open or create %s", job, g_name);
+    return -EAGAIN;
+}
+
+static const char *cma_check(struct pt_xport *x, bool *ok)
+{
+    const char *why;
+    if (!x->cma_allowed) {
+        *ok = false;
+        return "disabled by PTL_CMA=0";
+    }
+    /* Probe, in order: a peer that attached already (exactly what a transfer
+     * does), the launcher (refused under Yama scope 1 exactly when siblings
+     * would be, since both call PR_SET_PTRACER), or ourselves (catches only
+     * ENOSYS: a job of one never pulls from another process). */
+    for (uint32_t i = 1; i < x->n; i++) {
+        uint32_t p = (x->me + i) % x->n;
+        struct pt_shm_rank *rec = &x->ranks[p];
+        if (LD_ACQUIRE(&rec->state) != PT_SHM_R_ATTACHED) /* A-ATT pairs with R-ATT */
+            continue;
+        int rc = pt_cma_probe(LD_RELAXED(&rec->ospid), LD_RELAXED(&rec->probe_addr), &why);
+        if (rc == 0 || rc == -EFAULT) {
+            *ok = true;
+            return "process_vm_readv to a peer rank works";
+        }
+        if (rc != -ESRCH) {
+            *ok = false;
+            return why;
+        }
+    }
+    pid_t owner = x->hdr->owner_pid;
+    if (owner > 0 && owner != getpid()) {
+        int rc = pt_cma_probe(owner, x->hdr->owner_probe_addr, &why);
+        if (rc == 0 || rc == -EFAULT) {
+            *ok = true;
+            return "process_vm_readv to the launcher works";
+        }
+        if (rc != -ESRCH) {
+            *ok = false;
+            return why;
+        }
+    }
+    int rc = pt_cma_probe(getpid(), pt_cma_probe_addr(), &why);
+    *ok = rc == 0 || rc == -EFAULT;
+    return *ok ? "process_vm_readv works (probed this process only)" : why;
+}
+
+static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                       const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                       struct pt_xport_info *info_p)
+{
+    uint32_t me;
+    if (!env_u32("PTL_MY_RID", &me)) {
+        pt_log(PT_LOG_ERR, "PTL_MY_RID (this process's rank) is missing or not a number");
+        return -EINVAL;
+    }
+    int fd = -1;
+    void *base = NULL;
+    uint64_t size = 0;
+    int rc = find_region(slot_size, queue_slots, &fd, &base, &size);
+    if (rc)
+        return rc;
+    bool fresh = fd != g_fd; /* first open in this process: fd not kept yet */
+    struct pt_shm_layout l;
+    const char *why = "";
+    struct pt_shm_hdr *h = base;
+    struct pt_xport *x = NULL;
+    rc = region_check(base, size, &l, &why);
+    if (rc) {
+        pt_log(PT_LOG_ERR, "job region: %s", why);
+        goto fail;
+    }
+    uint32_t n = h->nranks, want_n;
+    if (me >= n) {
+        pt_log(PT_LOG_ERR, "PTL_MY_RID=%u but the job has %u ranks", me, n);
+        rc = -EINVAL;
+        goto fail;
+    }
+    if (env_u32("PTL_NRANKS", &want_n) && want_n != n) {
+        pt_log(PT_LOG_ERR, "PTL_NRANKS=%u but the job region has %u ranks", want_n, n);
+        rc = -EINVAL;
+        goto fail;
+    }
+    struct pt_shm_rank *ranks = pt_shm_rankrec(base, &l, 0);
+    struct pt_shm_rank *rec = &ranks[me];
+    if (pid_hint != 0xffffffffu && pid_hint != rec->pid) {
+        pt_log(PT_LOG_INFO, "PtlNIInit pid %u: rank %u of this job has pid %u", pid_hint, me,
+               rec->pid);
+        rc = -EADDRINUSE;
+        goto fail;
+    }
+    pid_t holder = LD_RELAXED(&rec->ospid);
+    if (LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED && holder != getpid() &&
+        pid_alive(holder)) { /* A-ATT */
+        pt_log(PT_LOG_ERR, "rank %u of the job is already attached by process %d", me,
+               (int)holder);
+        rc = -EADDRINUSE;
+        goto fail;
+    }
+    if (slot_size != h->slot_size || queue_slots != h->qslots)
+        pt_log(PT_LOG_INFO, "job region: slot %u bytes x %u (this process wanted %u x %u); "
+                            "the region's apply", h->slot_size, h->qslots, slot_size, queue_slots);
+
+    /* Everything that can fail before we announce ourselves. */
+    rc = -ENOMEM;
+    x = calloc(1, sizeof *x);
+    if (!x)
+        goto fail;
+    x->in = calloc((size_t)n * PT_CLS_NR, sizeof *x->in);
+    x->out = calloc((size_t)n * PT_CLS_NR, sizeof *x->out);
+    x->nids = calloc(n, sizeof *x->nids);
+    x->pids = calloc(n, sizeof *x->pids);
+    if (!x->in || !x->out || !x->nids || !x->pids)
+        goto fail;
+    x->base = base;
+    x->size = size;
+    x->hdr = h;
+    x->ranks = ranks;
+    x->me = me;
+    x->n = n;
+    x->rr[PT_CLS_REQ] = x->rr[PT_CLS_RSP] = n - 1; /* first scan starts at sender 0 */
+    x->cma_allowed = pt_config()->cma != 0;
+    for (uint32_t p = 0; p < n; p++) {
+        x->nids[p] = ranks[p].nid;
+        x->pids[p] = ranks[p].pid;
+        for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+            x->in[p * 2 + c].h = pt_shm_qhdr(base, &l, n, p, me, c);
+            x->in[p * 2 + c].slots = pt_shm_qslots(base, &l, p, me, c);
+            x->out[p * 2 + c].h = pt_shm_qhdr(base, &l, n, me, p, c);
+            x->out[p * 2 + c].slots = pt_shm_qslots(base, &l, me, p, c);
+        }
+    }
+
+    /* Let siblings read our memory (Yama ptrace_scope 1) before announcing
+     * ourselves: a peer that sees ATTACHED may probe us at once. EINVAL
+     * without Yama: nothing to allow. */
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
+    ST_RELAXED(&rec->ospid, (int32_t)getpid());
+    ST_RELEASE(&rec->state, PT_SHM_R_ATTACHED); /* R-ATT pairs with A-ATT */
+    if (!g_counted) {
+        g_counted = true;
+        uint32_t k = RMW_ADD(&h->nattached, 1) + 1;
+        if (g_named && k >= n)
+            shm_unlink(g_name); /* every rank is in: the name has done its job */
+    }
+
+    /* Our receive slots on our NUMA node (best effort; pages senders already
+     * touched stay where they are). */
+    const struct pt_config *cfg = pt_config();
+    int cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : sched_getcpu();
+    if (cpu >= 0)
+        pt_numa_bind((char *)base + l.off_slots + (uint64_t)me * l.recv_block, l.recv_block,
+                     pt_cpu_node(cpu));
+
+    bool cma_ok;
+    const char *cma_why = cma_check(x, &cma_ok);
+    if (!cma_ok && x->cma_allowed)
+        pt_log_once(PT_LOG_WARN, "CMA unavailable (%s): rendezvous copies through the job "
+                                 "region", cma_why);
+
+    if (fresh) {
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* programs we exec do not inherit it */
+        g_fd = fd;
+    }
+    *ops_p = &g_shm_ops;
+    *x_p = x;
+    memset(info_p, 0, sizeof *info_p);
+    info_p->rank = me;
+    info_p->nranks = n;
+    info_p->slot_size = h->slot_size;
+    info_p->jid = h->jid;
+    info_p->cma_ok = cma_ok;
+    info_p->cma_why = cma_why;
+    return 0;
+
+fail:
+    if (x)
+        xport_free(x);
+    munmap(base, size);
+    if (fresh) {
+        /* Keep an inherited memfd (its number is in our environment); close a
+         * named one we opened: the next attempt opens it again. */
+        if (g_named)
+            close(fd);
+        g_named = false;
+    }
+    return rc;
+}
+
+int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                struct pt_xport_info *info_p)
+{
+    pthread_mutex_lock(&g_lock);
+    int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}

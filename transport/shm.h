@@ -1,0 +1,95 @@
+/*
+ * shm.h - the shared-memory transport (the job region of shm_region.h) and
+ * the creator/launcher side of the region, used by ptlrun and ptl_info.
+ *
+ * How a rank finds its job (pt_xport_open -> pt_shm_open):
+ *   PTL_JOB_FD=<fd>, PTL_JOB_SIZE=<bytes>  an inherited memfd (ptlrun default):
+ *       nothing appears in /dev/shm; the kernel frees the region with the last
+ *       process that maps it, whatever way the processes end.
+ *   PTL_JOB=<name>  a named POSIX segment /ptl-<uid>-<name>. ptlrun --named
+ *       creates it; without ptlrun the first rank to arrive creates it
+ *       (PTL_NRANKS required; PTL_NIDMAP/PTL_PIDMAP/PTL_JID optional) by
+ *       building it under a private name and link(2)ing it into place, so a
+ *       rank never sees a half-built region. The rank whose attach completes
+ *       the job unlinks the name.
+ *   PTL_MY_RID=<rank> (required), PTL_NRANKS (checked when set).
+ */
+#ifndef PT_SHM_H
+#define PT_SHM_H
+
+#include "shm_region.h"
+#include "xport.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- rank side ----------------------------------------------------------- */
+
+/* Attach to the job the environment names (see above). Same contract as
+ * pt_xport_open: 0 or -errno (logged); -EADDRINUSE when pid_hint is neither
+ * PTL_PID_ANY nor this rank's pid in the job map, or the rank is taken. */
+int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                struct pt_xport_info *info_p);
+
+/* ---- creator / launcher side ---------------------------------------------- */
+
+struct pt_shm_spec {
+    uint32_t nranks, slot_size, qslots, jid;
+    const uint32_t *nids, *pids;   /* per-rank Portals ids; NULL: nid 0, pid = rank */
+};
+
+struct pt_shm_region {
+    void *base;
+    uint64_t size;
+    int fd;                        /* memfd or shm fd, FD_CLOEXEC set             */
+    bool named;
+    char name[80];                 /* named: "/ptl-<uid>-<job>"                    */
+    struct pt_shm_layout l;
+    uint32_t nranks;
+};
+
+/* "/ptl-<uid>-<job>" into buf. -EINVAL if job is empty, too long or has
+ * characters other than [A-Za-z0-9._-]. */
+int pt_shm_name(char *buf, size_t len, const char *job);
+
+/* Create and publish a region (ready flag set) owned by the calling process.
+ * job == NULL: an anonymous memfd (MFD_CLOEXEC; clear it in the child that is
+ * to inherit it). job != NULL: the named segment /ptl-<uid>-<job>, which must
+ * not exist (-EEXIST). 0 or -errno; on error nothing is left behind. */
+int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm_region *r);
+
+/* Unmap and close; unlink the name too when asked (named regions). */
+void pt_shm_region_close(struct pt_shm_region *r, bool unlink_name);
+
+/* Launcher: a child's OS pid, right after fork. */
+void pt_shm_set_ospid(struct pt_shm_region *r, uint32_t rank, pid_t pid);
+/* Launcher: rank exited (waitpid status). A failure (non-zero exit or a
+ * signal) marks the rank dead, fails the job with PTL_NI_PEER_DIED unless it
+ * failed already, and wakes every doorbell. Returns true if it was a failure. */
+bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus);
+/* Launcher: fail the whole job with a PTL_NI_* code (timeout, signal) and wake
+ * every doorbell. */
+void pt_shm_fail_job(struct pt_shm_region *r, uint32_t code);
+/* Attach state of a rank (PT_SHM_R_*), for reports. */
+uint32_t pt_shm_rank_state(const struct pt_shm_region *r, uint32_t rank);
+
+/* Remove /dev/shm/ptl-<uid>-* segments of the calling user that no live
+ * process can still use: neither the owner nor any rank recorded in the
+ * header is alive (segments without a valid header: older than 60 s).
+ * Returns the number removed; verbose prints each one on stderr. */
+int pt_shm_clean_stale(bool verbose);
+
+/* Bytes a region for this job would take (0 if it cannot be laid out). */
+uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t slot_size, uint32_t qslots);
+
+/* Read a word of `pid`'s memory at `addr` with process_vm_readv: 0, or -errno
+ * (EPERM: ptrace scope / Yama or a non-dumpable target; ENOSYS: kernel or
+ * seccomp; ESRCH: no such process). *why gets a static explanation. */
+int pt_cma_probe(pid_t pid, uint64_t addr, const char **why);
+/* Address of this process's probe word (holds PT_SHM_MAGIC). */
+uint64_t pt_cma_probe_addr(void);
+
+#endif
