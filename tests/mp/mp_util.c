@@ -1,17 +1,39 @@
 /* mp_util.c - see mp_util.h. */
 #include "mp_util.h"
 
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BAR_ARRIVE (1ull << 62)
 #define BAR_GO     (1ull << 61)
 #define BAR_GEN    ((1ull << 61) - 1)
 
 static unsigned g_rank = (unsigned)-1;
+
+/* What the rank is doing, for the SIGTERM report (ptlrun terminates the
+ * survivors of a failed job: say where they were stuck). */
+static _Atomic(const char *) g_doing = "starting"; /* relaxed: a report only */
+static char g_term_msg[64];
+
+static void on_term(int sig)
+{
+    static const char tail[] = " when terminated\n";
+    const char *d = atomic_load_explicit(&g_doing, memory_order_relaxed);
+    ssize_t ignored = write(2, g_term_msg, strlen(g_term_msg));
+    ignored = write(2, d, strlen(d));
+    ignored = write(2, tail, sizeof tail - 1);
+    (void)ignored;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void mp_doing(const char *what) { atomic_store_explicit(&g_doing, what, memory_order_relaxed); }
 
 uint64_t mp_now_ms(void)
 {
@@ -45,6 +67,11 @@ void mp_die(const char *fmt, ...)
     vlog(fmt, ap);
     va_end(ap);
     fflush(stderr);
+    /* Debugging aid: MP_HOLD_ON_FAIL=S keeps the failed rank (and so the job
+     * region) around for S seconds, for a look with a debugger. */
+    const char *hold = getenv("MP_HOLD_ON_FAIL");
+    if (hold && atoi(hold) > 0)
+        sleep((unsigned)atoi(hold));
     exit(1);
 }
 
@@ -187,6 +214,8 @@ void mp_init(struct mp *m, unsigned min_size)
     MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
     MP_CHECK(PtlGetRank(PTL_INVALID_HANDLE, &m->rank, &m->size));
     g_rank = m->rank;
+    snprintf(g_term_msg, sizeof g_term_msg, "rank %u: ", m->rank);
+    signal(SIGTERM, on_term);
     if (m->size < min_size)
         mp_die("this test needs at least %u ranks (run it with ptlrun -n %u)", min_size,
                min_size);
@@ -229,7 +258,9 @@ void mp_barrier(struct mp *m)
         return;
     uint64_t deadline = mp_now_ms() + 2 * MP_WAIT_MS;
     ptl_event_t ev;
+    const char *was = atomic_load_explicit(&g_doing, memory_order_relaxed);
     if (m->rank == 0) {
+        mp_doing("in a barrier, waiting for arrivals");
         unsigned need = m->size - 1, got = 0, ends_left = 0;
         bool sent = false;
         for (unsigned r = 1; r < m->size; r++)
@@ -283,8 +314,10 @@ void mp_barrier(struct mp *m)
             }
         }
         (void)PtlMEUnlink(m->bme[gen & 1]); /* late duplicates are dropped from now on */
+        mp_doing(was);
         return;
     }
+    mp_doing("in a barrier, waiting for rank 0's go");
     unsigned wait_ms = 20;
     for (;;) {
         MP_CHECK(PtlPut(m->bsend, PTL_NO_ACK_REQ, m->ids[0], MP_PT_BARRIER, 0,
@@ -302,6 +335,7 @@ void mp_barrier(struct mp *m)
             if (ev.type == PTL_EVENT_PUT_END && ev.match_bits == (BAR_GO | gen)) {
                 if (ev.ni_fail_type != PTL_NI_OK)
                     mp_die("barrier: go failed");
+                mp_doing(was);
                 return;
             }
         }

@@ -45,6 +45,9 @@ struct mp {
 
 /* Print "rank R: ..." and exit 1. */
 void mp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Say what the rank is doing (a static string): reported if ptlrun has to
+ * terminate it. */
+void mp_doing(const char *what);
 /* Print "rank R: ..." on stderr. */
 void mp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
