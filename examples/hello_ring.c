@@ -50,8 +50,10 @@ int main(void)
     CHECK(PtlGetRankId(ni, (rank + 1) % size, &next));
     CHECK(PtlGetRankId(ni, (rank + size - 1) % size, &prev));
 
-    /* Start-up barrier: tell the previous rank our receive is posted, wait
-     * for the next rank to say the same (a job of one talks to itself). */
+    /* Start-up barrier: tell the previous rank our receives are posted, and
+     * wait until the next rank told us the same. A put that arrives before the
+     * peer posted its ME is dropped silently (Portals semantics), so "ready"
+     * goes with an ACK request and is repeated until acknowledged. */
     ptl_handle_me_t rme;
     ptl_handle_md_t rmd, bmd;
     char dummy;
@@ -59,14 +61,28 @@ int main(void)
                       PTL_UNLINK, PTL_INS_AFTER, &rme));
     ptl_md_t rr = {&dummy, 0, 1, 0, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, NULL, eq};
     CHECK(PtlMDAttach(rme, rr, PTL_UNLINK, &rmd));
-    ptl_md_t b = {&dummy, 0, 1, 0, PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE, NULL, PTL_EQ_NONE};
-    CHECK(PtlMDBind(ni, b, PTL_UNLINK, &bmd));
-    CHECK(PtlPut(bmd, PTL_NO_ACK_REQ, prev, PT_READY, 0, 0, 0, 0));
-    for (;;) { /* wait for "ready" from the next rank */
-        CHECK(PtlEQWait(eq, &ev));
-        if (ev.type == PTL_EVENT_PUT_END && ev.pt_index == PT_READY)
-            break;
+    ptl_md_t b = {&dummy, 0, PTL_MD_THRESH_INF, 0, PTL_MD_EVENT_START_DISABLE, /* not END too: that would silence the ACK */
+                  NULL, eq};
+    CHECK(PtlMDBind(ni, b, PTL_RETAIN, &bmd));
+    int acked = 0, ready = 0, got = 0, sent = 0;
+    while (!acked || !ready) {
+        if (!acked)
+            CHECK(PtlPut(bmd, PTL_ACK_REQ, prev, PT_READY, 0, 0, 0, 0));
+        int which, rc;
+        while ((rc = PtlEQPoll(&eq, 1, 20, &ev, &which)) == PTL_OK) {
+            if (ev.type == PTL_EVENT_ACK && ev.mlength == 0 && ev.md_handle == bmd)
+                acked = 1;
+            if (ev.type == PTL_EVENT_PUT_END && ev.pt_index == PT_READY)
+                ready = 1;
+            if (ev.type == PTL_EVENT_PUT_END && ev.pt_index == PT_TOKEN)
+                got = 1; /* a fast neighbour may pass the token before we leave */
+            if (acked && ready)
+                break;
+        }
+        if (rc != PTL_OK && rc != PTL_EQ_EMPTY)
+            CHECK(rc);
     }
+    CHECK(PtlMDUnlink(bmd));
 
     ptl_md_t s = {&out, sizeof out, 1, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
     if (rank == 0) {
@@ -74,8 +90,7 @@ int main(void)
         CHECK(PtlMDBind(ni, s, PTL_UNLINK, &smd));
         CHECK(PtlPut(smd, PTL_NO_ACK_REQ, next, PT_TOKEN, 0, 0, 0, 0));
     }
-    int sent = 0;
-    for (int got = 0; !got;) {
+    while (!got) {
         CHECK(PtlEQWait(eq, &ev));
         if (ev.type == PTL_EVENT_PUT_END && ev.pt_index == PT_TOKEN)
             got = 1;
