@@ -192,6 +192,19 @@ int64_t mp_check_pattern(const void *buf, uint64_t len, unsigned who, unsigned t
 
 /* ---- barrier ----------------------------------------------------------------- */
 
+/* Like mp_poll, but an overflowed barrier EQ is no error: lost arrivals are
+ * sent again; the event returned with PTL_EQ_DROPPED is valid. */
+static bool bpoll(ptl_handle_eq_t eq, ptl_event_t *ev, unsigned ms)
+{
+    int which = -1;
+    int rc = PtlEQPoll(&eq, 1, ms, ev, &which);
+    if (rc == PTL_EQ_EMPTY)
+        return false;
+    if (rc != PTL_OK && rc != PTL_EQ_DROPPED)
+        mp_die("barrier: PtlEQPoll returned %s (%d)", PtlErrorStr((unsigned)rc), rc);
+    return true;
+}
+
 static void post_arrival(struct mp *m, uint64_t gen)
 {
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
@@ -231,7 +244,9 @@ void mp_init(struct mp *m, unsigned min_size)
         mp_die("PtlGetId says %u/%u but the rank map says %u/%u", m->self.nid, m->self.pid,
                m->ids[m->rank].nid, m->ids[m->rank].pid);
 
-    MP_CHECK(PtlEQAlloc(m->ni, 256, PTL_EQ_HANDLER_NONE, &m->beq));
+    /* Rank 0 may see many re-sent arrivals while a big job starts. */
+    unsigned bcount = 64 * m->size + 1024;
+    MP_CHECK(PtlEQAlloc(m->ni, bcount < 16384 ? bcount : 16384, PTL_EQ_HANDLER_NONE, &m->beq));
     /* Rank 0 waits for its "go" sends to complete (SEND_END), so that it can
      * leave (PtlNIFini) right after the last barrier. */
     m->bsend = mp_bind(m, &m->sendbuf, sizeof m->sendbuf, PTL_MD_THRESH_INF,
@@ -290,7 +305,7 @@ void mp_barrier(struct mp *m)
                 mp_die("barrier %llu: ranks%s did not arrive within %d ms",
                        (unsigned long long)gen, who, 2 * MP_WAIT_MS);
             }
-            if (!mp_poll(m->beq, &ev, (unsigned)(deadline - now)))
+            if (!bpoll(m->beq, &ev, (unsigned)(deadline - now)))
                 continue;
             if (ev.ni_fail_type != PTL_NI_OK)
                 mp_die("barrier %llu: %s failed (%s)", (unsigned long long)gen,
@@ -330,7 +345,7 @@ void mp_barrier(struct mp *m)
                        2 * MP_WAIT_MS);
             if (now >= resend)
                 break;
-            if (!mp_poll(m->beq, &ev, (unsigned)(resend - now)))
+            if (!bpoll(m->beq, &ev, (unsigned)(resend - now)))
                 continue;
             if (ev.type == PTL_EVENT_PUT_END && ev.match_bits == (BAR_GO | gen)) {
                 if (ev.ni_fail_type != PTL_NI_OK)
@@ -339,7 +354,7 @@ void mp_barrier(struct mp *m)
                 return;
             }
         }
-        if (wait_ms < 500)
+        if (wait_ms < 1000)
             wait_ms *= 2; /* rank 0 may not have posted its ME yet: say it again */
     }
 }

@@ -1,0 +1,78 @@
+/*
+ * mp_kill - a rank dies by SIGKILL in the middle of a 64 MiB transfer.
+ *
+ *   usage (under ptlrun): mp_kill target|initiator [size]
+ *
+ * target:    rank 0 puts `size` bytes to rank 1; rank 1 raises SIGKILL as
+ *            soon as it sees PUT_START (its engine is pulling the data).
+ * initiator: rank 1 puts `size` bytes to rank 0 and raises SIGKILL as soon as
+ *            it sees SEND_START (rank 0's engine is pulling from it).
+ * The survivor waits (bounded) for its events and reports what it got: it
+ * exits 0 as soon as an event reports the failure, else it is terminated by
+ * ptlrun after the grace period. Either way ptlrun must exit 137 (rank 1's
+ * SIGKILL) within a few seconds. Run it through mp_driver, which checks ptlrun's exit status, time,
+ * and that nothing is left behind.
+ */
+#include "mp_util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PT_K (MP_PT_USER + 5)
+
+int main(int argc, char **argv)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    if (argc < 2 || (strcmp(argv[1], "target") && strcmp(argv[1], "initiator")))
+        mp_die("usage: mp_kill target|initiator [size]");
+    bool victim_is_target = !strcmp(argv[1], "target");
+    uint64_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 64ull << 20;
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        mp_die("out of memory");
+    mp_fill(buf, size, m.rank, 1, 0);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    unsigned receiver = victim_is_target ? 1 : 0, sender = 1 - receiver;
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    if (m.rank == receiver)
+        mp_post(&m, PT_K, 9, buf, size, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE,
+                eq, PTL_RETAIN, NULL);
+    else if (m.rank == sender)
+        md = mp_bind(&m, buf, size, PTL_MD_THRESH_INF, 0, eq);
+    mp_barrier(&m);
+
+    if (m.rank == sender)
+        MP_CHECK(PtlPut(md, PTL_ACK_REQ, m.ids[receiver], PT_K, 0, 9, 0, 0));
+    if (m.rank == 1) {
+        mp_expect(eq, victim_is_target ? PTL_EVENT_PUT_START : PTL_EVENT_SEND_START,
+                  "the transfer to start");
+        fprintf(stderr, "rank 1: raising SIGKILL mid-transfer\n");
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+    if (m.rank == 0) {
+        /* Wait for the end of the transfer; report what the library says. */
+        uint64_t t0 = mp_now_ms();
+        ptl_event_t ev;
+        while (mp_now_ms() - t0 < 60000) {
+            if (!mp_poll(eq, &ev, 1000))
+                continue;
+            fprintf(stderr, "rank 0: %s ni_fail_type %s mlength %llu\n",
+                    PtlEventKindStr(ev.type), PtlNIFailStr(m.ni, ev.ni_fail_type),
+                    (unsigned long long)ev.mlength);
+            if (ev.ni_fail_type != PTL_NI_OK)
+                return 0; /* the failure was reported: what we wanted. Exit 0 so
+                           * that ptlrun's status is rank 1's death (137)
+                           * whichever exit it reaps first. */
+        }
+        return 4;
+    }
+    /* other ranks: wait to be stopped */
+    ptl_event_t ev;
+    mp_poll(eq, &ev, 60000);
+    return 0;
+}

@@ -1,0 +1,61 @@
+#!/bin/sh
+# ptlrun_lifecycle.sh PTLRUN MP_RING - ptlrun's clean-up guarantees:
+#   1. SIGTERM to ptlrun is forwarded: it exits 143 quickly, its ranks are gone
+#   2. SIGKILL to ptlrun: its ranks die with it (PR_SET_PDEATHSIG); memfd
+#      mode leaves nothing in /dev/shm
+#   3. a named job whose processes all died leaves /dev/shm/ptl-<uid>-<job>;
+#      a new rank of the same job name replaces the stale segment, and
+#      ptlrun's start-up clean-up removes such leftovers
+set -u
+PTLRUN=$1
+RING=$2
+uid=$(id -u)
+fail() { echo "ptlrun_lifecycle: FAIL: $*" >&2; exit 1; }
+gone() { # pid: not running (or a zombie)
+  ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+children_of() { cat /proc/"$1"/task/*/children 2>/dev/null; }
+
+# 1. SIGTERM
+"$PTLRUN" -n 2 -- /bin/sleep 30 &
+p=$!
+sleep 0.5
+kids=$(children_of $p)
+[ -n "$kids" ] || fail "no ranks under ptlrun $p"
+kill -TERM $p
+wait $p
+rc=$?
+[ $rc -eq 143 ] || fail "ptlrun exited $rc after SIGTERM, expected 143"
+for k in $kids; do gone "$k" || fail "rank $k survived ptlrun's SIGTERM"; done
+
+# 2. SIGKILL
+"$PTLRUN" -n 2 -- /bin/sleep 30 &
+p=$!
+sleep 0.5
+kids=$(children_of $p)
+[ -n "$kids" ] || fail "no ranks under ptlrun $p"
+kill -KILL $p
+wait $p
+sleep 0.5
+for k in $kids; do gone "$k" || fail "rank $k survived ptlrun's SIGKILL"; done
+ls /dev/shm | grep -q "^ptl-$uid-$p" && fail "/dev/shm entry of job $p left behind"
+
+# 3. stale named segments
+job=mpstale$$
+seg=/dev/shm/ptl-$uid-$job
+# rank 0 of 2 creates the segment and waits for rank 1, which never comes
+PTL_JOB=$job PTL_NRANKS=2 PTL_MY_RID=0 PTL_NIDMAP=0:0 PTL_PIDMAP=0:1 \
+  timeout 2 "$RING" 1 2>/dev/null
+[ -e "$seg" ] || fail "expected a leftover $seg (test setup)"
+# a new job of that name replaces it (its creator is dead) and unlinks it
+PTL_JOB=$job PTL_NRANKS=1 PTL_MY_RID=0 PTL_NIDMAP=0 PTL_PIDMAP=0 "$RING" 5 >/dev/null \
+  || fail "a new 1-rank job named $job could not replace the stale segment"
+[ -e "$seg" ] && fail "$seg still there after a complete job"
+# leave another one; ptlrun's start-up clean-up removes it
+PTL_JOB=$job PTL_NRANKS=2 PTL_MY_RID=0 PTL_NIDMAP=0:0 PTL_PIDMAP=0:1 \
+  timeout 2 "$RING" 1 2>/dev/null
+[ -e "$seg" ] || fail "expected a leftover $seg (test setup)"
+"$PTLRUN" -v -n 1 -- /bin/true 2>&1 | grep -q "removed stale" || fail "ptlrun did not report the clean-up"
+[ -e "$seg" ] && fail "ptlrun left the stale $seg"
+echo "ptlrun_lifecycle: OK"
+exit 0
