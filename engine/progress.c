@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- rings --------------------------------------------------------------- */
 
@@ -146,15 +147,25 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
         return PT_E_NOSPACE;
     void *slot = spsc_reserve(&q->ring, q->slots);
     if (PT_UNLIKELY(!slot)) {
-        /* Ring full: progress it ourselves or wait for the holder, bounded. */
+        /* Ring full: the engine is out of credits towards some target. Run
+         * it ourselves when we can; otherwise back off so that we do not take
+         * the core from the threads that will free the credits (on 2 cores a
+         * spinning waiter costs everyone a scheduler tick). Bounded: after
+         * PTL_PEER_TIMEOUT_MS the call returns PTL_NO_SPACE. */
         uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+        long nap_ns = 2000;
         for (int i = 0; !(slot = spsc_reserve(&q->ring, q->slots)); i++) {
             pt_nic_progress(nic);
-            if ((i & 63) == 63) {
-                if (pt_now_ns() - t0 > limit)
-                    return PT_E_NOSPACE;
-                sched_yield();
+            if (i < 64) {
+                CPU_RELAX();
+                continue;
             }
+            if (pt_now_ns() - t0 > limit || LD_RELAXED(&nic->failed))
+                return PT_E_NOSPACE;
+            struct timespec ts = {0, nap_ns};
+            nanosleep(&ts, NULL);
+            if (nap_ns < 1000000)
+                nap_ns *= 2;
         }
     }
     memcpy(slot, cmd, sizeof *cmd);
