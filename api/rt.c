@@ -40,8 +40,11 @@ static void rt_from_env_locked(void)
     const char *r = getenv("PTL_MY_RID");
     g_nnid = parse_map(getenv("PTL_NIDMAP"), g_nidmap);
     g_npid = parse_map(getenv("PTL_PIDMAP"), g_pidmap);
+    const char *nr = getenv("PTL_NRANKS");
     g_rank = r ? (unsigned)strtoul(r, NULL, 0) : 0;
     g_size = g_npid > g_nnid ? g_npid : g_nnid;
+    if (!g_size && nr)
+        g_size = (unsigned)strtoul(nr, NULL, 0); /* maps absent: ptlrun's count */
     if (!g_size)
         g_size = 1;
     g_rt_set = true;

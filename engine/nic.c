@@ -16,6 +16,11 @@
 
 #define PT_MAX_OPS 1024   /* in-flight rendezvous operations per NI */
 
+_Static_assert(PT_XPORT_HDR_BYTES == PT_WIRE_HDR_SIZE, "transport and wire header sizes differ");
+_Static_assert(PT_XPORT_RNDV_DESC == (PT_MAX_IOV + 1) * sizeof(struct pt_wire_iov),
+               "the transport must size slots for the largest rendezvous descriptor");
+_Static_assert(PT_XPORT_GETPUT_MAX == 64, "max_getput_md must fit every slot");
+
 /* ---- the loop body ------------------------------------------------------- */
 
 static int drain_cmds(struct pt_nic *nic)
@@ -241,9 +246,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     while (cmd_slots < (uint32_t)cfg->cmd_slots)
         cmd_slots <<= 1;
     nic->cmdq_slots = cmd_slots;
-    uint32_t qslots = 4;
-    while (qslots < (uint32_t)cfg->queue_slots)
-        qslots <<= 1;
+    uint32_t qslots = pt_queue_slots_for((uint32_t)cfg->queue_slots);
 
     /* Limits: the library's, lowered member-wise by desired (§5.2). */
     int maxo = (int)cfg->max_objs;
@@ -266,13 +269,12 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     }
     nic->npt = (uint32_t)nic->limits.max_pt_index + 1;
 
-    /* Slot: header + eager payload, a cache-line multiple. */
+    /* Slot: header + eager payload; one function shared with ptlrun, which
+     * sizes the job region (the region's value wins, see below). */
     uint32_t eager = (uint32_t)cfg->eager_max;
     if (eager < (uint32_t)lib.max_getput_md)
         eager = (uint32_t)lib.max_getput_md; /* getput always travels inline */
-    uint32_t need_iov = (PT_MAX_IOV + 1) * (uint32_t)sizeof(struct pt_wire_iov);
-    uint32_t payload = eager > need_iov ? eager : need_iov;
-    nic->slot_size = (PT_WIRE_HDR_SIZE + payload + PT_CACHELINE - 1) & ~(uint32_t)(PT_CACHELINE - 1);
+    nic->slot_size = pt_slot_size_for(eager);
     nic->eager_max = eager;
 
     int rc = pt_xport_open(nic->slot_size, qslots, pid, &nic->xo, &nic->x, &nic->xi);

@@ -242,7 +242,10 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
         }
         uint32_t seq = LD_ACQUIRE(&evw->seq);
         RMW_ADD(&evw->sleepers, 1); /* full fence: pairs with the engine's wake check */
-        bool skip = ready(arg) ||
+        /* The recheck may itself consume what we wait for (eq_ready dequeues
+         * an event): remember it, or the event is lost. */
+        bool got = ready(arg);
+        bool skip = got ||
                     (!nic->has_thread && LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic));
         if (!skip) {
             int64_t left = 1000000000; /* safety net: re-evaluate at least every second */
@@ -255,6 +258,10 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
         }
         RMW_SUB(&evw->sleepers, 1);
         RMW_ADD(&bell->polled, 1);
+        if (got) {
+            ok = true;
+            break;
+        }
         spin_start = pt_now_ns();
     }
     if (wanted)

@@ -15,6 +15,7 @@
  */
 #include "shm.h"
 
+#include "clock.h"
 #include "config.h"
 #include "cpu.h"
 #include "log.h"
@@ -48,6 +49,7 @@
 
 #define SHM_DIR "/dev/shm"          /* where glibc's shm_open() keeps names       */
 #define SHM_STALE_AGE_S 60          /* headerless segments older than this: stale */
+#define PT_SHM_ALIVE_NS 10000000ull /* peer_alive: re-ask the kernel after 10 ms  */
 
 /* ---- layout --------------------------------------------------------------- */
 
@@ -295,9 +297,26 @@ static int region_check(void *base, uint64_t size, struct pt_shm_layout *l, cons
     return 0;
 }
 
+/* Can process p still run? kill(p, 0) says whether it exists; a zombie
+ * (exited, not reaped yet: its parent died or does not wait for it) exists
+ * but will never run again, so /proc/<p>/stat is asked as well. Control path
+ * only (several syscalls). */
 static bool pid_alive(pid_t p)
 {
-    return p > 0 && (kill(p, 0) == 0 || errno != ESRCH);
+    if (p <= 0 || (kill(p, 0) != 0 && errno == ESRCH))
+        return false;
+    char path[32], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true; /* no /proc: trust kill() */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* the command name may contain anything */
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
 /* Can any process still use this region? (the owner or any rank alive) */
@@ -446,6 +465,7 @@ struct pt_xport {
     uint32_t me, n;
     uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
     uint32_t *nids, *pids;        /* private copy of the (immutable) id map         */
+    uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
     bool cma_allowed;             /* PTL_CMA != 0                                   */
     void *base;
     uint64_t size;
@@ -570,9 +590,17 @@ static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
     if (LD_RELAXED(&rec->dead)) /* set by the launcher when it reaped a failure */
         return false;
     pid_t p = LD_RELAXED(&rec->ospid);
-    if (p <= 0)
+    if (p <= 0 || peer == x->me)
         return true; /* not started or not attached yet: nothing says it died */
-    return kill(p, 0) == 0 || errno != ESRCH;
+    /* The engine asks on every poll while a queue to the peer is full: ask
+     * the kernel at most every PT_SHM_ALIVE_NS per peer while it lives. */
+    uint64_t now = pt_now_ns();
+    if (now < x->alive_until[peer])
+        return true;
+    if (!pid_alive(p))
+        return false;
+    x->alive_until[peer] = now + PT_SHM_ALIVE_NS;
+    return true;
 }
 
 static struct pt_waitword *shm_doorbell(struct pt_xport *x) { return &x->ranks[x->me].bell; }
@@ -614,6 +642,7 @@ static void xport_free(struct pt_xport *x)
     free(x->out);
     free(x->nids);
     free(x->pids);
+    free(x->alive_until);
     free(x);
 }
 
@@ -914,9 +943,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         rc = -EADDRINUSE;
         goto fail;
     }
+    uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT pairs with R-ATT: ospid below */
     pid_t holder = LD_RELAXED(&rec->ospid);
-    if (LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED && holder != getpid() &&
-        pid_alive(holder)) { /* A-ATT */
+    if (st == PT_SHM_R_ATTACHED && holder != getpid() && pid_alive(holder)) {
         pt_log(PT_LOG_ERR, "rank %u of the job is already attached by process %d", me,
                (int)holder);
         rc = -EADDRINUSE;
@@ -935,7 +964,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->out = calloc((size_t)n * PT_CLS_NR, sizeof *x->out);
     x->nids = calloc(n, sizeof *x->nids);
     x->pids = calloc(n, sizeof *x->pids);
-    if (!x->in || !x->out || !x->nids || !x->pids)
+    x->alive_until = calloc(n, sizeof *x->alive_until);
+    if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until)
         goto fail;
     x->base = base;
     x->size = size;

@@ -219,9 +219,12 @@ static void post_arrival(struct mp *m, uint64_t gen)
     m->bme[gen & 1] = me;
 }
 
-void mp_init(struct mp *m, unsigned min_size)
+void mp_init(struct mp *m, unsigned min_size) { mp_init_epoch(m, min_size, 0); }
+
+void mp_init_epoch(struct mp *m, unsigned min_size, unsigned epoch)
 {
     memset(m, 0, sizeof *m);
+    m->bgen = (uint64_t)epoch << 32;
     int maxif;
     MP_CHECK(PtlInit(&maxif));
     MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
@@ -252,7 +255,7 @@ void mp_init(struct mp *m, unsigned min_size)
     m->bsend = mp_bind(m, &m->sendbuf, sizeof m->sendbuf, PTL_MD_THRESH_INF,
                        PTL_MD_EVENT_START_DISABLE, m->rank == 0 ? m->beq : PTL_EQ_NONE);
     if (m->rank == 0) {
-        post_arrival(m, 0);
+        post_arrival(m, m->bgen);
     } else {
         ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
         ptl_handle_me_t me;

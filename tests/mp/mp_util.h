@@ -60,6 +60,9 @@ void mp_check_at(const char *file, int line, const char *what, int rc);
  * own MEs. Exits 1 (with a message) when the job has fewer than min_size
  * ranks. */
 void mp_init(struct mp *m, unsigned min_size);
+/* The same for the epoch-th NI of this process (after an mp_fini): barrier
+ * messages of an earlier NI that are still queued cannot match this one's. */
+void mp_init_epoch(struct mp *m, unsigned min_size, unsigned epoch);
 void mp_barrier(struct mp *m);
 /* Barrier, then PtlNIFini and PtlFini. */
 void mp_fini(struct mp *m);

@@ -1,0 +1,190 @@
+/*
+ * ptl_info - what libportals would do on this host, and why.
+ *
+ * Prints the library version; the NI limits (PtlInit + PtlNIInit of a job of
+ * one, the `actual` limits, PtlNIFini); every tunable with its effective value,
+ * default, source and help; the core/NUMA layout; the slot geometry and job
+ * region sizes the current environment gives; and whether cross-memory
+ * attach (CMA, process_vm_readv) works between sibling processes here, probed
+ * by a forked child reading this process, with and without PR_SET_PTRACER.
+ *
+ *   usage: ptl_info [-h]
+ */
+#include "config.h"
+#include "cpu.h"
+#include "shm.h"
+#include "xport.h"
+
+#include <portals3.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PR_SET_PTRACER
+#define PR_SET_PTRACER 0x59616d61
+#endif
+#ifndef PR_SET_PTRACER_ANY
+#define PR_SET_PTRACER_ANY ((unsigned long)-1)
+#endif
+#ifndef PTL_VERSION_STRING
+#define PTL_VERSION_STRING "unknown"
+#endif
+
+/* A child reads our probe word; returns 0 or -errno, *why a static string. */
+static int probe_from_child(const char **why)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0) {
+        *why = "pipe failed";
+        return -errno;
+    }
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t c = fork();
+    if (c < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        *why = "fork failed";
+        return -EAGAIN;
+    }
+    if (c == 0) {
+        const char *w;
+        int rc = pt_cma_probe(parent, pt_cma_probe_addr(), &w); /* same image: same address */
+        ssize_t ignored = write(pfd[1], &rc, sizeof rc);
+        (void)ignored;
+        _exit(0);
+    }
+    close(pfd[1]);
+    int rc = -EIO;
+    if (read(pfd[0], &rc, sizeof rc) != (ssize_t)sizeof rc)
+        rc = -EIO;
+    close(pfd[0]);
+    waitpid(c, NULL, 0);
+    switch (-rc) {
+    case 0: *why = "works"; break;
+    case EPERM: *why = "refused (EPERM): Yama ptrace_scope or a non-dumpable process"; break;
+    case ENOSYS: *why = "unavailable (ENOSYS): kernel without CMA or a seccomp filter"; break;
+    default: *why = "failed"; break;
+    }
+    return rc;
+}
+
+static void print_cma(void)
+{
+    char scope[32] = "absent (no Yama LSM)";
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f) {
+        if (fgets(scope, sizeof scope, f))
+            scope[strcspn(scope, "\n")] = '\0';
+        fclose(f);
+    }
+    printf("\nCMA (process_vm_readv between sibling ranks)\n");
+    printf("  Yama ptrace_scope            %s\n", scope);
+    const char *why;
+    (void)prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+    int plain = probe_from_child(&why);
+    printf("  without PR_SET_PTRACER       %s\n", why);
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    int allowed = probe_from_child(&why);
+    printf("  with PR_SET_PTRACER_ANY      %s   (what every rank does at attach)\n", why);
+    const struct pt_config *cfg = pt_config();
+    if (!cfg->cma)
+        printf("  verdict: CMA disabled by PTL_CMA=0: rendezvous copies through the job region\n");
+    else if (allowed == 0)
+        printf("  verdict: CMA works%s\n",
+               plain ? " (thanks to PR_SET_PTRACER)" : "");
+    else
+        printf("  verdict: CMA unavailable here: rendezvous copies through the job region\n");
+}
+
+static void print_limits(void)
+{
+    /* A job of one, whatever the environment says about a launcher's job. */
+    unsetenv("PTL_JOB_FD");
+    unsetenv("PTL_JOB_SIZE");
+    unsetenv("PTL_JOB");
+    int maxif = 0;
+    int rc = PtlInit(&maxif);
+    if (rc != PTL_OK) {
+        printf("NI limits: PtlInit failed: %s\n", PtlErrorStr((unsigned)rc));
+        return;
+    }
+    ptl_handle_ni_t ni;
+    ptl_ni_limits_t a;
+    rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, &a, &ni);
+    if (rc != PTL_OK) {
+        printf("NI limits: PtlNIInit failed: %s\n", PtlErrorStr((unsigned)rc));
+        PtlFini();
+        return;
+    }
+    printf("\nNI limits (PtlNIInit actual; %d interface%s per process)\n", maxif,
+           maxif == 1 ? "" : "s");
+    printf("  max_mes        %d\n", a.max_mes);
+    printf("  max_mds        %d\n", a.max_mds);
+    printf("  max_eqs        %d\n", a.max_eqs);
+    printf("  max_ac_index   %d\n", a.max_ac_index);
+    printf("  max_pt_index   %d\n", a.max_pt_index);
+    printf("  max_md_iovecs  %d\n", a.max_md_iovecs);
+    printf("  max_me_list    %d\n", a.max_me_list);
+    printf("  max_getput_md  %d\n", a.max_getput_md);
+    PtlNIFini(ni);
+    PtlFini();
+}
+
+static void print_tunables(void)
+{
+    const struct pt_tunable *t;
+    int n = pt_tunables(&t);
+    printf("\nTunables (set in the environment)\n");
+    for (int i = 0; i < n; i++) {
+        printf("  %-20s = %-10" PRId64 " (default %" PRId64 ", from %s)\n", t[i].name,
+               *t[i].value, t[i].def, t[i].source);
+        printf("      %s\n", t[i].help);
+    }
+}
+
+static void print_geometry(void)
+{
+    const struct pt_config *cfg = pt_config();
+    uint32_t slot = pt_slot_size_for((uint32_t)cfg->eager_max);
+    uint32_t q = pt_queue_slots_for((uint32_t)cfg->queue_slots);
+    printf("\nJob region (from PTL_EAGER_MAX and PTL_QUEUE_SLOTS)\n");
+    printf("  slot size      %u bytes (128-byte header + %u payload)\n", slot, slot - 128);
+    printf("  queue depth    %u slots per (sender, receiver, class)\n", q);
+    static const unsigned ns[] = {1, 2, 4, 8, 16, 64, 256, 1024};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        uint64_t b = pt_shm_region_bytes(ns[i], slot, q);
+        if (b)
+            printf("  %4u ranks     %.1f MiB of address space (touched as used)\n", ns[i],
+                   (double)b / (1 << 20));
+        else
+            printf("  %4u ranks     too large\n", ns[i]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
+        fprintf(help ? stdout : stderr,
+                "usage: ptl_info\n"
+                "Print the libportals version, NI limits, tunables (PTL_* environment),\n"
+                "core/NUMA layout, job region geometry and whether CMA works here.\n");
+        return help ? 0 : 2;
+    }
+    printf("libportals %s (Portals 3.3 API, shared-memory transport)\n", PTL_VERSION_STRING);
+    print_limits();
+    print_tunables();
+    char buf[256];
+    pt_cpu_describe(buf, sizeof buf);
+    printf("\nCores and NUMA\n  %s\n", buf);
+    print_geometry();
+    print_cma();
+    return 0;
+}

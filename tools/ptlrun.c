@@ -1,0 +1,570 @@
+/*
+ * ptlrun - start the ranks of a libportals job on this host.
+ *
+ * ptlrun creates the job region (transport/shm_region.h) before it forks the
+ * ranks: by default an anonymous memfd whose number the ranks inherit
+ * (PTL_JOB_FD), so nothing ever appears in /dev/shm and the kernel frees the
+ * region with the last process; with --named, a POSIX shm segment that the
+ * last rank to attach unlinks. It then waits for the ranks with a signalfd and
+ * waitpid: no polling. A rank that fails (non-zero exit or a signal) is marked
+ * dead in the region, the job is failed (PTL_NI_PEER_DIED) and every rank's
+ * doorbell rung; the survivors get --grace seconds, then SIGTERM, then
+ * SIGKILL one second later. See usage() for the interface.
+ */
+#include "config.h"
+#include "shm.h"
+#include "xport.h"
+
+#include <p3api/misc.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PR_SET_PTRACER
+#define PR_SET_PTRACER 0x59616d61
+#endif
+#ifndef PR_SET_PTRACER_ANY
+#define PR_SET_PTRACER_ANY ((unsigned long)-1)
+#endif
+
+#define EXIT_USAGE 2
+#define EXIT_TIMEOUT 124
+#define MAX_CPUS 4096
+
+static const char *g_prog = "ptlrun";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: ptlrun -n N [options] [--] program [args...]\n"
+"\n"
+"Start N ranks of a libportals job on this host, each running program with\n"
+"args, and wait for them.\n"
+"\n"
+"options:\n"
+"  -n, --np N         number of ranks, 1..%u\n"
+"  --cpus LIST        pin rank r to the r-th cpu of LIST (cpus[r %% len]); LIST\n"
+"                     is comma-separated cpus and ranges, e.g. 0,2 or 0-3. When\n"
+"                     LIST has at least 2N cpus, rank r's NIC thread gets cpu\n"
+"                     cpus[N + r] (PTL_NIC_CPU); otherwise the NIC thread runs\n"
+"                     on the rank's cpu (or where PTL_NIC_CPU says).\n"
+"  --host-matching    run every rank with PTL_OFFLOAD=0 (no NIC thread)\n"
+"  --timeout S        fail the job after S seconds: SIGTERM, SIGKILL 1 s later,\n"
+"                     exit status 124\n"
+"  --grace S          after a rank fails, give the others S seconds (default 2)\n"
+"                     before SIGTERM (and SIGKILL 1 s later)\n"
+"  --named            use a named POSIX shm segment /ptl-<uid>-<jobid> (unlinked\n"
+"                     once every rank attached) instead of an inherited memfd\n"
+"  -v, --verbose      report the job region and each rank's exit\n"
+"  -h, --help         this text\n"
+"\n"
+"environment of rank r (besides ptlrun's own):\n"
+"  PTL_MY_RID=r                  the rank\n"
+"  PTL_NRANKS=N                  ranks in the job\n"
+"  PTL_NIDMAP=0:0:...            Portals nid of every rank (always 0: one host)\n"
+"  PTL_PIDMAP=0:1:...:N-1        Portals pid of every rank (rank r has pid r)\n"
+"  PTL_JID=<ptlrun's pid>        the Portals job id\n"
+"  PTL_JOB_FD=<fd>               the job region, an inherited memfd, and\n"
+"  PTL_JOB_SIZE=<bytes>          its size; or, with --named,\n"
+"  PTL_JOB=<jobid>               the job, segment /ptl-<uid>-<jobid>\n"
+"  PTL_OFFLOAD=0                 with --host-matching\n"
+"  PTL_NIC_CPU=c                 with --cpus of at least 2N cpus\n"
+"The region's slot size and queue depth come from ptlrun's PTL_EAGER_MAX and\n"
+"PTL_QUEUE_SLOTS (see ptl_info); ranks adopt them.\n"
+"\n"
+"exit status: 0 if every rank exited 0; else the first failure's status\n"
+"(128+signal for a rank killed by a signal); 124 on --timeout; 128+signal\n"
+"when ptlrun itself is stopped by SIGINT/SIGTERM/SIGHUP/SIGQUIT (forwarded to\n"
+"the ranks; SIGKILL 1 s or --grace later); 2 for bad usage (nothing is\n"
+"started). If ptlrun is killed outright, the kernel kills its ranks\n"
+"(PR_SET_PDEATHSIG) and frees the memfd region.\n"
+"At start ptlrun removes stale /dev/shm/ptl-<uid>-* segments of dead jobs.\n",
+            PT_SHM_MAX_RANKS);
+}
+
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_usage(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", g_prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(ptlrun --help for usage)\n");
+    exit(EXIT_USAGE);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double parse_seconds(const char *opt, const char *s, bool allow_zero)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || (!allow_zero && v == 0) ||
+        v > 1e7)
+        die_usage("%s: '%s' is not a number of seconds%s", opt, s,
+                  allow_zero ? " (>= 0)" : " (> 0)");
+    return v;
+}
+
+static unsigned parse_ranks(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end)
+        die_usage("-n: '%s' is not a number", s);
+    if (v < 1 || v > (long)PT_SHM_MAX_RANKS)
+        die_usage("-n %ld: the number of ranks must be 1..%u", v, PT_SHM_MAX_RANKS);
+    return (unsigned)v;
+}
+
+/* "0,2,4-7" -> cpus[]; every cpu must be one we may run on. */
+static int parse_cpus(const char *s, int *cpus)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        CPU_ZERO(&allowed);
+    int n = 0;
+    const char *p = s;
+    if (!*p)
+        die_usage("--cpus: empty list");
+    for (;;) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b;
+        if (errno || end == p || a < 0 || *p == '-' || *p == '+')
+            die_usage("--cpus '%s': expected a cpu number at '%s'", s, p);
+        b = a;
+        p = end;
+        if (*p == '-') {
+            const char *q = p + 1;
+            errno = 0;
+            b = strtol(q, &end, 10);
+            if (errno || end == q || *q == '-' || *q == '+' || b < a)
+                die_usage("--cpus '%s': bad range at '%s'", s, p);
+            p = end;
+        }
+        for (long c = a; c <= b; c++) {
+            if (c >= CPU_SETSIZE || !CPU_ISSET((int)c, &allowed))
+                die_usage("--cpus '%s': cpu %ld is not available to this process", s, c);
+            if (n == MAX_CPUS)
+                die_usage("--cpus '%s': more than %d cpus", s, MAX_CPUS);
+            cpus[n++] = (int)c;
+        }
+        if (*p == '\0')
+            break;
+        if (*p != ',')
+            die_usage("--cpus '%s': unexpected '%c'", s, *p);
+        p++;
+    }
+    return n;
+}
+
+/* The program to exec, resolved now so that a typo fails before anything starts. */
+static char *resolve_program(const char *prog)
+{
+    struct stat st;
+    if (strchr(prog, '/')) {
+        if (stat(prog, &st) != 0)
+            die_usage("%s: %s", prog, strerror(errno));
+        if (!S_ISREG(st.st_mode) || access(prog, X_OK) != 0)
+            die_usage("%s: not an executable file", prog);
+        return strdup(prog);
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    bool found_noexec = false;
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        char buf[PATH_MAX];
+        int w = snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
+        if (w > 0 && (size_t)w < sizeof buf && stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(buf, X_OK) == 0)
+                return strdup(buf);
+            found_noexec = true;
+        }
+        path += len;
+        if (*path == ':')
+            path++;
+    }
+    die_usage("%s: %s", prog, found_noexec ? "not executable" : "command not found in PATH");
+}
+
+/* ---- the job ----------------------------------------------------------------- */
+
+struct rank {
+    pid_t pid;      /* 0 once reaped */
+    int wstatus;
+};
+
+static struct pt_shm_region g_reg;
+static struct rank *g_ranks;
+static unsigned g_n;
+static bool g_verbose;
+
+static int status_code(int ws)
+{
+    if (WIFEXITED(ws))
+        return WEXITSTATUS(ws);
+    if (WIFSIGNALED(ws))
+        return 128 + WTERMSIG(ws);
+    return 1;
+}
+
+static void signal_all(int sig)
+{
+    for (unsigned r = 0; r < g_n; r++)
+        if (g_ranks[r].pid > 0)
+            kill(g_ranks[r].pid, sig);
+}
+
+static unsigned alive_count(void)
+{
+    unsigned k = 0;
+    for (unsigned r = 0; r < g_n; r++)
+        k += g_ranks[r].pid > 0;
+    return k;
+}
+
+static char *join_map(unsigned n, bool pids)
+{
+    size_t cap = (size_t)n * 11 + 1;
+    char *s = malloc(cap), *p = s;
+    if (!s)
+        return NULL;
+    for (unsigned r = 0; r < n; r++)
+        p += snprintf(p, cap - (size_t)(p - s), "%s%u", r ? ":" : "", pids ? r : 0u);
+    return s;
+}
+
+/* In the child, between fork and exec: environment, placement, exec. */
+static void child(unsigned r, const char *path, char **argv, const sigset_t *oldmask,
+                  pid_t parent, const char *jobname, const int *cpus, int ncpus,
+                  bool host_matching, const char *nidmap, const char *pidmap)
+{
+    char buf[64];
+    /* If ptlrun dies (even by SIGKILL) the ranks must not run on alone. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != parent)
+        _exit(127);
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+
+    snprintf(buf, sizeof buf, "%u", r);
+    setenv("PTL_MY_RID", buf, 1);
+    snprintf(buf, sizeof buf, "%u", g_n);
+    setenv("PTL_NRANKS", buf, 1);
+    setenv("PTL_NIDMAP", nidmap, 1);
+    setenv("PTL_PIDMAP", pidmap, 1);
+    snprintf(buf, sizeof buf, "%u", (unsigned)parent);
+    setenv("PTL_JID", buf, 1);
+    if (jobname) {
+        setenv("PTL_JOB", jobname, 1);
+        unsetenv("PTL_JOB_FD");
+        unsetenv("PTL_JOB_SIZE");
+    } else {
+        fcntl(g_reg.fd, F_SETFD, 0); /* clear FD_CLOEXEC: the rank inherits the memfd */
+        snprintf(buf, sizeof buf, "%d", g_reg.fd);
+        setenv("PTL_JOB_FD", buf, 1);
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)g_reg.size);
+        setenv("PTL_JOB_SIZE", buf, 1);
+        unsetenv("PTL_JOB");
+    }
+    if (host_matching)
+        setenv("PTL_OFFLOAD", "0", 1);
+    if (ncpus) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[r % (unsigned)ncpus], &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            fprintf(stderr, "%s: rank %u: cannot pin to cpu %d: %s\n", g_prog, r,
+                    cpus[r % (unsigned)ncpus], strerror(errno));
+        if ((unsigned)ncpus >= 2 * g_n) {
+            snprintf(buf, sizeof buf, "%d", cpus[g_n + r]);
+            setenv("PTL_NIC_CPU", buf, 1);
+        }
+    }
+    execv(path, argv);
+    fprintf(stderr, "%s: rank %u: exec %s: %s\n", g_prog, r, path, strerror(errno));
+    _exit(127);
+}
+
+static void report_exit(unsigned r, int ws, bool expected)
+{
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+        if (g_verbose)
+            fprintf(stderr, "%s: rank %u exited 0\n", g_prog, r);
+        return;
+    }
+    if (expected && !g_verbose)
+        return;
+    if (WIFSIGNALED(ws))
+        fprintf(stderr, "%s: rank %u (pid %d) killed by signal %d (%s)%s\n", g_prog, r,
+                (int)g_ranks[r].pid, WTERMSIG(ws), strsignal(WTERMSIG(ws)),
+                WCOREDUMP(ws) ? ", core dumped" : "");
+    else
+        fprintf(stderr, "%s: rank %u (pid %d) exited with status %d\n", g_prog, r,
+                (int)g_ranks[r].pid, status_code(ws));
+}
+
+int main(int argc, char **argv)
+{
+    unsigned n = 0;
+    bool host_matching = false, named = false;
+    double timeout_s = 0, grace_s = 2.0;
+    static int cpus[MAX_CPUS];
+    int ncpus = 0;
+    const char *cpu_arg = NULL;
+
+    enum { O_CPUS = 256, O_HOST, O_TIMEOUT, O_GRACE, O_NAMED };
+    static const struct option opts[] = {
+        {"np", required_argument, NULL, 'n'},
+        {"cpus", required_argument, NULL, O_CPUS},
+        {"host-matching", no_argument, NULL, O_HOST},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"grace", required_argument, NULL, O_GRACE},
+        {"named", no_argument, NULL, O_NAMED},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:n:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': n = parse_ranks(optarg); break;
+        case O_CPUS: cpu_arg = optarg; break;
+        case O_HOST: host_matching = true; break;
+        case O_TIMEOUT: timeout_s = parse_seconds("--timeout", optarg, false); break;
+        case O_GRACE: grace_s = parse_seconds("--grace", optarg, true); break;
+        case O_NAMED: named = true; break;
+        case 'v': g_verbose = true; break;
+        case 'h': usage(stdout); return 0;
+        case ':':
+            die_usage("option '%s' needs an argument", argv[optind - 1]);
+        default:
+            if (optopt && optopt < 256)
+                die_usage("unknown option '-%c'", optopt);
+            die_usage("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (n == 0)
+        die_usage("the number of ranks is required (-n N)");
+    if (optind >= argc)
+        die_usage("no program to run");
+    if (cpu_arg)
+        ncpus = parse_cpus(cpu_arg, cpus);
+    char *path = resolve_program(argv[optind]);
+    char **rank_argv = &argv[optind];
+
+    /* The region's geometry, from the same tunables the engine reads. */
+    const struct pt_config *cfg = pt_config();
+    uint32_t slot = pt_slot_size_for((uint32_t)cfg->eager_max);
+    uint32_t qslots = pt_queue_slots_for((uint32_t)cfg->queue_slots);
+    if (!pt_shm_region_bytes(n, slot, qslots))
+        die_usage("a job of %u ranks with %u-byte slots x %u is too large (lower "
+                  "PTL_QUEUE_SLOTS or PTL_EAGER_MAX)", n, slot, qslots);
+
+    g_n = n;
+    g_ranks = calloc(n, sizeof *g_ranks);
+    char *nidmap = join_map(n, false), *pidmap = join_map(n, true);
+    if (!g_ranks || !nidmap || !pidmap) {
+        fprintf(stderr, "%s: out of memory\n", g_prog);
+        return 1;
+    }
+
+    pt_shm_clean_stale(g_verbose);
+
+    /* Ranks probe CMA against us when no sibling has attached yet. */
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+
+    pid_t self = getpid();
+    struct pt_shm_spec spec = {n, slot, qslots, (uint32_t)self, NULL, NULL};
+    char jobname[32] = "";
+    int rc;
+    if (named) {
+        rc = -EEXIST;
+        for (int k = 0; k < 10 && rc == -EEXIST; k++) {
+            if (k)
+                snprintf(jobname, sizeof jobname, "%d-%d", (int)self, k);
+            else
+                snprintf(jobname, sizeof jobname, "%d", (int)self);
+            rc = pt_shm_create(&spec, jobname, &g_reg);
+        }
+    } else {
+        rc = pt_shm_create(&spec, NULL, &g_reg);
+    }
+    if (rc) {
+        fprintf(stderr, "%s: cannot create the job region (%u ranks, %llu bytes): %s\n",
+                g_prog, n, (unsigned long long)pt_shm_region_bytes(n, slot, qslots),
+                strerror(-rc));
+        return 1;
+    }
+    if (g_verbose)
+        fprintf(stderr, "%s: job %d: %u ranks, region %llu bytes (%s%s), slot %u x %u\n",
+                g_prog, (int)self, n, (unsigned long long)g_reg.size,
+                named ? "named " : "memfd", named ? g_reg.name : "", slot, qslots);
+
+    /* Signals arrive through a signalfd; the ranks get the old mask back. */
+    sigset_t mask, oldmask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &mask, &oldmask);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        fprintf(stderr, "%s: signalfd: %s\n", g_prog, strerror(errno));
+        pt_shm_region_close(&g_reg, true);
+        return 1;
+    }
+
+    fflush(NULL);
+    for (unsigned r = 0; r < n; r++) {
+        pid_t p = fork();
+        if (p == 0)
+            child(r, path, rank_argv, &oldmask, self, named ? jobname : NULL, cpus, ncpus,
+                  host_matching, nidmap, pidmap);
+        if (p < 0) {
+            fprintf(stderr, "%s: fork rank %u: %s\n", g_prog, r, strerror(errno));
+            pt_shm_fail_job(&g_reg, PTL_NI_FAIL);
+            signal_all(SIGKILL);
+            for (unsigned k = 0; k < r; k++)
+                waitpid(g_ranks[k].pid, NULL, 0);
+            pt_shm_region_close(&g_reg, true);
+            return 1;
+        }
+        g_ranks[r].pid = p;
+        pt_shm_set_ospid(&g_reg, r, p);
+    }
+
+    /* Wait. Phases: running -> (failure) grace -> term -> kill. */
+    enum { RUNNING, GRACE, TERM, KILL } phase = RUNNING;
+    uint64_t t0 = now_ns();
+    uint64_t t_timeout = timeout_s > 0 ? t0 + (uint64_t)(timeout_s * 1e9) : 0;
+    uint64_t t_phase = 0;  /* when the current phase ends (0: never) */
+    int first_code = 0, ext_sig = 0;
+    bool timed_out = false;
+
+    while (alive_count() > 0) {
+        uint64_t now = now_ns(), next = 0;
+        if (t_timeout && phase <= GRACE)
+            next = t_timeout;
+        if (t_phase && (!next || t_phase < next))
+            next = t_phase;
+        int ms = -1;
+        if (next)
+            ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+        struct pollfd pfd = {sfd, POLLIN, 0};
+        int prc = poll(&pfd, 1, ms);
+        if (prc < 0 && errno != EINTR) {
+            fprintf(stderr, "%s: poll: %s\n", g_prog, strerror(errno));
+            break;
+        }
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            int sig = (int)si.ssi_signo;
+            if (sig == SIGCHLD)
+                continue;
+            if (ext_sig) {
+                signal_all(SIGKILL); /* second signal: no more patience */
+                phase = KILL;
+                t_phase = 0;
+                continue;
+            }
+            ext_sig = sig;
+            fprintf(stderr, "%s: %s: forwarding to %u ranks\n", g_prog, strsignal(sig),
+                    alive_count());
+            pt_shm_fail_job(&g_reg, PTL_NI_FAIL);
+            signal_all(sig);
+            if (phase < TERM) {
+                phase = TERM;
+                t_phase = now_ns() + (uint64_t)((grace_s > 1 ? grace_s : 1) * 1e9);
+            }
+        }
+        int ws;
+        pid_t p;
+        while ((p = waitpid(-1, &ws, WNOHANG)) > 0) {
+            unsigned r;
+            for (r = 0; r < n && g_ranks[r].pid != p; r++)
+                ;
+            if (r == n)
+                continue;
+            g_ranks[r].wstatus = ws;
+            bool failed = pt_shm_rank_exited(&g_reg, r, ws);
+            report_exit(r, ws, phase >= TERM);
+            g_ranks[r].pid = 0;
+            if (!failed)
+                continue;
+            if (!first_code && phase < TERM)
+                first_code = status_code(ws);
+            if (phase == RUNNING) {
+                phase = GRACE;
+                t_phase = now_ns() + (uint64_t)(grace_s * 1e9);
+            }
+        }
+        now = now_ns();
+        if (t_timeout && phase <= GRACE && now >= t_timeout && alive_count()) {
+            timed_out = true;
+            fprintf(stderr, "%s: timeout after %g s: terminating %u ranks\n", g_prog,
+                    timeout_s, alive_count());
+            pt_shm_fail_job(&g_reg, PTL_NI_FAIL);
+            signal_all(SIGTERM);
+            phase = TERM;
+            t_phase = now + 1000000000ull;
+        } else if (t_phase && now >= t_phase && alive_count()) {
+            if (phase == GRACE) {
+                fprintf(stderr, "%s: %u ranks still running %g s after the failure: "
+                                "terminating\n", g_prog, alive_count(), grace_s);
+                signal_all(SIGTERM);
+                phase = TERM;
+                t_phase = now + 1000000000ull;
+            } else if (phase == TERM) {
+                if (g_verbose)
+                    fprintf(stderr, "%s: killing %u ranks\n", g_prog, alive_count());
+                signal_all(SIGKILL);
+                phase = KILL;
+                t_phase = 0;
+            }
+        }
+    }
+
+    close(sfd);
+    pt_shm_region_close(&g_reg, true);
+    free(path);
+    free(nidmap);
+    free(pidmap);
+    free(g_ranks);
+    if (first_code) /* a rank failed before the timeout or a signal struck */
+        return first_code;
+    if (timed_out)
+        return EXIT_TIMEOUT;
+    if (ext_sig)
+        return 128 + ext_sig;
+    return 0;
+}
