@@ -163,12 +163,36 @@ bool pt_nic_has_work(struct pt_nic *nic)
     return LD_RELAXED(&nic->nops) != 0; /* rendezvous transfers still moving */
 }
 
+/* Work a sleeping NIC thread would not otherwise hear about: commands and
+ * in-flight transfers are local; inbound messages rang the bell themselves
+ * unless somebody raised `polled` (then use pt_nic_leave_polled). */
+static bool local_work(struct pt_nic *nic)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        if (q && spsc_nonempty(&q->ring))
+            return true;
+    }
+    return LD_RELAXED(&nic->nops) != 0;
+}
+
 void pt_nic_leave(struct pt_nic *nic)
 {
     pt_nic_give(nic);
     if (!nic->has_thread)
         return;
     FENCE_FULL(); /* our token release before reading nic_asleep; pairs with the NIC's RMW */
+    if (LD_RELAXED(&nic->nic_asleep) && local_work(nic))
+        pt_wake_all(nic->bell);
+}
+
+void pt_nic_leave_polled(struct pt_nic *nic)
+{
+    pt_nic_give(nic);
+    if (!nic->has_thread)
+        return;
+    FENCE_FULL(); /* as above; peers skipped the wake while we polled */
     if (LD_RELAXED(&nic->nic_asleep) && pt_nic_has_work(nic))
         pt_wake_all(nic->bell);
 }

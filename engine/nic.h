@@ -325,6 +325,9 @@ static inline void pt_nic_give(struct pt_nic *nic)
 /* An API thread done with the engine: give the token back and make sure
  * somebody progresses what is left (wakes a sleeping NIC thread if needed). */
 void pt_nic_leave(struct pt_nic *nic);
+/* The same after a wait that raised bell->polled (peers skipped waking the
+ * NIC thread meanwhile): also looks at inbound messages. */
+void pt_nic_leave_polled(struct pt_nic *nic);
 
 /* API side: post commands and wait (progress.c). */
 int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd);   /* async */

@@ -187,11 +187,18 @@ typedef bool (*ready_fn)(void *arg);
  * timeout_ns < 0: forever. Returns true if ready, false on timeout. */
 static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t timeout_ns)
 {
+    if (ready(arg))
+        return true; /* fast path: touch no shared line */
     uint64_t start = pt_now_ns(), spin_start = start;
     bool holding = false, wanted = false, ok = false;
     struct pt_waitword *bell = nic->bell, *evw = nic->ev_wait;
 
-    RMW_ADD(&bell->polled, 1); /* we poll: peers need not ring the NIC's bell */
+    /* `polled` exists to spare a sleeping NIC thread needless wake-ups; with
+     * no NIC thread (host matching) it would only bounce the doorbell's line
+     * between cores on every wait, so it is left alone. */
+    const bool track = nic->has_thread;
+    if (track)
+        RMW_ADD(&bell->polled, 1); /* we poll: peers need not ring the NIC's bell */
     for (uint32_t it = 0;; it++) {
         if (ready(arg)) {
             ok = true;
@@ -235,10 +242,11 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
             RMW_SUB(&nic->want, 1);
             wanted = false;
         }
-        RMW_SUB(&bell->polled, 1);
+        if (track)
+            RMW_SUB(&bell->polled, 1);
         if (holding) {
             holding = false;
-            pt_nic_leave(nic); /* wakes the NIC thread if work is left */
+            pt_nic_leave_polled(nic); /* wakes the NIC thread if work is left */
         }
         uint32_t seq = LD_ACQUIRE(&evw->seq);
         RMW_ADD(&evw->sleepers, 1); /* full fence: pairs with the engine's wake check */
@@ -257,7 +265,8 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
             pt_futex_wait(evw, seq, left);
         }
         RMW_SUB(&evw->sleepers, 1);
-        RMW_ADD(&bell->polled, 1);
+        if (track)
+            RMW_ADD(&bell->polled, 1);
         if (got) {
             ok = true;
             break;
@@ -266,9 +275,12 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
     }
     if (wanted)
         RMW_SUB(&nic->want, 1);
-    RMW_SUB(&bell->polled, 1);
+    if (track)
+        RMW_SUB(&bell->polled, 1);
     if (holding)
-        pt_nic_leave(nic);
+        pt_nic_leave_polled(nic);
+    else if (nic->has_thread && LD_RELAXED(&nic->nic_asleep) && nic->xo->rx_pending(nic->x))
+        pt_wake_all(nic->bell); /* we suppressed wakes while polling: hand over */
     return ok;
 }
 
