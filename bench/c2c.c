@@ -1,0 +1,73 @@
+/*
+ * c2c.c - core-to-core probe from shared/docs/peers-mpi.md (Appendix B): two
+ * threads pinned to two cpus bounce a cache line; prints the half round trip
+ * in ns. bench/run-all runs it before and after every round, since on the
+ * project VM this figure moves between about 70 and 300 ns.
+ *
+ *   usage: ptl_c2c [round-trips] [cpuA] [cpuB]     (default 200000 0 1)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static _Alignas(64) volatile long ping;
+static _Alignas(64) volatile long pong;
+static long N = 200000;
+static int cpu_a = 0, cpu_b = 1;
+
+static void pin(int c)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(c, &s);
+    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+static void *peer(void *a)
+{
+    (void)a;
+    pin(cpu_b);
+    for (long i = 1; i <= N; i++) {
+        while (ping != i)
+            ;
+        pong = i;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && argv[1][0] == '-') {
+        printf("usage: ptl_c2c [round-trips] [cpuA] [cpuB]\n"
+               "Half round trip of a cache line between two pinned threads, in ns.\n");
+        return 0;
+    }
+    if (argc > 1)
+        N = atol(argv[1]);
+    if (argc > 2)
+        cpu_a = atoi(argv[2]);
+    if (argc > 3)
+        cpu_b = atoi(argv[3]);
+    if (N < 1)
+        N = 1;
+    pthread_t t;
+    pthread_create(&t, 0, peer, 0);
+    pin(cpu_a);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 1; i <= N; i++) {
+        ping = i;
+        while (pong != i)
+            ;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    pthread_join(t, 0);
+    printf("c2c half-RTT %.1f ns\n",
+           ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)N / 2);
+    return 0;
+}
