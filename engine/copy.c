@@ -56,7 +56,7 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
             break;
         }
         uint64_t n = op->left < room ? op->left : room;
-        memset(h, 0, PT_WIRE_HDR_SIZE);
+        pt_wire_clear(h);
         h->op = PT_W_DATA;
         h->src_nid = nic->id.nid;
         h->src_pid = nic->id.pid;
@@ -112,7 +112,7 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
         return PT_OK; /* a dropped put's data, swallowed */
     pt_ev_post(nic, md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev);
     if (ack) {
-        memcpy(ack, &st->ack_hdr, PT_WIRE_HDR_SIZE);
+        pt_wire_copy(ack, &st->ack_hdr);
         nic->xo->commit(nic->x, peer, PT_CLS_RSP);
     }
     md->pending--;

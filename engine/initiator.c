@@ -10,7 +10,7 @@
 static void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
                      const struct pt_cmd *c)
 {
-    memset(h, 0, PT_WIRE_HDR_SIZE);
+    pt_wire_clear(h);
     h->op = op;
     h->src_nid = nic->id.nid;
     h->src_pid = nic->id.pid;
@@ -221,7 +221,7 @@ int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h)
 /* Send the RFIN that lets the target finish a rendezvous reply. */
 static void rfin_fill(struct pt_nic *nic, struct pt_wire_hdr *r, const struct pt_wire_hdr *h)
 {
-    memset(r, 0, PT_WIRE_HDR_SIZE);
+    pt_wire_clear(r);
     r->op = PT_W_RFIN;
     r->src_nid = nic->id.nid;
     r->src_pid = nic->id.pid;

@@ -20,6 +20,8 @@ _Static_assert(PT_XPORT_HDR_BYTES == PT_WIRE_HDR_SIZE, "transport and wire heade
 _Static_assert(PT_XPORT_RNDV_DESC == (PT_MAX_IOV + 1) * sizeof(struct pt_wire_iov),
                "the transport must size slots for the largest rendezvous descriptor");
 _Static_assert(PT_XPORT_GETPUT_MAX == 64, "max_getput_md must fit every slot");
+_Static_assert(PT_XPORT_SEQ_OFF == __builtin_offsetof(struct pt_wire_hdr, xseq),
+               "the transport's slot sequence word is the wire header's xseq");
 
 /* ---- the loop body ------------------------------------------------------- */
 

@@ -111,7 +111,10 @@ static struct pt_cmdq *my_ring(struct pt_nic *nic)
  * hand to a sleeping NIC thread (a wake-up is a syscall and a migration). */
 static void poll_quiet(struct pt_nic *nic)
 {
-    for (int i = 0; i < 8 && pt_nic_poll_once(nic); i++)
+    /* A poll that did at most one thing (typically: sent our message) has
+     * nothing to follow up; a loopback send is received in the same poll
+     * (commands first, then the transport) and makes two. */
+    for (int i = 0; i < 8 && pt_nic_poll_once(nic) > 1; i++)
         ;
 }
 

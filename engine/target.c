@@ -14,7 +14,7 @@
 static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
                      const struct pt_wire_hdr *h)
 {
-    memset(r, 0, PT_WIRE_HDR_SIZE);
+    pt_wire_clear(r);
     r->op = op;
     r->src_nid = nic->id.nid;
     r->src_pid = nic->id.pid;
@@ -352,7 +352,7 @@ int pt_ops_progress(struct pt_nic *nic)
             op = next;
             continue;
         }
-        memcpy(r, &op->rsp, PT_WIRE_HDR_SIZE);
+        pt_wire_copy(r, &op->rsp);
         if (op->failed)
             r->flags |= PT_WF_DROPPED;
         nic->xo->commit(nic->x, op->rsp_peer, PT_CLS_RSP);

@@ -45,6 +45,10 @@ enum pt_wire_flag {
 };
 
 struct pt_wire_hdr {
+    uint32_t xseq;         /* owned by the transport: the slot's sequence word,
+                            * written last (store-release) by commit and polled
+                            * by the receiver; the engine never reads or writes
+                            * it (pt_wire_clear/pt_wire_copy skip it)         */
     uint8_t op;            /* enum pt_wire_op                                     */
     uint8_t flags;         /* enum pt_wire_flag                                   */
     uint16_t niov;         /* rendezvous: remote iovecs after the header          */
@@ -54,8 +58,10 @@ struct pt_wire_hdr {
     uint32_t pt_index, ac_index;
     uint32_t init_md;      /* initiator MD handle (ack/reply/fin find it by this) */
     uint32_t tgt_md;       /* target MD handle (rendezvous reply: RFIN finds it)  */
+    uint32_t link;         /* initiator's START event link, echoed in responses   */
     uint64_t match_bits;
     uint64_t remote_offset;  /* as the initiator asked                            */
+    /* ---- second cache line: lengths and rarer fields ---- */
     uint64_t local_offset;   /* initiator's local offset, echoed back             */
     uint64_t rlength;        /* requested length                                  */
     uint64_t mlength;        /* responses: length the target manipulated          */
@@ -64,8 +70,6 @@ struct pt_wire_hdr {
     uint32_t src_ospid;      /* rendezvous: OS pid that owns the remote iovecs     */
     uint32_t xfer_id;        /* copy-mode transfer id (sender-chosen)             */
     uint64_t t_stamp;        /* instrumentation: sender TSC at send (0 when off)  */
-    uint32_t link;           /* initiator's START event link, echoed in responses */
-    uint32_t reserved0;
     uint64_t reserved1;
 };
 _Static_assert(sizeof(struct pt_wire_hdr) == 128, "pt_wire_hdr must stay 128 bytes (2 cache lines)");
@@ -76,6 +80,22 @@ struct pt_wire_iov {
 };
 
 #define PT_WIRE_HDR_SIZE 128u
+#define PT_WIRE_BODY_OFF 4u /* everything after the transport's xseq word */
+
+_Static_assert(__builtin_offsetof(struct pt_wire_hdr, xseq) == 0, "xseq must lead the header");
+_Static_assert(__builtin_offsetof(struct pt_wire_hdr, match_bits) == 48,
+               "matching fields must stay in the first cache line");
+
+/* Clear / copy a header without touching the transport's sequence word. */
+static inline void pt_wire_clear(struct pt_wire_hdr *h)
+{
+    __builtin_memset((char *)h + PT_WIRE_BODY_OFF, 0, PT_WIRE_HDR_SIZE - PT_WIRE_BODY_OFF);
+}
+static inline void pt_wire_copy(struct pt_wire_hdr *d, const struct pt_wire_hdr *s)
+{
+    __builtin_memcpy((char *)d + PT_WIRE_BODY_OFF, (const char *)s + PT_WIRE_BODY_OFF,
+                     PT_WIRE_HDR_SIZE - PT_WIRE_BODY_OFF);
+}
 
 static inline void *pt_wire_payload(struct pt_wire_hdr *h) { return (char *)h + PT_WIRE_HDR_SIZE; }
 

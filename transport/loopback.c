@@ -28,7 +28,7 @@ static void *lo_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    spsc_commit(&x->q[cls]);
+    spsc_commit_seq(&x->q[cls], x->slots[cls], PT_XPORT_SEQ_OFF);
     /* Sender and receiver are the same engine: the token holder will see the
      * message in its own poll, so there is nobody to wake. */
 }
@@ -36,7 +36,7 @@ static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 static void *lo_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     for (int c = PT_CLS_RSP; c >= PT_CLS_REQ; c--) {
-        void *s = spsc_peek(&x->q[c], x->slots[c]);
+        void *s = spsc_peek_seq(&x->q[c], x->slots[c], PT_XPORT_SEQ_OFF);
         if (s) {
             *peer_p = 0;
             *cls_p = (enum pt_cls)c;
@@ -53,7 +53,8 @@ static void lo_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static bool lo_rx_pending(struct pt_xport *x)
 {
-    return spsc_nonempty(&x->q[PT_CLS_REQ]) || spsc_nonempty(&x->q[PT_CLS_RSP]);
+    return spsc_nonempty_seq(&x->q[PT_CLS_REQ], x->slots[PT_CLS_REQ], PT_XPORT_SEQ_OFF) ||
+           spsc_nonempty_seq(&x->q[PT_CLS_RSP], x->slots[PT_CLS_RSP], PT_XPORT_SEQ_OFF);
 }
 
 static ssize_t lo_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
@@ -146,6 +147,7 @@ int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
             free(x);
             return -ENOMEM;
         }
+        memset(x->slots[c], 0, (size_t)nslots[c] * slot_size); /* sequence words start at 0 */
     }
     pt_waitword_init(&x->bell, false);
     x->nid = 0;

@@ -490,7 +490,8 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    spsc_commit(x->out[peer * 2 + cls].h); /* R1 (spsc.h) publishes the slot */
+    struct shm_q *oq = &x->out[peer * 2 + cls];
+    spsc_commit_seq(oq->h, oq->slots, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
     /* Full fence, then a futex wake only if the receiver's NIC thread (or
      * host-mode waiter) announced sleep and nobody polls for it. */
     pt_wake_if_sleeping(&x->ranks[peer].bell);
@@ -508,8 +509,13 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
             if (++s == n)
                 s = 0;
             struct shm_q *q = &x->in[s * 2 + c];
-            void *slot = spsc_peek(q->h, q->slots); /* A1 (spsc.h) */
+            void *slot = spsc_peek_seq(q->h, q->slots, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
             if (slot) {
+                /* The sequence word's line has arrived; fetch the rest of the
+                 * header and the first payload line in parallel rather than
+                 * one miss after another as the engine reads them. */
+                __builtin_prefetch((char *)slot + 64);
+                __builtin_prefetch((char *)slot + 128);
                 x->rr[c] = s;
                 *peer_p = s;
                 *cls_p = (enum pt_cls)c;
@@ -528,7 +534,7 @@ static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 static bool shm_rx_pending(struct pt_xport *x)
 {
     for (uint32_t i = 0; i < x->n * PT_CLS_NR; i++)
-        if (spsc_nonempty(x->in[i].h)) /* A1-style acquire on head */
+        if (spsc_nonempty_seq(x->in[i].h, x->in[i].slots, PT_XPORT_SEQ_OFF)) /* A1s (spsc.h) */
             return true;
     return false;
 }

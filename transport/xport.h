@@ -96,6 +96,7 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
  * struct pt_wire_iov of 16 bytes (protocols/proto.h). The engine should
  * static_assert that its constants equal these. */
 #define PT_XPORT_HDR_BYTES   128u
+#define PT_XPORT_SEQ_OFF     0u    /* the slot's sequence word (wire header's xseq) */
 #define PT_XPORT_GETPUT_MAX  64u
 #define PT_XPORT_RNDV_DESC   (65u * 16u)
 #define PT_XPORT_MIN_SLOT    ((PT_XPORT_HDR_BYTES + PT_XPORT_RNDV_DESC + 63u) & ~63u)

@@ -103,4 +103,46 @@ static inline bool spsc_nonempty(struct spsc_hdr *r)
     return LD_ACQUIRE(&r->head) != LD_RELAXED(&r->tail); /* A1 pairs with R1 */
 }
 
+/*
+ * Slot-sequence mode, for the receive queues between NIC engines. The
+ * consumer does not read the producer's head line at all: each slot carries a
+ * 32-bit sequence word at `seq_off`, which the producer writes last
+ *
+ *   producer: fill slot (never the seq word); ST_RELEASE(seq, head + 1)  R1s
+ *   consumer: LD_ACQUIRE(seq of slot at tail) == tail + 1 ?              A1s
+ *
+ * (R1s pairs with A1s), so polling touches only the slot's first line, which
+ * the consumer reads anyway. Sequence values are free-running: slot i holds
+ * i + 1 of its current round, never equal to a stale round's value. The slot
+ * memory must start zeroed. Credits (reserve) still come from `tail` (R2/A2).
+ * The producer's `head` becomes producer-private.
+ */
+static inline _Atomic uint32_t *spsc_seq_word(const struct spsc_hdr *r, void *slots, uint32_t idx,
+                                              uint32_t seq_off)
+{
+    return (_Atomic uint32_t *)((char *)spsc_slot(r, slots, idx) + seq_off);
+}
+
+static inline void spsc_commit_seq(struct spsc_hdr *r, void *slots, uint32_t seq_off)
+{
+    uint32_t h = LD_RELAXED(&r->head);
+    ST_RELEASE(spsc_seq_word(r, slots, h, seq_off), h + 1); /* R1s pairs with A1s */
+    ST_RELAXED(&r->head, h + 1);                             /* producer-private */
+}
+
+static inline void *spsc_peek_seq(struct spsc_hdr *r, void *slots, uint32_t seq_off)
+{
+    uint32_t t = LD_RELAXED(&r->tail);
+    if (LD_ACQUIRE(spsc_seq_word(r, slots, t, seq_off)) != t + 1) /* A1s pairs with R1s */
+        return NULL;
+    return spsc_slot(r, slots, t);
+}
+
+/* Any thread: is the consumer's next slot filled? */
+static inline bool spsc_nonempty_seq(struct spsc_hdr *r, void *slots, uint32_t seq_off)
+{
+    uint32_t t = LD_RELAXED(&r->tail);
+    return LD_ACQUIRE(spsc_seq_word(r, slots, t, seq_off)) == t + 1; /* A1s pairs with R1s */
+}
+
 #endif

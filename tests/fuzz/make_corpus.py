@@ -4,14 +4,14 @@ message shape (see protocols/wire.h), in fuzz_rx's record format. Re-run it
 when the wire header changes; the files are committed."""
 import os, struct
 
-HDR = struct.Struct("<BBHI II II II II QQQQQQQ II Q II Q")
+HDR = struct.Struct("<I BBH I II II II II I QQ QQQQQ II Q Q")
 assert HDR.size == 128
 
 def hdr(op, flags=0, niov=0, inline=0, pt=0, ac=1, init_md=0, tgt_md=0, mbits=0,
         roff=0, loff=0, rlen=0, mlen=0, hdr_data=0, toff=0, ospid=0):
-    return HDR.pack(op, flags, niov, inline, 0, os.getpid() & 0xffffffff, 0, 0, pt, ac,
-                    init_md, tgt_md, mbits, roff, loff, rlen, mlen, hdr_data, toff,
-                    ospid, 0, 0, 0, 0, 0)
+    return HDR.pack(0, op, flags, niov, inline, 0, os.getpid() & 0xffffffff, 0, 0, pt, ac,
+                    init_md, tgt_md, 0, mbits, roff, loff, rlen, mlen, hdr_data, toff,
+                    ospid, 0, 0, 0)
 
 def rec(kind, payload):
     return bytes([kind]) + struct.pack("<H", len(payload)) + payload
