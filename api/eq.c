@@ -47,6 +47,14 @@ static void tm_wait(uint64_t t0, int rc, const ptl_event_t *ev)
     tls_pt_itm.count[st]++;
 }
 
+/* The EQ object of a handle, or NULL (any thread, lock-free tag check). */
+static struct pt_eqo *resolve_eq(ptl_handle_eq_t h, struct pt_nic **nic_p)
+{
+    struct pt_nic *nic = pt_api_nic_of(h);
+    *nic_p = nic;
+    return nic ? pt_eqo_lookup(nic, h) : NULL;
+}
+
 static int ret_event(int rc, struct pt_eq *q, ptl_event_t *event)
 {
     if (rc < 0)
@@ -93,8 +101,8 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
 PTL_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 {
     PT_CHECK_INIT();
-    struct pt_nic *nic = pt_api_nic_of(eq_handle);
-    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    struct pt_nic *nic;
+    struct pt_eqo *e = resolve_eq(eq_handle, &nic);
     if (!e)
         return PTL_EQ_INVALID;
     if (!event)
@@ -106,8 +114,8 @@ PTL_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 {
     PT_CHECK_INIT();
-    struct pt_nic *nic = pt_api_nic_of(eq_handle);
-    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    struct pt_nic *nic;
+    struct pt_eqo *e = resolve_eq(eq_handle, &nic);
     if (!e)
         return PTL_EQ_INVALID;
     if (!event)
@@ -122,8 +130,8 @@ PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 PTL_API int PtlEQPeek(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 {
     PT_CHECK_INIT();
-    struct pt_nic *nic = pt_api_nic_of(eq_handle);
-    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    struct pt_nic *nic;
+    struct pt_eqo *e = resolve_eq(eq_handle, &nic);
     if (!e)
         return PTL_EQ_INVALID;
     if (!event)

@@ -73,20 +73,7 @@ static ssize_t lo_pull(struct pt_xport *x, uint32_t peer, const struct iovec *lo
             return -errno;
         x->no_cma = true;
     }
-    size_t done = 0, li = 0, ri = 0, lo = 0, ro = 0;
-    while ((int)li < nlocal && (int)ri < nremote) {
-        size_t n = local[li].iov_len - lo;
-        if (remote[ri].iov_len - ro < n)
-            n = remote[ri].iov_len - ro;
-        if (n)
-            memmove((char *)local[li].iov_base + lo, (char *)remote[ri].iov_base + ro, n);
-        done += n;
-        lo += n;
-        ro += n;
-        if (lo == local[li].iov_len) { li++; lo = 0; }
-        if (ro == remote[ri].iov_len) { ri++; ro = 0; }
-    }
-    return (ssize_t)done;
+    return pt_iov_copy_local(local, nlocal, remote, nremote);
 }
 
 static bool lo_peer_alive(struct pt_xport *x, uint32_t peer) { return peer == 0; }

@@ -539,32 +539,13 @@ static bool shm_rx_pending(struct pt_xport *x)
     return false;
 }
 
-static ssize_t copy_local(const struct iovec *local, int nlocal, const struct iovec *remote,
-                          int nremote)
-{
-    size_t done = 0, li = 0, ri = 0, lo = 0, ro = 0;
-    while ((int)li < nlocal && (int)ri < nremote) {
-        size_t n = local[li].iov_len - lo;
-        if (remote[ri].iov_len - ro < n)
-            n = remote[ri].iov_len - ro;
-        if (n)
-            memmove((char *)local[li].iov_base + lo, (char *)remote[ri].iov_base + ro, n);
-        done += n;
-        lo += n;
-        ro += n;
-        if (lo == local[li].iov_len) { li++; lo = 0; }
-        if (ro == remote[ri].iov_len) { ri++; ro = 0; }
-    }
-    return (ssize_t)done;
-}
-
 static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                         const struct iovec *remote, int nremote)
 {
     if (peer >= x->n)
         return -EINVAL;
     if (peer == x->me)
-        return copy_local(local, nlocal, remote, nremote); /* own memory: no CMA */
+        return pt_iov_copy_local(local, nlocal, remote, nremote); /* own memory: no CMA */
     if (!x->cma_allowed) {
         pt_log_once(PT_LOG_WARN, "CMA disabled by PTL_CMA=0: rendezvous data is copied "
                                  "through the job region");

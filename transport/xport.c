@@ -1,6 +1,8 @@
 /* xport.c - choose the transport for this process (see xport.h), and the slot
  * geometry every process of a job computes the same way. */
 #include "xport.h"
+
+#include <string.h>
 #include "shm.h"
 
 #include <stdlib.h>
@@ -37,4 +39,23 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     if (env_set("PTL_JOB_FD") || env_set("PTL_JOB"))
         return pt_shm_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     return pt_loopback_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+}
+
+ssize_t pt_iov_copy_local(const struct iovec *local, int nlocal, const struct iovec *remote,
+                          int nremote)
+{
+    size_t done = 0, li = 0, ri = 0, lo = 0, ro = 0;
+    while ((int)li < nlocal && (int)ri < nremote) {
+        size_t n = local[li].iov_len - lo;
+        if (remote[ri].iov_len - ro < n)
+            n = remote[ri].iov_len - ro;
+        if (n)
+            memmove((char *)local[li].iov_base + lo, (char *)remote[ri].iov_base + ro, n);
+        done += n;
+        lo += n;
+        ro += n;
+        if (lo == local[li].iov_len) { li++; lo = 0; }
+        if (ro == remote[ri].iov_len) { ri++; ro = 0; }
+    }
+    return (ssize_t)done;
 }

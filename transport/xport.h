@@ -104,6 +104,11 @@ uint32_t pt_slot_size_for(uint32_t eager_max);
 /* Queue depth from PTL_QUEUE_SLOTS: the next power of two, at least 4. */
 uint32_t pt_queue_slots_for(uint32_t want);
 
+/* Scatter/gather copy within this address space (a transfer to or from
+ * ourselves). Returns the bytes copied. */
+ssize_t pt_iov_copy_local(const struct iovec *local, int nlocal, const struct iovec *remote,
+                          int nremote);
+
 /* The loopback transport (a job of one, private memory). */
 int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
                      const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
