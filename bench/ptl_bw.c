@@ -180,7 +180,7 @@ static void run(size_t s, int bidir)
                pb_size_str(s, sz, sizeof sz), o.window, rounds, mbps, mrate, t / 1e9, verified,
                errors ? "FAILED" : "ok");
     if (csv)
-        fprintf(csv, "bw,%s,%s,%zu,%d,%ld,%.2f,%.0f,%.6f,%ld,%ld\n", C.impl, bidir ? "bi" : "uni",
+        fprintf(csv, "bw,%s,%s,%zu,%d,%ld,%.6g,%.0f,%.6f,%ld,%ld\n", C.impl, bidir ? "bi" : "uni",
                 s, o.window, rounds, mbps, mrate, t / 1e9, verified, errors);
     fflush(stdout);
 }

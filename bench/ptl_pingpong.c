@@ -180,7 +180,7 @@ static void report(const char *variant, size_t s, double *lat, long n, long veri
                pb_size_str(s, sz, sizeof sz), st.n, st.p50, st.mean, st.p99, st.max,
                st.outliers, mbps, verified, errors ? "FAILED" : "ok");
     if (csv)
-        fprintf(csv, "pingpong,%s,%s,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.2f,%ld,%ld\n", C.impl,
+        fprintf(csv, "pingpong,%s,%s,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.6g,%ld,%ld\n", C.impl,
                 variant, s, st.n, st.p50, st.mean, st.p99, st.max, st.outliers, mbps, verified,
                 errors);
     fflush(stdout);

@@ -274,7 +274,7 @@ static void lat(void)
                        size_str(sz, b, sizeof b), nt, p50, mean, p99, mx, outl, mbps, sum[0],
                        sum[1] ? "FAILED" : "ok");
             if (csv)
-                fprintf(csv, "pingpong,%s,put,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.2f,%ld,%ld\n", impl,
+                fprintf(csv, "pingpong,%s,put,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.6g,%ld,%ld\n", impl,
                         sz, nt, p50, mean, p99, mx, outl, mbps, sum[0], sum[1]);
             fflush(stdout);
         }
@@ -399,7 +399,7 @@ static void bw(void)
                            size_str(sz, b, sizeof b), window, rounds, mbps, msgs / secs, secs,
                            sum[0], sum[1] ? "FAILED" : "ok");
                 if (csv)
-                    fprintf(csv, "bw,%s,%s,%zu,%d,%ld,%.2f,%.0f,%.6f,%ld,%ld\n", impl,
+                    fprintf(csv, "bw,%s,%s,%zu,%d,%ld,%.6g,%.0f,%.6f,%ld,%ld\n", impl,
                             d ? "bi" : "uni", sz, window, rounds, mbps, msgs / secs, secs, sum[0],
                             sum[1]);
                 fflush(stdout);
