@@ -60,12 +60,7 @@ int pt_api_ni_fini_locked(uint32_t idx)
         return PTL_NI_INVALID;
     ST_RELEASE(&g_pt_nis[idx].nic, NULL);
     void pt_api_timing_dump(struct pt_nic *nic);
-    if (nic->has_thread) { /* stop the NIC thread first: its counters become ours */
-        ST_RELEASE(&nic->stop, 1);
-        pt_wake_all(nic->bell);
-        pthread_join(nic->thread, NULL);
-        nic->has_thread = false;
-    }
+    pt_nic_stop_thread(nic); /* first: its counters become ours */
     pt_api_timing_dump(nic);
     pt_nic_destroy(nic);
     return PTL_OK;

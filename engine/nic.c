@@ -168,7 +168,7 @@ bool pt_nic_has_work(struct pt_nic *nic)
 /* Work a sleeping NIC thread would not otherwise hear about: commands and
  * in-flight transfers are local; inbound messages rang the bell themselves
  * unless somebody raised `polled` (then use pt_nic_leave_polled). */
-static bool local_work(struct pt_nic *nic)
+bool pt_nic_local_work(struct pt_nic *nic)
 {
     uint32_t n = LD_ACQUIRE(&nic->ncmdq);
     for (uint32_t i = 0; i < n; i++) {
@@ -185,7 +185,7 @@ void pt_nic_leave(struct pt_nic *nic)
     if (!nic->has_thread)
         return;
     FENCE_FULL(); /* our token release before reading nic_asleep; pairs with the NIC's RMW */
-    if (LD_RELAXED(&nic->nic_asleep) && local_work(nic))
+    if (LD_RELAXED(&nic->nic_asleep) && pt_nic_local_work(nic))
         pt_wake_all(nic->bell);
 }
 
@@ -396,16 +396,45 @@ static struct pt_op *ops_base(struct pt_nic *nic)
     return lo;
 }
 
+void pt_nic_stop_thread(struct pt_nic *nic)
+{
+    if (!nic->has_thread)
+        return;
+    ST_RELEASE(&nic->stop, 1);
+    pt_wake_all(nic->bell);
+    pthread_join(nic->thread, NULL);
+    nic->has_thread = false;
+}
+
+/* PtlNIFini must not lose what was posted: a put whose command is still in a
+ * ring (the NIC thread had the token when PtlPut returned) or whose data is
+ * still moving. Run the engine here until nothing local is left, bounded by
+ * PTL_PEER_TIMEOUT_MS (credits may never come back from a dead peer). */
+static void flush(struct pt_nic *nic)
+{
+    uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+    while (pt_nic_local_work(nic) && !LD_RELAXED(&nic->failed) &&
+           !nic->xo->job_failed(nic->x) && pt_now_ns() - t0 < limit) {
+        if (pt_nic_try_take(nic)) {
+            pt_nic_poll_once(nic);
+            pt_nic_give(nic);
+        }
+        CPU_RELAX();
+    }
+    /* Responses we owe (ACKs, replies) went out during the polls above;
+     * one more pass answers requests that arrived meanwhile. */
+    if (pt_nic_try_take(nic)) {
+        pt_nic_poll_once(nic);
+        pt_nic_give(nic);
+    }
+}
+
 void pt_nic_destroy(struct pt_nic *nic)
 {
+    pt_nic_stop_thread(nic);
+    flush(nic);
     pt_nic_register_live(nic, false);
     ST_RELEASE(&nic->tag, 0);
-    if (nic->has_thread) {
-        ST_RELEASE(&nic->stop, 1);
-        pt_wake_all(nic->bell);
-        pthread_join(nic->thread, NULL);
-        nic->has_thread = false;
-    }
     /* Single-threaded from here: free what the engine owned. */
     for (uint32_t i = 0; i < nic->md_hwm; i++)
         if (LD_RELAXED(&nic->mds[i].tag) & 1u)

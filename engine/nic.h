@@ -304,7 +304,8 @@ struct pt_nic {
 /* Create/destroy (API thread, no other thread uses the NI meanwhile). */
 int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
                   uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p);
-void pt_nic_destroy(struct pt_nic *nic);
+void pt_nic_destroy(struct pt_nic *nic);   /* flushes posted commands first */
+void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent) */
 
 /* One pass over every work source, bounded. Returns the amount of work done.
  * Caller holds the token. */
@@ -328,6 +329,8 @@ void pt_nic_leave(struct pt_nic *nic);
 /* The same after a wait that raised bell->polled (peers skipped waking the
  * NIC thread meanwhile): also looks at inbound messages. */
 void pt_nic_leave_polled(struct pt_nic *nic);
+/* Commands or in-flight transfers waiting (any thread; no remote lines read). */
+bool pt_nic_local_work(struct pt_nic *nic);
 
 /* API side: post commands and wait (progress.c). */
 int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd);   /* async */

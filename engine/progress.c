@@ -107,6 +107,8 @@ static struct pt_cmdq *my_ring(struct pt_nic *nic)
 
 /* ---- running the engine from an API thread ------------------------------- */
 
+static bool local_pending(struct pt_nic *nic) { return pt_nic_local_work(nic); }
+
 /* Poll until quiet (bounded), so that leaving does not find work it must
  * hand to a sleeping NIC thread (a wake-up is a syscall and a migration). */
 static void poll_quiet(struct pt_nic *nic)
@@ -173,11 +175,18 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
     }
     memcpy(slot, cmd, sizeof *cmd);
     spsc_commit(&q->ring);
-    if (!cmd->done) {
-        if (nic->has_thread)
-            pt_nic_progress(nic); /* inline if the NIC thread sleeps; else it has it */
-        else
-            progress_host(nic);
+    if (nic->has_thread) {
+        /* The NIC thread may be giving the token up and going to sleep right
+         * now. Our commit and its recheck of the rings form a store-buffer
+         * pair: FENCE_FULL here pairs with its RMW on the bell's sleepers, so
+         * either it sees the command or we see it asleep (and wake it). */
+        FENCE_FULL();
+        if (!cmd->done)
+            pt_nic_progress(nic); /* inline when the token is free */
+        if (LD_RELAXED(&nic->nic_asleep) && LD_RELAXED(&nic->token) == 0 && local_pending(nic))
+            pt_wake_all(nic->bell);
+    } else if (!cmd->done) {
+        progress_host(nic);
     }
     return PT_OK;
 }
@@ -246,10 +255,13 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
             wanted = false;
         }
         if (track)
-            RMW_SUB(&bell->polled, 1);
+            RMW_SUB(&bell->polled, 1); /* full fence: pairs with the NIC's sleepers RMW */
         if (holding) {
             holding = false;
             pt_nic_leave_polled(nic); /* wakes the NIC thread if work is left */
+        } else if (nic->has_thread && LD_RELAXED(&nic->nic_asleep) &&
+                   LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic)) {
+            pt_wake_all(nic->bell); /* nobody runs the engine: hand it the work */
         }
         uint32_t seq = LD_ACQUIRE(&evw->seq);
         RMW_ADD(&evw->sleepers, 1); /* full fence: pairs with the engine's wake check */
