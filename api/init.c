@@ -15,9 +15,11 @@ PTL_API int PtlInit(int *max_interfaces)
     pthread_mutex_lock(&g_pt_ni_lock);
     if (!LD_RELAXED(&g_pt_inited)) {
         pt_config_reload();
+#if !defined(PTL_NO_TIMING)
         g_pt_timing_on = pt_config()->timing != 0;
         if (g_pt_timing_on)
             pt_clock_init();
+#endif
         ST_RELEASE(&g_pt_inited, 1);
     }
     pthread_mutex_unlock(&g_pt_ni_lock);

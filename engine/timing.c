@@ -1,7 +1,9 @@
 /* timing.c - stage names; the accumulation is inline (timing.h). */
 #include "timing.h"
 
+#if !defined(PTL_NO_TIMING)
 bool g_pt_timing_on;
+#endif
 
 const char *pt_nic_stage_name(int st)
 {

@@ -39,7 +39,13 @@ struct pt_timing {
     uint64_t msgs;
 };
 
+#if defined(PTL_NO_TIMING)
+/* Compiled out (cmake -DPTL_INSTRUMENT=OFF): the baseline against which the
+ * cost of the runtime switch is measured (bench/RESULTS.md). */
+#define g_pt_timing_on false
+#else
 extern bool g_pt_timing_on;   /* set once from PTL_TIMING at PtlInit */
+#endif
 
 #define PT_TM_BEGIN(var) uint64_t var = g_pt_timing_on ? pt_tsc() : 0
 #define PT_TM_STAGE(tm, var, st)                       \
