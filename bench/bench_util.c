@@ -536,3 +536,14 @@ long pb_atol_or_die(const char *opt, const char *s)
         pb_die("bad value for %s: '%s'", opt, s);
     return v;
 }
+
+void pb_post_recv(pb_ctx *c, ptl_pt_index_t pt, void *buf, size_t len, ptl_handle_eq_t eq)
+{
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    PB_CHECK(PtlMEAttach(c->ni, pt, (ptl_process_id_t){PTL_NID_ANY, PTL_PID_ANY}, 0, 0,
+                         PTL_RETAIN, PTL_INS_AFTER, &me));
+    ptl_md_t d = {buf, len, PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
+    PB_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
+}

@@ -63,6 +63,10 @@ long pb_fini(pb_ctx *c);
 /* Messages this rank dropped since start-up. */
 long pb_drops(pb_ctx *c);
 void pb_barrier(pb_ctx *c);
+/* Post a reusable receive on portal pt: an ME matching anything, an MD over
+ * [buf, buf+len) for puts at the sender's offset (MANAGE_REMOTE), no START
+ * events, events to eq. */
+void pb_post_recv(pb_ctx *c, ptl_pt_index_t pt, void *buf, size_t len, ptl_handle_eq_t eq);
 /* Every rank contributes n (<= PB_GATHER_MAX) doubles; on rank 0, out gets
  * nranks * n doubles, rank r's at out[r * n]. out may be NULL elsewhere. */
 void pb_gather(pb_ctx *c, const double *vals, int n, double *out);

@@ -64,16 +64,6 @@ static void pump(void)
     }
 }
 
-static void post(ptl_pt_index_t pt, void *buf, size_t len)
-{
-    ptl_handle_me_t me;
-    ptl_handle_md_t md;
-    PB_CHECK(PtlMEAttach(C.ni, pt, (ptl_process_id_t){PTL_NID_ANY, PTL_PID_ANY}, 0, 0,
-                         PTL_RETAIN, PTL_INS_AFTER, &me));
-    ptl_md_t d = {buf, len, PTL_MD_THRESH_INF, 0,
-                  PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
-    PB_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
-}
 
 static void send_window(size_t s, long round, int last)
 {
@@ -281,8 +271,8 @@ int main(int argc, char **argv)
         PB_CHECK(PtlEQAlloc(C.ni, 16 * (size_t)o.window + 1024, PTL_EQ_HANDLER_NONE, &eq));
         ptl_md_t s = {sbuf, maxsz, PTL_MD_THRESH_INF, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
         PB_CHECK(PtlMDBind(C.ni, s, PTL_RETAIN, &smd));
-        post(PT_DATA, rbuf, maxsz);
-        post(PT_ACK, rbuf, 0);
+        pb_post_recv(&C, PT_DATA, rbuf, maxsz, eq);
+        pb_post_recv(&C, PT_ACK, rbuf, 0, eq);
     }
     double cpu = sched_getcpu(), *cpus = malloc(sizeof(double) * C.nranks);
     pb_gather(&C, &cpu, 1, cpus);

@@ -93,16 +93,6 @@ static void calibrate(void)
     work_per_us = best;
 }
 
-static void post(ptl_pt_index_t pt, void *buf, size_t len)
-{
-    ptl_handle_me_t me;
-    ptl_handle_md_t md;
-    PB_CHECK(PtlMEAttach(C.ni, pt, (ptl_process_id_t){PTL_NID_ANY, PTL_PID_ANY}, 0, 0,
-                         PTL_RETAIN, PTL_INS_AFTER, &me));
-    ptl_md_t d = {buf, len, PTL_MD_THRESH_INF, 0,
-                  PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
-    PB_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
-}
 
 /* One phase of iterations; my own per-iteration times go to lat (us).
  * work0/work1: compute on rank 0 / rank 1 (0 = none); comm 0: no messages. */
@@ -291,8 +281,8 @@ int main(int argc, char **argv)
     PB_CHECK(PtlEQAlloc(C.ni, 8 * (size_t)o.count + 1024, PTL_EQ_HANDLER_NONE, &eq));
     ptl_md_t sd = {sbuf, maxsz, PTL_MD_THRESH_INF, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
     PB_CHECK(PtlMDBind(C.ni, sd, PTL_RETAIN, &smd));
-    post(PT_DATA, rbuf, maxsz);
-    post(PT_GO, rbuf, 0);
+    pb_post_recv(&C, PT_DATA, rbuf, maxsz, eq);
+    pb_post_recv(&C, PT_GO, rbuf, 0, eq);
     calibrate();
     double info[2] = {sched_getcpu(), work_per_us}, *all = malloc(sizeof(double) * 2 * C.nranks);
     pb_gather(&C, info, 2, all);
