@@ -28,7 +28,6 @@ int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, u
         return PT_E_AGAIN;
     op->kind = PT_OP_COPY_SEND;
     op->md = md;
-    op->md_tag = LD_RELAXED(&md->tag);
     op->src_off = src_off;
     op->left = left;
     op->rsp_peer = peer;

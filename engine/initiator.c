@@ -292,7 +292,6 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     }
     op->kind = PT_OP_RNDV_REPLY;
     op->md = md;
-    op->md_tag = LD_RELAXED(&md->tag);
     pt_rndv_init(&op->rv, h, peer, ev.mlength, h->local_offset);
     op->ev = ev;
     rfin_fill(nic, &op->rsp, h);

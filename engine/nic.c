@@ -88,7 +88,6 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
 static int drain_rx(struct pt_nic *nic)
 {
     int work = 0;
-    nic->rx_blocked = false;
     for (int b = 0; b < PT_RX_BATCH; b++) {
         uint32_t peer;
         enum pt_cls cls;
@@ -98,8 +97,7 @@ static int drain_rx(struct pt_nic *nic)
             break;
         PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
         if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {
-            nic->rx_blocked = true; /* cannot answer yet: leave it queued */
-            break;
+            break; /* cannot answer yet: leave it queued */
         }
         nic->xo->release(nic->x, peer, cls);
         nic->tm.msgs++;
@@ -154,15 +152,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
 
 bool pt_nic_has_work(struct pt_nic *nic)
 {
-    if (nic->xo->rx_pending(nic->x))
-        return true;
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
-        if (q && spsc_nonempty(&q->ring))
-            return true;
-    }
-    return LD_RELAXED(&nic->nops) != 0; /* rendezvous transfers still moving */
+    return nic->xo->rx_pending(nic->x) || pt_nic_local_work(nic);
 }
 
 /* Work a sleeping NIC thread would not otherwise hear about: commands and
@@ -360,6 +350,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         free(nic);
         return PT_E_NOSPACE;
     }
+    nic->ops_pool = ops;
     for (int i = 0; i < PT_MAX_OPS; i++) {
         ops[i].next = nic->ops_free;
         nic->ops_free = &ops[i];
@@ -381,19 +372,6 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     pt_nic_register_live(nic, true);
     *nic_p = nic;
     return PT_OK;
-}
-
-static struct pt_op *ops_base(struct pt_nic *nic)
-{
-    /* The pool is one calloc; find its lowest element to free it. */
-    struct pt_op *lo = NULL;
-    for (struct pt_op *o = nic->ops_free; o; o = o->next)
-        if (!lo || o < lo)
-            lo = o;
-    for (struct pt_op *o = nic->ops; o; o = o->next)
-        if (!lo || o < lo)
-            lo = o;
-    return lo;
 }
 
 void pt_nic_stop_thread(struct pt_nic *nic)
@@ -450,7 +428,7 @@ void pt_nic_destroy(struct pt_nic *nic)
             free(q);
         }
     }
-    free(ops_base(nic));
+    free(nic->ops_pool);
     for (int c = 0; c < PT_CLS_NR; c++) {
         free(nic->cin[c]);
         free(nic->copy_busy[c]);

@@ -106,12 +106,11 @@ enum pt_op_kind { PT_OP_RNDV_PUT, PT_OP_RNDV_REPLY, PT_OP_COPY_SEND };
 struct pt_op {
     enum pt_op_kind kind;
     struct pt_md *md;
-    uint32_t md_tag;              /* the MD generation it was started on     */
     struct pt_rndv rv;
     struct pt_wire_hdr rsp;       /* the response to send when done          */
     uint32_t rsp_peer;
     ptl_event_t ev;               /* END event template                      */
-    uint8_t post_end, ack_due, rsp_pending, failed;
+    uint8_t post_end, rsp_pending, failed;
     /* PT_OP_COPY_SEND: stream [src_off, src_off + left) as DATA fragments */
     uint64_t src_off, left;
     uint8_t cls;
@@ -289,9 +288,9 @@ struct pt_nic {
 
     /* in-flight operations [E] */
     struct pt_op *ops, *ops_free;
+    struct pt_op *ops_pool;               /* the one allocation behind both lists       */
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
     bool events_posted;                   /* a wake check is due at the end of poll   */
-    bool rx_blocked;                      /* last poll could not answer a request     */
 
     pthread_t thread;
     bool has_thread;

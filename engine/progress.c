@@ -107,8 +107,6 @@ static struct pt_cmdq *my_ring(struct pt_nic *nic)
 
 /* ---- running the engine from an API thread ------------------------------- */
 
-static bool local_pending(struct pt_nic *nic) { return pt_nic_local_work(nic); }
-
 /* Poll until quiet (bounded), so that leaving does not find work it must
  * hand to a sleeping NIC thread (a wake-up is a syscall and a migration). */
 static void poll_quiet(struct pt_nic *nic)
@@ -183,7 +181,8 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
         FENCE_FULL();
         if (!cmd->done)
             pt_nic_progress(nic); /* inline when the token is free */
-        if (LD_RELAXED(&nic->nic_asleep) && LD_RELAXED(&nic->token) == 0 && local_pending(nic))
+        if (LD_RELAXED(&nic->nic_asleep) && LD_RELAXED(&nic->token) == 0 &&
+            pt_nic_local_work(nic))
             pt_wake_all(nic->bell);
     } else if (!cmd->done) {
         progress_host(nic);
@@ -194,6 +193,15 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
 /* ---- waiting ------------------------------------------------------------- */
 
 typedef bool (*ready_fn)(void *arg);
+
+/* A waiter stops polling without the engine token: if the NIC thread sleeps
+ * while work waits (peers skipped its doorbell while we polled), wake it.
+ * Callers lowered bell->polled first (an RMW: the full fence this needs). */
+static void hand_over(struct pt_nic *nic)
+{
+    if (nic->has_thread && LD_RELAXED(&nic->nic_asleep) && pt_nic_has_work(nic))
+        pt_wake_all(nic->bell);
+}
 
 /* Wait until ready(arg), running the engine whenever we can take the token.
  * timeout_ns < 0: forever. Returns true if ready, false on timeout. */
@@ -259,9 +267,8 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
         if (holding) {
             holding = false;
             pt_nic_leave_polled(nic); /* wakes the NIC thread if work is left */
-        } else if (nic->has_thread && LD_RELAXED(&nic->nic_asleep) &&
-                   LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic)) {
-            pt_wake_all(nic->bell); /* nobody runs the engine: hand it the work */
+        } else {
+            hand_over(nic);
         }
         uint32_t seq = LD_ACQUIRE(&evw->seq);
         RMW_ADD(&evw->sleepers, 1); /* full fence: pairs with the engine's wake check */
@@ -294,8 +301,8 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
         RMW_SUB(&bell->polled, 1);
     if (holding)
         pt_nic_leave_polled(nic);
-    else if (nic->has_thread && LD_RELAXED(&nic->nic_asleep) && nic->xo->rx_pending(nic->x))
-        pt_wake_all(nic->bell); /* we suppressed wakes while polling: hand over */
+    else
+        hand_over(nic);
     return ok;
 }
 
@@ -307,14 +314,7 @@ static bool done_ready(void *arg)
 int pt_nic_call(struct pt_nic *nic, struct pt_cmd *cmd)
 {
     struct pt_done d;
-    memset(&d, 0, sizeof d);
-    ST_RELAXED(&d.done, 0);
-    cmd->done = &d;
-    int rc = pt_nic_submit(nic, cmd);
-    if (rc)
-        return rc;
-    wait_until(nic, done_ready, &d, -1);
-    return d.rc;
+    return pt_nic_call_out(nic, cmd, &d);
 }
 
 /* Synchronous call that also returns the completion's outputs. */

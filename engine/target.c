@@ -30,17 +30,6 @@ static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
     r->link = h->link;
 }
 
-static bool hdr_sane(const struct pt_nic *nic, const struct pt_wire_hdr *h)
-{
-    if (h->inline_len > nic->slot_size - PT_WIRE_HDR_SIZE)
-        return false;
-    if ((h->flags & PT_WF_RNDV) &&
-        (h->niov > PT_MAX_IOV + 1 ||
-         (size_t)h->niov * sizeof(struct pt_wire_iov) > nic->slot_size - PT_WIRE_HDR_SIZE))
-        return false;
-    return true;
-}
-
 /* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
 static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
                                const struct pt_req *r, uint64_t *off_p, uint64_t *mlen_p)
@@ -82,7 +71,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     bool bad_getput = h->op == PT_W_GETPUT &&
                       (rndv || copy || h->rlength != h->inline_len ||
                        h->rlength > (uint64_t)nic->limits.max_getput_md);
-    if (!hdr_sane(nic, h) || bad_getput) {
+    if (bad_getput) { /* lengths were bounded at dispatch entry (nic.c) */
         nic->drops_bad_header++;
         drop(nic, h);
         return PT_OK; /* no response: we cannot trust what it asks for */
@@ -203,7 +192,6 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             }
             op->kind = PT_OP_RNDV_PUT;
             op->md = md;
-            op->md_tag = LD_RELAXED(&md->tag);
             pt_rndv_init(&op->rv, h, peer, mlen, off);
             op->ev = ev;
             rsp_init(nic, &op->rsp, PT_W_FIN, h);
