@@ -98,20 +98,9 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
     return ret_event(rc, qs[rc == PT_EQ_EMPTY ? 0 : which], event);
 }
 
-PTL_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
-{
-    PT_CHECK_INIT();
-    struct pt_nic *nic;
-    struct pt_eqo *e = resolve_eq(eq_handle, &nic);
-    if (!e)
-        return PTL_EQ_INVALID;
-    if (!event)
-        return PTL_SEGV;
-    int which;
-    return ret_event(pt_nic_eq_wait(nic, &e->q, 1, 0, event, &which), e->q, event);
-}
-
-PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
+/* PtlEQGet (timeout 0) and PtlEQWait (forever): the next event of one EQ.
+ * Only a blocking wait counts in the initiator's stage timing. */
+static int eq_next(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t timeout)
 {
     PT_CHECK_INIT();
     struct pt_nic *nic;
@@ -122,9 +111,20 @@ PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
         return PTL_SEGV;
     int which;
     PT_TM_BEGIN(t0);
-    int rc = pt_nic_eq_wait(nic, &e->q, 1, PTL_TIME_FOREVER, event, &which);
-    tm_wait(t0, rc, event);
+    int rc = pt_nic_eq_wait(nic, &e->q, 1, timeout, event, &which);
+    if (timeout != 0)
+        tm_wait(t0, rc, event);
     return ret_event(rc, e->q, event);
+}
+
+PTL_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
+{
+    return eq_next(eq_handle, event, 0);
+}
+
+PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
+{
+    return eq_next(eq_handle, event, PTL_TIME_FOREVER);
 }
 
 PTL_API int PtlEQPeek(ptl_handle_eq_t eq_handle, ptl_event_t *event)

@@ -52,6 +52,21 @@ static int post_move(struct pt_nic *nic, uint16_t op, ptl_handle_md_t md, ptl_ha
     return pt_ptl_err(rc);
 }
 
+/* Put [local_offset, local_offset + length) of a resolved MD. */
+static int put_region(struct pt_nic *nic, struct pt_md *md, ptl_handle_md_t md_handle,
+                      ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+                      ptl_process_id_t target_id, ptl_pt_index_t pt_index,
+                      ptl_ac_index_t ac_index, ptl_match_bits_t match_bits,
+                      ptl_size_t remote_offset, ptl_hdr_data_t hdr_data)
+{
+    if (!in_range(md, local_offset, length))
+        return PTL_MD_ILLEGAL;
+    if (ack_req != PTL_ACK_REQ && ack_req != PTL_NO_ACK_REQ)
+        return PTL_FAIL;
+    return post_move(nic, PT_CMD_PUT, md_handle, 0, ack_req, target_id, pt_index, ac_index,
+                     match_bits, remote_offset, local_offset, length, hdr_data, 0);
+}
+
 PTL_API int PtlPutRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
                          ptl_ack_req_t ack_req, ptl_process_id_t target_id,
                          ptl_pt_index_t pt_index, ptl_ac_index_t ac_index,
@@ -64,12 +79,8 @@ PTL_API int PtlPutRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl
     int rc = resolve_md(md_handle, &nic, &md);
     if (rc)
         return rc;
-    if (!in_range(md, local_offset, length))
-        return PTL_MD_ILLEGAL;
-    if (ack_req != PTL_ACK_REQ && ack_req != PTL_NO_ACK_REQ)
-        return PTL_FAIL;
-    return post_move(nic, PT_CMD_PUT, md_handle, 0, ack_req, target_id, pt_index, ac_index,
-                     match_bits, remote_offset, local_offset, length, hdr_data, 0);
+    return put_region(nic, md, md_handle, local_offset, length, ack_req, target_id, pt_index,
+                      ac_index, match_bits, remote_offset, hdr_data);
 }
 
 PTL_API int PtlPut(ptl_handle_md_t md_handle, ptl_ack_req_t ack_req, ptl_process_id_t target_id,
@@ -82,8 +93,20 @@ PTL_API int PtlPut(ptl_handle_md_t md_handle, ptl_ack_req_t ack_req, ptl_process
     int rc = resolve_md(md_handle, &nic, &md);
     if (rc)
         return rc;
-    return PtlPutRegion(md_handle, 0, LD_RELAXED(&md->api_len), ack_req, target_id, pt_index,
-                        ac_index, match_bits, remote_offset, hdr_data);
+    return put_region(nic, md, md_handle, 0, LD_RELAXED(&md->api_len), ack_req, target_id,
+                      pt_index, ac_index, match_bits, remote_offset, hdr_data);
+}
+
+/* Get length bytes into [local_offset, ...) of a resolved MD. */
+static int get_region(struct pt_nic *nic, struct pt_md *md, ptl_handle_md_t md_handle,
+                      ptl_size_t local_offset, ptl_size_t length, ptl_process_id_t target_id,
+                      ptl_pt_index_t pt_index, ptl_ac_index_t ac_index,
+                      ptl_match_bits_t match_bits, ptl_size_t remote_offset)
+{
+    if (!in_range(md, local_offset, length))
+        return PTL_MD_ILLEGAL;
+    return post_move(nic, PT_CMD_GET, md_handle, 0, PTL_NO_ACK_REQ, target_id, pt_index,
+                     ac_index, match_bits, remote_offset, local_offset, length, 0, 0);
 }
 
 PTL_API int PtlGetRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
@@ -97,10 +120,8 @@ PTL_API int PtlGetRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl
     int rc = resolve_md(md_handle, &nic, &md);
     if (rc)
         return rc;
-    if (!in_range(md, local_offset, length))
-        return PTL_MD_ILLEGAL;
-    return post_move(nic, PT_CMD_GET, md_handle, 0, PTL_NO_ACK_REQ, target_id, pt_index,
-                     ac_index, match_bits, remote_offset, local_offset, length, 0, 0);
+    return get_region(nic, md, md_handle, local_offset, length, target_id, pt_index, ac_index,
+                      match_bits, remote_offset);
 }
 
 PTL_API int PtlGet(ptl_handle_md_t md_handle, ptl_process_id_t target_id, ptl_pt_index_t pt_index,
@@ -112,8 +133,8 @@ PTL_API int PtlGet(ptl_handle_md_t md_handle, ptl_process_id_t target_id, ptl_pt
     int rc = resolve_md(md_handle, &nic, &md);
     if (rc)
         return rc;
-    return PtlGetRegion(md_handle, 0, LD_RELAXED(&md->api_len), target_id, pt_index, ac_index,
-                        match_bits, remote_offset);
+    return get_region(nic, md, md_handle, 0, LD_RELAXED(&md->api_len), target_id, pt_index,
+                      ac_index, match_bits, remote_offset);
 }
 
 PTL_API int PtlGetPutRegion(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
