@@ -16,6 +16,7 @@
 struct pt_xport {
     struct spsc_hdr q[PT_CLS_NR];
     void *slots[PT_CLS_NR];
+    struct spsc_view v[PT_CLS_NR]; /* consumer's geometry (spsc.h slot-sequence mode) */
     struct pt_waitword bell;
     uint32_t nid, pid;
     bool no_cma; /* process_vm_readv refused: copy directly */
@@ -36,7 +37,7 @@ static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 static void *lo_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     for (int c = PT_CLS_RSP; c >= PT_CLS_REQ; c--) {
-        void *s = spsc_peek_seq(&x->q[c], x->slots[c], PT_XPORT_SEQ_OFF);
+        void *s = spsc_peek_seq(&x->q[c], &x->v[c], PT_XPORT_SEQ_OFF);
         if (s) {
             *peer_p = 0;
             *cls_p = (enum pt_cls)c;
@@ -53,8 +54,8 @@ static void lo_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static bool lo_rx_pending(struct pt_xport *x)
 {
-    return spsc_nonempty_seq(&x->q[PT_CLS_REQ], x->slots[PT_CLS_REQ], PT_XPORT_SEQ_OFF) ||
-           spsc_nonempty_seq(&x->q[PT_CLS_RSP], x->slots[PT_CLS_RSP], PT_XPORT_SEQ_OFF);
+    return spsc_nonempty_seq(&x->q[PT_CLS_REQ], &x->v[PT_CLS_REQ], PT_XPORT_SEQ_OFF) ||
+           spsc_nonempty_seq(&x->q[PT_CLS_RSP], &x->v[PT_CLS_RSP], PT_XPORT_SEQ_OFF);
 }
 
 static ssize_t lo_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
@@ -135,6 +136,7 @@ int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
             return -ENOMEM;
         }
         memset(x->slots[c], 0, (size_t)nslots[c] * slot_size); /* sequence words start at 0 */
+        x->v[c] = spsc_view_of(&x->q[c], x->slots[c]);
     }
     pt_waitword_init(&x->bell, false);
     x->nid = 0;

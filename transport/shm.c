@@ -455,6 +455,7 @@ int pt_shm_clean_stale(bool verbose)
 struct shm_q {
     struct spsc_hdr *h;
     void *slots;
+    struct spsc_view v;           /* receive queues: private geometry (spsc.h)     */
 };
 
 struct pt_xport {
@@ -509,7 +510,7 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
             if (++s == n)
                 s = 0;
             struct shm_q *q = &x->in[s * 2 + c];
-            void *slot = spsc_peek_seq(q->h, q->slots, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
+            void *slot = spsc_peek_seq(q->h, &q->v, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
             if (slot) {
                 /* The sequence word's line has arrived; fetch the rest of the
                  * header and the first payload line in parallel rather than
@@ -534,7 +535,7 @@ static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 static bool shm_rx_pending(struct pt_xport *x)
 {
     for (uint32_t i = 0; i < x->n * PT_CLS_NR; i++)
-        if (spsc_nonempty_seq(x->in[i].h, x->in[i].slots, PT_XPORT_SEQ_OFF)) /* A1s (spsc.h) */
+        if (spsc_nonempty_seq(x->in[i].h, &x->in[i].v, PT_XPORT_SEQ_OFF)) /* A1s (spsc.h) */
             return true;
     return false;
 }
@@ -968,6 +969,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
             x->in[p * 2 + c].h = pt_shm_qhdr(base, &l, n, p, me, c);
             x->in[p * 2 + c].slots = pt_shm_qslots(base, &l, p, me, c);
+            x->in[p * 2 + c].v = spsc_view_of(x->in[p * 2 + c].h, x->in[p * 2 + c].slots);
             x->out[p * 2 + c].h = pt_shm_qhdr(base, &l, n, me, p, c);
             x->out[p * 2 + c].slots = pt_shm_qslots(base, &l, me, p, c);
         }
