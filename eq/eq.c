@@ -54,34 +54,31 @@ void pt_eq_post(struct pt_eq *eq, ptl_event_t *ev)
 
 static enum pt_eq_rc eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)
 {
-    bool dropped = false;
     for (;;) {
         uint64_t r = LD_ACQUIRE(&eq->read_count);
         uint64_t wc = LD_ACQUIRE(&eq->write_count); /* A2 pairs with R2 */
         if (r == wc)
             return PT_EQ_EMPTY;
+        /* Events were lost iff the oldest survivor lies past our read
+         * position. Decided afresh on every try: a reader that loses the
+         * claim below must not carry a drop another reader will report. */
         uint64_t want = r;
-        if (wc - r > eq->size) {
+        if (wc - r > eq->size)
             want = wc - eq->size; /* oldest survivor */
-            dropped = true;
-        }
+        bool dropped = want != r;
         struct pt_eq_slot *s = &eq->slots[want & eq->mask];
         uint64_t s1 = LD_ACQUIRE(&s->stamp); /* A1 pairs with R1 */
         if (s1 != 2 * want + 2) {
-            if (s1 > 2 * want + 2)
-                dropped = true; /* overwritten since we looked: skip ahead */
-            CPU_RELAX();
+            CPU_RELAX(); /* being written, or overwritten since we looked: look again */
             continue;
         }
         uint64_t words[PT_EV_WORDS];
         copy_words_relaxed(words, s->words, PT_EV_WORDS);
         FENCE_ACQUIRE(); /* A3 pairs with W1 */
-        if (LD_RELAXED(&s->stamp) != s1) {
-            dropped = true;
-            continue;
-        }
+        if (LD_RELAXED(&s->stamp) != s1)
+            continue; /* overwritten while we copied: the next try skips ahead */
         if (consume && !RMW_CAS(&eq->read_count, &r, want + 1))
-            continue; /* another reader took it; a drop it saw is its to report */
+            continue; /* another reader took it (and reports any drop it skipped) */
         memcpy(ev, words, sizeof *ev);
         return dropped ? PT_EQ_DROPPED : PT_EQ_OK;
     }
