@@ -456,6 +456,11 @@ struct shm_q {
     struct spsc_hdr *h;
     void *slots;
     struct spsc_view v;           /* receive queues: private geometry (spsc.h)     */
+    /* Pacing hint, private: out queues count messages sent since the peer
+     * last sent us one (a stream), in queues count messages received since
+     * we last sent to the peer (the first one is an answer). See shm_commit
+     * and shm_peek for what each decides. */
+    uint32_t streak;
 };
 
 struct pt_xport {
@@ -493,6 +498,23 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
     struct shm_q *oq = &x->out[peer * 2 + cls];
     spsc_commit_seq(oq->h, oq->slots, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
+    x->in[peer * 2].streak = x->in[peer * 2 + 1].streak = 0;
+    if (++oq->streak >= 2) {
+        /* Streaming to this peer: take ownership of the next slot's first
+         * lines now. The receiver, when it has caught up, polls that slot's
+         * sequence line, so our next commit would otherwise wait behind the
+         * fence below for an RFO (measured: 8 B message rate 3.5 -> 6.9 M/s
+         * in host mode). Not in a conversation (streak 1): there the
+         * prefetch would take the line from a receiver that is about to
+         * poll it, which costs latency (+0.13 us per half round trip). */
+        uint32_t h = LD_RELAXED(&oq->h->head); /* producer-private in seq mode */
+        if (h + 1 - oq->h->prod_cached_tail <= oq->h->mask) { /* a credit we hold */
+            char *next = spsc_slot(oq->h, oq->slots, h + 1);
+            PREFETCH_W(next);
+            PREFETCH_W(next + 64);
+            PREFETCH_W(next + 128);
+        }
+    }
     /* Full fence, then a futex wake only if the receiver's NIC thread (or
      * host-mode waiter) announced sleep and nobody polls for it. */
     pt_wake_if_sleeping(&x->ranks[peer].bell);
@@ -517,7 +539,16 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                  * one miss after another as the engine reads them. */
                 __builtin_prefetch((char *)slot + 64);
                 __builtin_prefetch((char *)slot + 128);
+                /* The first message since we last sent to this peer is an
+                 * answer: read the next slot's sequence line now, while the
+                 * engine handles this one (8 B half round trip -0.035 us;
+                 * not while streaming, where it would take the line from a
+                 * sender about to write it: rate -7%). */
+                if (++q->streak == 1)
+                    __builtin_prefetch(spsc_view_seq(&q->v, LD_RELAXED(&q->h->tail) + 1,
+                                                     PT_XPORT_SEQ_OFF));
                 x->rr[c] = s;
+                x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
                 *peer_p = s;
                 *cls_p = (enum pt_cls)c;
                 return slot;
