@@ -191,6 +191,47 @@ void pt_nic_leave_polled(struct pt_nic *nic)
 
 /* ---- the NIC thread ------------------------------------------------------- */
 
+bool pt_nic_lease_end(struct pt_nic *nic, bool force)
+{
+    if (!LD_RELAXED(&nic->lease))
+        return false;
+    if (!force && pt_now_ns() - LD_RELAXED(&nic->lease_t) < nic->lease_ns)
+        return false;
+    uint32_t one = 1;
+    if (!RMW_CAS(&nic->lease, &one, 0))
+        return false; /* a waiter adopted it meanwhile */
+    /* Full fence (RMW): pairs with the producers' FENCE_FULL before they read
+     * `polled`; our caller rechecks the sources afterwards (futex.h). */
+    RMW_SUB(&nic->bell->polled, 1);
+    return true;
+}
+
+/* Somebody polls for the NIC thread (a waiter's claim or a parked lease):
+ * peers do not ring its doorbell meanwhile. */
+static bool claimed(struct pt_nic *nic)
+{
+    return LD_RELAXED(&nic->lease) || LD_RELAXED(&nic->bell->polled);
+}
+
+/* A NIC thread with a core of its own does not sleep while somebody claims
+ * to poll for it: it watches, so that what arrives after the application
+ * went back to computing (its claim parked as a lease) is progressed at once.
+ * Returns when there is work to take, the claim is gone (sleep normally), or
+ * the NI stops. Bounded: waiters drop their claim after PTL_WAIT_SPIN_US, and
+ * a lease ends after PTL_POLL_LEASE_US (checked here). */
+static void watch(struct pt_nic *nic)
+{
+    for (uint32_t it = 0; !LD_RELAXED(&nic->stop); it++) {
+        if (!claimed(nic))
+            return;
+        if ((it & 63) == 63)
+            pt_nic_lease_end(nic, false);
+        if (!LD_RELAXED(&nic->want) && LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic))
+            return;
+        CPU_RELAX();
+    }
+}
+
 static void *nic_thread_main(void *arg)
 {
     struct pt_nic *nic = arg;
@@ -200,8 +241,10 @@ static void *nic_thread_main(void *arg)
             pt_log(PT_LOG_INFO, "NIC thread: cannot pin to core %d (%s)", nic->nic_cpu,
                    strerror(-rc));
     }
+    bool idle_wake = false; /* last sleep timed out and the application is active */
+    uint64_t nap = nic->lease_ns; /* timed sleep while claimed (shared core)       */
     while (!LD_ACQUIRE(&nic->stop)) {
-        if (pt_nic_try_take(nic)) {
+        if (!idle_wake && pt_nic_try_take(nic)) {
             uint64_t idle_since = 0;
             for (;;) {
                 int n = pt_nic_poll_once(nic);
@@ -222,16 +265,46 @@ static void *nic_thread_main(void *arg)
             }
             pt_nic_give(nic);
         }
-        /* Sleep on the doorbell: announce, recheck, wait. */
+        idle_wake = false;
+        if (nic->dedicated && nic->lease_ns && claimed(nic)) {
+            watch(nic);
+            if (claimed(nic) || LD_RELAXED(&nic->stop))
+                continue; /* work to take (or stop) */
+        }
+        /* Sleep on the doorbell: announce, recheck, wait. While somebody
+         * claims to poll for us peers do not ring, so the sleep is timed. */
         struct pt_waitword *b = nic->bell;
         uint32_t seq = LD_ACQUIRE(&b->seq);
         ST_RELAXED(&nic->nic_asleep, 1);
-        RMW_ADD(&b->sleepers, 1); /* full fence: pairs with producers' FENCE_FULL */
+        ST_RELAXED(&nic->nic_untimed, 1);
+        RMW_ADD(&b->sleepers, 1); /* full fence: pairs with producers' FENCE_FULL,
+                                   * and with the lease-parking CAS (progress.c) */
         bool work = LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic);
-        if (!work && !LD_RELAXED(&nic->stop))
-            pt_futex_wait(b, seq, -1);
+        bool woke = true;
+        if (!work && !LD_RELAXED(&nic->stop)) {
+            int64_t to = -1;
+            if (nic->lease_ns && claimed(nic)) {
+                to = (int64_t)nap;
+                ST_RELAXED(&nic->nic_untimed, 0);
+            }
+            woke = pt_futex_wait(b, seq, to);
+        }
+        ST_RELAXED(&nic->nic_untimed, 0);
         RMW_SUB(&b->sleepers, 1);
         ST_RELAXED(&nic->nic_asleep, 0);
+        /* A timeout: end a lease nobody renewed for PTL_POLL_LEASE_US, then
+         * run as if rung (what peers sent while it stood rang nobody). A
+         * fresh lease or a waiter still polling means the application is
+         * calling in: sleep again at once, and twice as long each time (to
+         * 32 leases), since on a shared core every wake-up takes a time
+         * slice from the application. */
+        if (!woke && !pt_nic_lease_end(nic, false)) {
+            idle_wake = true;
+            if (nap < 32 * nic->lease_ns)
+                nap *= 2;
+        } else {
+            nap = nic->lease_ns;
+        }
     }
     return NULL;
 }
@@ -256,6 +329,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->offload = cfg->offload;
     nic->spin_ns = (uint64_t)cfg->nic_spin_us * 1000;
     nic->wait_spin_ns = (uint64_t)cfg->wait_spin_us * 1000;
+    nic->lease_ns = (uint64_t)cfg->poll_lease_us * 1000;
     nic->yield = cfg->nic_yield;
     nic->rndv_seg = (uint32_t)cfg->rndv_seg;
     uint32_t cmd_slots = 8;
@@ -361,6 +435,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
 
     if (nic->offload) {
         nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1);
+        nic->dedicated = nic->nic_cpu >= 0 && !pt_cpu_allowed_here(nic->nic_cpu);
         nic->has_thread = true;
         if (pthread_create(&nic->thread, NULL, nic_thread_main, nic) != 0) {
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
@@ -382,6 +457,10 @@ void pt_nic_stop_thread(struct pt_nic *nic)
     pt_wake_all(nic->bell);
     pthread_join(nic->thread, NULL);
     nic->has_thread = false;
+    /* The doorbell outlives this NI (a later PtlNIInit re-attaches to it): a
+     * parked poll claim must not stay behind, or peers would never ring the
+     * next NIC thread. */
+    pt_nic_lease_end(nic, true);
 }
 
 /* PtlNIFini must not lose what was posted: a put whose command is still in a

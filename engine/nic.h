@@ -236,7 +236,22 @@ struct pt_nic {
     _Atomic uint32_t want;                /* API threads that want the token          */
     _Atomic uint32_t stop;                /* NIC thread: exit                          */
     _Atomic uint32_t nic_asleep;          /* the NIC thread is parked on the bell      */
+    _Atomic uint32_t nic_untimed;         /* it is going into (or in) a sleep with no
+                                           * timeout: a waiter that parks a poll lease
+                                           * must wake it (Dekker pair, see nic.c)     */
     _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed      */
+
+    /* The poll lease (progress.c). A waiter that got what it waited for does
+     * not lower its count in bell->polled (an RMW on a line every peer reads
+     * on every send: a cache miss per wait); it parks it here, and the next
+     * waiter adopts it. `lease` is 1 while a parked count exists (RMW_CAS
+     * 0->1 parks, 1->0 adopts or ends it: whoever wins owns the count);
+     * `lease_t` is when it was parked (relaxed: a stale value only ends a
+     * lease early, which is always safe). The NIC thread ends a lease older
+     * than lease_ns, so progress never waits longer than that for an
+     * application that stopped calling in. */
+    _Atomic uint32_t lease;
+    _Atomic uint64_t lease_t;
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
@@ -247,7 +262,9 @@ struct pt_nic {
     ptl_ni_limits_t limits;               /* [A] immutable after init                  */
     bool offload;
     int nic_cpu;
-    uint64_t spin_ns, wait_spin_ns;
+    bool dedicated;                       /* the NIC thread's core is not one the
+                                           * creating thread may run on           */
+    uint64_t spin_ns, wait_spin_ns, lease_ns;
     bool yield;
     uint32_t eager_max, slot_size, rndv_seg;
 
@@ -328,6 +345,9 @@ void pt_nic_leave(struct pt_nic *nic);
 /* The same after a wait that raised bell->polled (peers skipped waking the
  * NIC thread meanwhile): also looks at inbound messages. */
 void pt_nic_leave_polled(struct pt_nic *nic);
+/* End a parked poll lease (see `lease`): lowers bell->polled if we won it.
+ * force: regardless of its age. Returns true if this call ended one. */
+bool pt_nic_lease_end(struct pt_nic *nic, bool force);
 /* Commands or in-flight transfers waiting (any thread; no remote lines read). */
 bool pt_nic_local_work(struct pt_nic *nic);
 

@@ -203,6 +203,39 @@ static void hand_over(struct pt_nic *nic)
         pt_wake_all(nic->bell);
 }
 
+/* Claim to poll for the NIC thread (bell->polled), adopting a parked claim
+ * when there is one: then the doorbell's line, which peers read on every
+ * send, is not written at all (see nic->lease). */
+static void poll_claim(struct pt_nic *nic)
+{
+    uint32_t one = 1;
+    if (LD_RELAXED(&nic->lease) && RMW_CAS(&nic->lease, &one, 0))
+        return; /* the parked count is ours now */
+    RMW_ADD(&nic->bell->polled, 1);
+}
+
+/* Give the claim up. A waiter that got what it waited for parks it for the
+ * next wait (the application usually waits again within microseconds); the
+ * NIC thread ends a parked claim after PTL_POLL_LEASE_US. What arrives
+ * meanwhile is progressed by the next waiter or by the NIC thread then: the
+ * caller's leave still wakes the NIC thread for work already there. */
+static void poll_unclaim(struct pt_nic *nic, bool got)
+{
+    uint32_t zero = 0;
+    if (got && nic->lease_ns && !LD_RELAXED(&nic->lease) && RMW_CAS(&nic->lease, &zero, 1)) {
+        ST_RELAXED(&nic->lease_t, pt_now_ns());
+        /* Only a NIC thread in a timed sleep ends the lease. One that went
+         * to sleep seeing neither a claim nor a lease sleeps without a
+         * timeout: wake it (once per busy phase). Our CAS (a full fence) and
+         * its RMW on `sleepers` before it reads `lease` form the Dekker pair:
+         * it sees the lease, or we see nic_untimed. */
+        if (LD_RELAXED(&nic->nic_untimed))
+            pt_wake_all(nic->bell);
+        return;
+    }
+    RMW_SUB(&nic->bell->polled, 1); /* full fence: pairs with the producers' FENCE_FULL */
+}
+
 /* Wait until ready(arg), running the engine whenever we can take the token.
  * timeout_ns < 0: forever. Returns true if ready, false on timeout. */
 static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t timeout_ns)
@@ -218,7 +251,7 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
      * between cores on every wait, so it is left alone. */
     const bool track = nic->has_thread;
     if (track)
-        RMW_ADD(&bell->polled, 1); /* we poll: peers need not ring the NIC's bell */
+        poll_claim(nic); /* we poll: peers need not ring the NIC's bell */
     for (uint32_t it = 0;; it++) {
         if (ready(arg)) {
             ok = true;
@@ -298,7 +331,7 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
     if (wanted)
         RMW_SUB(&nic->want, 1);
     if (track)
-        RMW_SUB(&bell->polled, 1);
+        poll_unclaim(nic, ok);
     if (holding)
         pt_nic_leave_polled(nic);
     else
