@@ -64,7 +64,7 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
             memset((char *)pt_wire_payload(h) + h->inline_len, 0, n - h->inline_len);
             h->inline_len = (uint32_t)n;
         }
-        nic->xo->commit(nic->x, op->rsp_peer, (enum pt_cls)op->cls);
+        pt_xmit(nic, op->rsp_peer, (enum pt_cls)op->cls, h);
         op->src_off += n;
         op->left -= n;
         work++;
@@ -112,7 +112,7 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
     pt_ev_post(nic, md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev);
     if (ack) {
         pt_wire_copy(ack, &st->ack_hdr);
-        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        pt_xmit(nic, peer, PT_CLS_RSP, ack);
     }
     md->pending--;
     pt_md_check_unlink(nic, md, &st->ev);

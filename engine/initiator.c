@@ -89,7 +89,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
         md->pending++; /* the target reads our memory until its FIN */
     nic->sr[PTL_SR_SEND_COUNT]++;
     nic->sr[PTL_SR_SEND_LENGTH] += len;
-    nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     if (pk == PT_PROTO_COPY && first < len) /* SEND_END when the last fragment left */
         pt_copy_send_start(nic, md, c->u.mv.local_offset + first, len - first, (uint32_t)rank,
                            PT_CLS_REQ, PTL_EVENT_SEND_END, &ev);
@@ -115,7 +115,7 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
      * The reply (or an internal NACK) always comes back: until then the MD is
      * busy, so it cannot be unlinked under the reply. */
     md->pending++;
-    nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     return PT_OK;
 }
 
@@ -139,7 +139,7 @@ int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
     pt_ev_post(nic, pmd, PTL_EVENT_SEND_START, &ev);
     h->link = ev.link;
     gmd->pending++;
-    nic->xo->commit(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     pt_ev_post(nic, pmd, PTL_EVENT_SEND_END, &ev);
     pt_md_check_unlink(nic, pmd, &ev);
     return PT_OK;
@@ -248,7 +248,7 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             pt_md_check_unlink(nic, md, NULL);
         if (rfin) {
             rfin_fill(nic, rfin, h);
-            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_xmit(nic, peer, PT_CLS_RSP, rfin);
         }
         return PT_OK;
     }
@@ -286,7 +286,7 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         ev.ni_fail_type = PTL_NI_FAIL;
         pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
         rfin_fill(nic, rfin, h);
-        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        pt_xmit(nic, peer, PT_CLS_RSP, rfin);
         pt_md_check_unlink(nic, md, &ev);
         return PT_OK;
     }

@@ -250,12 +250,15 @@ static void *nic_thread_main(void *arg)
                 int n = pt_nic_poll_once(nic);
                 if (LD_RELAXED(&nic->stop))
                     break;
+                /* An API thread waits: let it run the engine itself, busy or
+                 * not (beside a busy NIC thread on a shared core it would
+                 * only spin, halving the speed of a long transfer). */
+                if (nic->yield && LD_RELAXED(&nic->want))
+                    break;
                 if (n) {
                     idle_since = 0;
                     continue;
                 }
-                if (nic->yield && LD_RELAXED(&nic->want))
-                    break; /* an API thread waits: let it run the engine itself */
                 uint64_t now = pt_now_ns();
                 if (!idle_since)
                     idle_since = now;

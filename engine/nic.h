@@ -421,6 +421,13 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op);
 int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls);
 static inline uint32_t pt_slot_room(const struct pt_nic *nic) { return nic->slot_size - PT_WIRE_HDR_SIZE; }
 
+/* Publish a message filled in the slot reserved for it (xport commit). */
+static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
+                           const struct pt_wire_hdr *h)
+{
+    nic->xo->commit(nic->x, peer, cls, pt_wire_len(h));
+}
+
 /* in-flight ops */
 struct pt_op *pt_op_get(struct pt_nic *nic);
 void pt_op_put(struct pt_nic *nic, struct pt_op *op);

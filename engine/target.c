@@ -104,11 +104,11 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         }
         if (h->op != PT_W_PUT) {
             rsp_init(nic, rsp, PT_W_NACK, h);
-            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         } else if (rndv) {
             rsp_init(nic, rsp, PT_W_FIN, h);
             rsp->flags = PT_WF_DROPPED;
-            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         }
         return PT_OK;
     }
@@ -173,7 +173,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 rsp_init(nic, rsp, PT_W_ACK, h);
                 rsp->mlength = mlen;
                 rsp->tgt_offset = off;
-                nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
             }
             pt_md_check_unlink(nic, md, &ev);
             PT_TM_STAGE(&nic->tm, t, PT_ST_UNLINK);
@@ -186,7 +186,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
                 rsp_init(nic, rsp, PT_W_FIN, h);
                 rsp->flags = PT_WF_DROPPED;
-                nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
                 pt_md_check_unlink(nic, md, &ev);
                 return PT_OK;
             }
@@ -212,7 +212,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         enum pt_proto_kind pk = pt_nic_choose(nic, mlen);
         if (pk == PT_PROTO_EAGER) {
             pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
-            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_xmit(nic, peer, PT_CLS_RSP, rsp);
             pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev); /* the reply has been sent */
             pt_md_check_unlink(nic, md, &ev);
             return PT_OK;
@@ -220,7 +220,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         if (pk == PT_PROTO_COPY) {
             uint64_t first = mlen < pt_slot_room(nic) ? mlen : pt_slot_room(nic);
             pt_proto_table[PT_PROTO_COPY]->pack(rsp, &md->mem, off, first);
-            nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+            pt_xmit(nic, peer, PT_CLS_RSP, rsp);
             pt_copy_send_start(nic, md, off + first, mlen - first, peer, PT_CLS_RSP,
                                PTL_EVENT_GET_END, &ev);
             return PT_OK;
@@ -230,7 +230,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         pt_proto_table[PT_PROTO_RNDV]->pack(rsp, &md->mem, off, mlen);
         md->pending++;
         md->unlink_ev = ev; /* GET_END is posted from this template on RFIN */
-        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         return PT_OK;
     }
     case PT_W_GETPUT: {
@@ -242,7 +242,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         rsp->tgt_offset = off;
         pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
         pt_eager_deliver(h, &md->mem, off, mlen);
-        nic->xo->commit(nic->x, peer, PT_CLS_RSP);
+        pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         pt_ev_post(nic, md, PTL_EVENT_GETPUT_END, &ev);
         pt_md_check_unlink(nic, md, &ev);
         return PT_OK;
@@ -343,7 +343,7 @@ int pt_ops_progress(struct pt_nic *nic)
         pt_wire_copy(r, &op->rsp);
         if (op->failed)
             r->flags |= PT_WF_DROPPED;
-        nic->xo->commit(nic->x, op->rsp_peer, PT_CLS_RSP);
+        pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
     done:
         md->pending--;
         pt_md_check_unlink(nic, md, &op->ev);

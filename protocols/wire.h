@@ -99,4 +99,12 @@ static inline void pt_wire_copy(struct pt_wire_hdr *d, const struct pt_wire_hdr 
 
 static inline void *pt_wire_payload(struct pt_wire_hdr *h) { return (char *)h + PT_WIRE_HDR_SIZE; }
 
+/* Bytes of its slot a filled message uses: the header, then the inline
+ * payload or the rendezvous descriptor. */
+static inline uint32_t pt_wire_len(const struct pt_wire_hdr *h)
+{
+    return PT_WIRE_HDR_SIZE + ((h->flags & PT_WF_RNDV) ? (uint32_t)h->niov * sizeof(struct pt_wire_iov)
+                                                       : h->inline_len);
+}
+
 #endif

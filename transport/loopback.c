@@ -27,8 +27,9 @@ static void *lo_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     return peer == 0 ? spsc_reserve(&x->q[cls], x->slots[cls]) : NULL;
 }
 
-static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
+    (void)len;
     spsc_commit_seq(&x->q[cls], x->slots[cls], PT_XPORT_SEQ_OFF);
     /* Sender and receiver are the same engine: the token holder will see the
      * message in its own poll, so there is nobody to wake. */

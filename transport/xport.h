@@ -17,7 +17,7 @@
  * rank (one thread at a time per rank), except where noted.
  *
  * Sending: slot = reserve(x, peer, cls); fill header+payload; commit(x, peer,
- * cls) publishes and rings the peer's doorbell if (and only if) it announced
+ * cls, len) publishes and rings the peer's doorbell if (and only if) it announced
  * sleep and nobody polls it. reserve returns NULL when out of credits.
  *
  * Receiving: slot = peek(x, &peer, &cls) returns the next message from some
@@ -51,7 +51,9 @@ struct pt_xport_ops {
     const char *name;
     /* Sending (token holder). */
     void *(*reserve)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
-    void (*commit)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
+    /* len: the bytes of the slot the message uses (a hint: small messages
+     * and slot-filling fragments are paced differently). */
+    void (*commit)(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len);
     /* Receiving (token holder). */
     void *(*peek)(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p);
     void (*release)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
