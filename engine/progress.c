@@ -191,8 +191,10 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
          * pair: FENCE_FULL here pairs with its RMW on the bell's sleepers, so
          * either it sees the command or we see it asleep (and wake it). */
         FENCE_FULL();
-        if (!cmd->done)
-            pt_nic_progress(nic); /* inline when the token is free */
+        /* Inline when the token is free, synchronous calls too: waking a
+         * sleeping NIC thread for them cost 8 us per call on a shared core
+         * (a futex wake and a context switch), running it here 0.1 us. */
+        pt_nic_progress(nic);
         if (LD_RELAXED(&nic->nic_asleep) && LD_RELAXED(&nic->token) == 0 &&
             pt_nic_local_work(nic))
             pt_wake_all(nic->bell);
