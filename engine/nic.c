@@ -185,8 +185,20 @@ void pt_nic_leave_polled(struct pt_nic *nic)
     if (!nic->has_thread)
         return;
     FENCE_FULL(); /* as above; peers skipped the wake while we polled */
-    if (LD_RELAXED(&nic->nic_asleep) && pt_nic_has_work(nic))
-        pt_wake_all(nic->bell);
+    /* Work left while the NIC thread sleeps (typically: a stream kept
+     * arriving after the message we waited for). Drain it here, bounded,
+     * rather than wake the NIC thread: on a shared core a wake-up costs a
+     * context switch per wait (8 B offload message rate 2.7 -> 4.8 M/s). */
+    for (int round = 0; LD_RELAXED(&nic->nic_asleep) && pt_nic_has_work(nic); round++) {
+        if (round == 4 || !pt_nic_try_take(nic)) {
+            pt_wake_all(nic->bell);
+            return;
+        }
+        for (int i = 0; i < 8 && pt_nic_poll_once(nic); i++)
+            ;
+        pt_nic_give(nic);
+        FENCE_FULL();
+    }
 }
 
 /* ---- the NIC thread ------------------------------------------------------- */
