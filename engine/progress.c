@@ -272,12 +272,21 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
             break;
         }
         if (PT_UNLIKELY(LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x))) {
-            /* A peer died: waiting could be forever. Run the engine once so the
-             * failure is recorded and events posted, then give up. */
-            if (holding || pt_nic_try_take(nic)) {
-                holding = true;
-                pt_nic_poll_once(nic);
+            /* A peer died: waiting could be forever. But what live peers
+             * sent before may be queued still (the NIC thread may hold the
+             * engine this very moment): take the engine - it is held for one
+             * poll at a time, so this is short; bounded anyway - and poll
+             * until quiet, so the failure is recorded, its events posted and
+             * everything already here delivered. Then decide. */
+            for (uint64_t t0 = pt_now_ns(); !holding && pt_now_ns() - t0 < 10000000u;) {
+                if (pt_nic_try_take(nic))
+                    holding = true;
+                else
+                    CPU_RELAX();
             }
+            if (holding)
+                for (int i = 0; i < 64 && pt_nic_poll_once(nic); i++)
+                    ;
             ok = ready(arg);
             break;
         }

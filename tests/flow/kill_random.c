@@ -10,7 +10,10 @@
  *           2  while the others are blocked in PtlEQWait: the victim goes
  *              quiet for a moment (they wait for its messages), then dies
  * Every rank sends to rank+1 (64 B eager puts, and every 16th iteration an
- * 8 MiB put) and gets 4 KiB from rank-1 every 8th iteration. A survivor must
+ * 8 MiB put) and gets 4 KiB from rank-1 every 8th iteration. The victim dies
+ * only once it has seen a put from rank-1 and a get from rank+1: both
+ * survivors have then left the start-up barrier (a rank still waiting there
+ * for rank 0's "go" when the job fails cannot tell a barrier from traffic). A survivor must
  * notice the failure by itself - PtlEQWait returning an error, an event with
  * ni_fail_type != PTL_NI_OK, or a call refused - print "survivor" and exit 0.
  */
@@ -66,11 +69,13 @@ int main(int argc, char **argv)
     mp_barrier(&m);
 
     bool me_victim = m.rank == victim;
+    bool heard_prev = false, heard_next = false; /* both survivors are in the traffic */
     unsigned outstanding = 0; /* operations whose END we have not seen */
     for (unsigned i = 0; i < ITERS; i++) {
-        if (me_victim && phase == 0 && i == when)
+        const bool armed = heard_prev && heard_next;
+        if (me_victim && phase == 0 && i >= when && armed)
             raise(SIGKILL);
-        if (me_victim && phase == 2 && i == when) {
+        if (me_victim && phase == 2 && i >= when && armed) {
             struct timespec ts = {0, 50 * 1000 * 1000}; /* the others block on us */
             nanosleep(&ts, NULL);
             raise(SIGKILL);
@@ -101,8 +106,12 @@ int main(int argc, char **argv)
                 survived(m.rank, PtlErrorStr(rc));
             if (ev.ni_fail_type != PTL_NI_OK)
                 survived(m.rank, PtlNIFailStr(m.ni, ev.ni_fail_type));
+            if (ev.type == PTL_EVENT_PUT_END && ev.pt_index == PT_SMALL)
+                heard_prev = true;
+            if (ev.type == PTL_EVENT_GET_END && ev.pt_index == PT_GET)
+                heard_next = true;
             if (me_victim && phase == 1 && ev.type == PTL_EVENT_PUT_START &&
-                ev.pt_index == PT_BIG)
+                ev.pt_index == PT_BIG && heard_prev && heard_next)
                 raise(SIGKILL); /* our engine is pulling 8 MiB from prev */
             if (ev.type == PTL_EVENT_SEND_END || ev.type == PTL_EVENT_REPLY_END)
                 outstanding--;
