@@ -212,6 +212,9 @@ bool pt_nic_lease_end(struct pt_nic *nic, bool force)
     uint32_t one = 1;
     if (!RMW_CAS(&nic->lease, &one, 0))
         return false; /* a waiter adopted it meanwhile */
+    if (!force) /* nobody came back in time: the application computes between
+                 * its waits; do not park for the next waits (progress.c) */
+        ST_RELAXED(&nic->lease_skip, 64);
     /* Full fence (RMW): pairs with the producers' FENCE_FULL before they read
      * `polled`; our caller rechecks the sources afterwards (futex.h). */
     RMW_SUB(&nic->bell->polled, 1);
@@ -308,18 +311,24 @@ static void *nic_thread_main(void *arg)
         RMW_SUB(&b->sleepers, 1);
         ST_RELAXED(&nic->nic_asleep, 0);
         /* A timeout: end a lease nobody renewed for PTL_POLL_LEASE_US, then
-         * run as if rung (what peers sent while it stood rang nobody). A
+         * run as if rung if work is waiting (what peers sent while the lease
+         * stood rang nobody). A
          * fresh lease or a waiter still polling means the application is
          * calling in: sleep again at once, and twice as long each time (to
          * 32 leases), since on a shared core every wake-up takes a time
          * slice from the application. */
         if (!woke && !pt_nic_lease_end(nic, false)) {
-            idle_wake = true;
             if (nap < 32 * nic->lease_ns)
                 nap *= 2;
         } else {
             nap = nic->lease_ns;
         }
+        /* Nothing to do, and either somebody polls for us (we were woken
+         * because a waiter parked a lease) or we just ended an unused lease
+         * (the application computes): sleep again rather than spin beside
+         * the application. A ring always comes with work. */
+        idle_wake = (claimed(nic) || !woke) && !nic->xo->job_failed(nic->x) &&
+                    !(LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic));
     }
     return NULL;
 }

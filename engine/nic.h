@@ -252,6 +252,8 @@ struct pt_nic {
      * application that stopped calling in. */
     _Atomic uint32_t lease;
     _Atomic uint64_t lease_t;
+    _Atomic uint32_t lease_skip;  /* waits that will not park: set when a lease
+                                   * went unused (relaxed, a hint)            */
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */

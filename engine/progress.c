@@ -235,8 +235,11 @@ static void poll_claim(struct pt_nic *nic)
  * caller's leave still wakes the NIC thread for work already there. */
 static void poll_unclaim(struct pt_nic *nic, bool got)
 {
-    uint32_t zero = 0;
-    if (got && nic->lease_ns && !LD_RELAXED(&nic->lease) && RMW_CAS(&nic->lease, &zero, 1)) {
+    uint32_t zero = 0, skip = LD_RELAXED(&nic->lease_skip);
+    if (skip) /* the last lease went unused: the application computes between waits */
+        ST_RELAXED(&nic->lease_skip, skip - 1);
+    else if (got && nic->lease_ns && !LD_RELAXED(&nic->lease) &&
+             RMW_CAS(&nic->lease, &zero, 1)) {
         ST_RELAXED(&nic->lease_t, pt_now_ns());
         /* Only a NIC thread in a timed sleep ends the lease. One that went
          * to sleep seeing neither a claim nor a lease sleeps without a
