@@ -34,7 +34,7 @@ static struct pt_tunable g_table[] = {
       "receive-queue slots per sender and receiver (the sender's credits; power of two)"),
     T("PTL_RNDV_MODE", rndv_mode, 0, 0, 2,
       "rendezvous data movement: 0 auto (by size), 1 CMA single copy, 2 pipelined copy through the region"),
-    T("PTL_RNDV_CMA_MIN", rndv_cma_min, 131072, 0, INT64_MAX,
+    T("PTL_RNDV_CMA_MIN", rndv_cma_min, 65536, 0, INT64_MAX,
       "in auto mode, rendezvous transfers of at least this many bytes use CMA"),
     T("PTL_RNDV_SEG", rndv_seg, 262144, 4096, 1 << 30,
       "bytes a NIC thread moves per rendezvous step before it polls again"),
