@@ -547,3 +547,28 @@ void pb_post_recv(pb_ctx *c, ptl_pt_index_t pt, void *buf, size_t len, ptl_handl
                   PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
     PB_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
 }
+
+void pb_flow_pump(ptl_handle_eq_t eq, pb_flow *f, ptl_pt_index_t data_pt, ptl_pt_index_t ctl_pt)
+{
+    ptl_event_t ev;
+    pb_eq_wait(eq, &ev);
+    if (ev.type == PTL_EVENT_SEND_END) {
+        f->n_send++;
+    } else if (ev.type == PTL_EVENT_PUT_END) {
+        if (ev.pt_index == data_pt) {
+            f->n_recv++;
+            if (ev.hdr_data & 1) {
+                f->stop_seen = 1;
+                f->stop_round = (long)(ev.hdr_data >> 1);
+            }
+        } else if (ev.pt_index == ctl_pt) {
+            f->n_ctl++;
+        }
+    }
+}
+
+void pb_flow_print(FILE *out, unsigned rank, const pb_flow *f, const char *ctl)
+{
+    fprintf(out, "[rank %u] sends posted %ld, SEND_END %ld, PUT_END data %ld, %s %ld, stop round %ld\n",
+            rank, f->sends_posted, f->n_send, f->n_recv, ctl, f->n_ctl, f->stop_round);
+}

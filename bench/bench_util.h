@@ -127,4 +127,18 @@ const char *pb_size_str(size_t s, char *buf, size_t len);
 double pb_atof_or_die(const char *opt, const char *s);
 long pb_atol_or_die(const char *opt, const char *s);
 
+/* Event counters of the streaming benchmarks (ptl_bw, ptl_msgrate,
+ * ptl_overlap): data puts arrive on portal data_pt, one control message per
+ * round (ack or go) on ctl_pt; the last data put of a phase has bit 0 of
+ * hdr_data set and its round in the other bits. */
+typedef struct {
+    long n_send, n_recv, n_ctl, sends_posted;
+    long stop_round; /* round of the flagged put (0: not yet) */
+    int stop_seen;   /* the flagged put arrived */
+} pb_flow;
+/* Wait for one event on eq and count it. */
+void pb_flow_pump(ptl_handle_eq_t eq, pb_flow *f, ptl_pt_index_t data_pt, ptl_pt_index_t ctl_pt);
+/* The watchdog's line about the counters (ctl: what the control messages are). */
+void pb_flow_print(FILE *out, unsigned rank, const pb_flow *f, const char *ctl);
+
 #endif

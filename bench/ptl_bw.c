@@ -42,27 +42,11 @@ static ptl_handle_eq_t eq;
 static ptl_handle_md_t smd;
 static unsigned char *sbuf, *rbuf;
 static size_t maxsz;
-static long n_send, n_recv, n_ack, sends_posted;
-static long stop_round; /* rank 0's last round, from its flagged put (0: not yet) */
+static pb_flow F; /* event counters (bench_util.h) */
 static FILE *csv;
 static long total_errors;
 
-static void pump(void)
-{
-    ptl_event_t ev;
-    pb_eq_wait(eq, &ev);
-    if (ev.type == PTL_EVENT_SEND_END) {
-        n_send++;
-    } else if (ev.type == PTL_EVENT_PUT_END) {
-        if (ev.pt_index == PT_DATA) {
-            n_recv++;
-            if (ev.hdr_data & 1)
-                stop_round = (long)(ev.hdr_data >> 1);
-        } else if (ev.pt_index == PT_ACK) {
-            n_ack++;
-        }
-    }
-}
+static void pump(void) { pb_flow_pump(eq, &F, PT_DATA, PT_ACK); }
 
 
 static void send_window(size_t s, long round, int last)
@@ -70,7 +54,7 @@ static void send_window(size_t s, long round, int last)
     for (int w = 0; w < o.window; w++) {
         PB_CHECK(PtlPutRegion(smd, 0, s, PTL_NO_ACK_REQ, peer, PT_DATA, 0, 0, 0,
                               ((ptl_hdr_data_t)round << 1) | ((last && w == o.window - 1) ? 1 : 0)));
-        sends_posted++;
+        F.sends_posted++;
     }
 }
 
@@ -78,8 +62,8 @@ static void send_window(size_t s, long round, int last)
  * the rounds done. Rank 1 follows rank 0's stop flag. */
 static double phase(size_t s, int bidir, double budget_s, long minr, long maxr, long *rounds)
 {
-    n_send = n_recv = n_ack = sends_posted = 0;
-    stop_round = 0;
+    F.n_send = F.n_recv = F.n_ctl = F.sends_posted = 0;
+    F.stop_round = 0;
     pb_barrier(&C);
     double t0 = pb_now_ns();
     long r = 0;
@@ -89,10 +73,10 @@ static double phase(size_t s, int bidir, double budget_s, long minr, long maxr, 
             int last = r >= maxr || (r >= minr && pb_now_ns() - t0 >= budget_s * 1e9);
             send_window(s, r, last);
             if (self_mode || bidir) {
-                while (n_send < sends_posted || n_recv < r * o.window)
+                while (F.n_send < F.sends_posted || F.n_recv < r * o.window)
                     pump();
             } else {
-                while (n_send < sends_posted || n_ack < r)
+                while (F.n_send < F.sends_posted || F.n_ctl < r)
                     pump();
             }
             if (last)
@@ -103,12 +87,12 @@ static double phase(size_t s, int bidir, double budget_s, long minr, long maxr, 
             r++;
             if (bidir)
                 send_window(s, r, 0);
-            while (n_recv < r * o.window || n_send < sends_posted)
+            while (F.n_recv < r * o.window || F.n_send < F.sends_posted)
                 pump();
             if (!bidir) {
                 PB_CHECK(PtlPut(C.zero_md, PTL_NO_ACK_REQ, peer, PT_ACK, 0, 0, 0, 0));
             }
-            if (stop_round && r >= stop_round)
+            if (F.stop_round && r >= F.stop_round)
                 break; /* (bi: rank 0's next window may have arrived already) */
         }
     }
@@ -120,7 +104,7 @@ static double phase(size_t s, int bidir, double budget_s, long minr, long maxr, 
 static void verify(size_t s, int bidir, long *verified, long *errors)
 {
     /* Rank 0 (and rank 1 when bidir) sends one patterned message. */
-    n_send = n_recv = sends_posted = 0;
+    F.n_send = F.n_recv = F.sends_posted = 0;
     if (C.rank <= 1)
         memset(rbuf, 0, s);
     int sends = C.rank == 0 || (C.rank == 1 && bidir && !self_mode);
@@ -130,10 +114,10 @@ static void verify(size_t s, int bidir, long *verified, long *errors)
     pb_barrier(&C);
     if (sends) {
         PB_CHECK(PtlPutRegion(smd, 0, s, PTL_NO_ACK_REQ, peer, PT_DATA, 0, 0, 0, 0));
-        sends_posted++;
+        F.sends_posted++;
     }
     if (C.rank <= 1) {
-        while (n_send < sends_posted || (recvs && n_recv < 1))
+        while (F.n_send < F.sends_posted || (recvs && F.n_recv < 1))
             pump();
     }
     if (recvs && s > 0) {
@@ -175,11 +159,7 @@ static void run(size_t s, int bidir)
     fflush(stdout);
 }
 
-static void dump(FILE *f)
-{
-    fprintf(f, "[rank %u] sends posted %ld, SEND_END %ld, PUT_END data %ld, acks %ld, stop round %ld\n",
-            C.rank, sends_posted, n_send, n_recv, n_ack, stop_round);
-}
+static void dump(FILE *f) { pb_flow_print(f, C.rank, &F, "acks"); }
 
 static void usage(FILE *f)
 {

@@ -32,26 +32,10 @@ static pb_ctx C;
 static ptl_handle_eq_t eq;
 static ptl_handle_md_t smd;
 static unsigned char *sbuf, *rbuf;
-static long n_send, n_recv, n_ack, sends_posted;
-static long stop_round;
+static pb_flow F; /* event counters (bench_util.h) */
 static long total_errors;
 
-static void pump(void)
-{
-    ptl_event_t ev;
-    pb_eq_wait(eq, &ev);
-    if (ev.type == PTL_EVENT_SEND_END) {
-        n_send++;
-    } else if (ev.type == PTL_EVENT_PUT_END) {
-        if (ev.pt_index == PT_DATA) {
-            n_recv++;
-            if (ev.hdr_data & 1)
-                stop_round = (long)(ev.hdr_data >> 1);
-        } else if (ev.pt_index == PT_ACK) {
-            n_ack++;
-        }
-    }
-}
+static void pump(void) { pb_flow_pump(eq, &F, PT_DATA, PT_ACK); }
 
 
 /* role in a test with p pairs: 1 sender, 2 receiver, 3 both (job of one), 0 idle */
@@ -75,8 +59,8 @@ static int role(unsigned p, unsigned *partner)
 
 static double phase(int ro, ptl_process_id_t peer, double budget_s, long minr, long *rounds)
 {
-    n_send = n_recv = n_ack = sends_posted = 0;
-    stop_round = 0;
+    F.n_send = F.n_recv = F.n_ctl = F.sends_posted = 0;
+    F.stop_round = 0;
     pb_barrier(&C);
     double t0 = pb_now_ns();
     long r = 0;
@@ -88,13 +72,13 @@ static double phase(int ro, ptl_process_id_t peer, double budget_s, long minr, l
                 PB_CHECK(PtlPutRegion(smd, 0, o.size, PTL_NO_ACK_REQ, peer, PT_DATA, 0, 0, 0,
                                       ((ptl_hdr_data_t)r << 1) |
                                           ((last && w == o.window - 1) ? 1 : 0)));
-                sends_posted++;
+                F.sends_posted++;
             }
             if (ro == 3) {
-                while (n_send < sends_posted || n_recv < r * o.window)
+                while (F.n_send < F.sends_posted || F.n_recv < r * o.window)
                     pump();
             } else {
-                while (n_send < sends_posted || n_ack < r)
+                while (F.n_send < F.sends_posted || F.n_ctl < r)
                     pump();
             }
             if (last)
@@ -103,10 +87,10 @@ static double phase(int ro, ptl_process_id_t peer, double budget_s, long minr, l
     } else if (ro == 2) {
         for (;;) {
             r++;
-            while (n_recv < r * o.window)
+            while (F.n_recv < r * o.window)
                 pump();
             PB_CHECK(PtlPut(C.zero_md, PTL_NO_ACK_REQ, peer, PT_ACK, 0, 0, 0, 0));
-            if (stop_round && r >= stop_round)
+            if (F.stop_round && r >= F.stop_round)
                 break;
         }
     }
@@ -124,7 +108,7 @@ static void run(unsigned p, FILE *csv)
     double t = phase(ro, peer, o.tsize, 3, &rounds);
     /* verification: one patterned message per pair */
     long verified = 0, errors = 0;
-    n_send = n_recv = sends_posted = 0;
+    F.n_send = F.n_recv = F.sends_posted = 0;
     if (ro & 2)
         memset(rbuf, 0, o.size);
     if (ro & 1)
@@ -132,10 +116,10 @@ static void run(unsigned p, FILE *csv)
     pb_barrier(&C);
     if (ro & 1) {
         PB_CHECK(PtlPutRegion(smd, 0, o.size, PTL_NO_ACK_REQ, peer, PT_DATA, 0, 0, 0, 0));
-        sends_posted++;
+        F.sends_posted++;
     }
     if (ro)
-        while (n_send < sends_posted || ((ro & 2) && n_recv < 1))
+        while (F.n_send < F.sends_posted || ((ro & 2) && F.n_recv < 1))
             pump();
     if ((ro & 2) && o.size) {
         verified++;
@@ -174,11 +158,7 @@ static void run(unsigned p, FILE *csv)
     fflush(stdout);
 }
 
-static void dump(FILE *f)
-{
-    fprintf(f, "[rank %u] sends posted %ld, SEND_END %ld, PUT_END data %ld, acks %ld, stop round %ld\n",
-            C.rank, sends_posted, n_send, n_recv, n_ack, stop_round);
-}
+static void dump(FILE *f) { pb_flow_print(f, C.rank, &F, "acks"); }
 
 static void usage(FILE *f)
 {

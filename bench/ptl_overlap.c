@@ -46,26 +46,10 @@ static ptl_handle_eq_t eq;
 static ptl_handle_md_t smd;
 static unsigned char *sbuf, *rbuf;
 static size_t maxsz;
-static long n_send, n_recv, n_go, sends_posted;
-static int stop_seen;
+static pb_flow F; /* event counters (bench_util.h) */
 static double work_per_us;
 
-static void pump(void)
-{
-    ptl_event_t ev;
-    pb_eq_wait(eq, &ev);
-    if (ev.type == PTL_EVENT_SEND_END) {
-        n_send++;
-    } else if (ev.type == PTL_EVENT_PUT_END) {
-        if (ev.pt_index == PT_DATA) {
-            n_recv++;
-            if (ev.hdr_data & 1)
-                stop_seen = 1;
-        } else if (ev.pt_index == PT_GO) {
-            n_go++;
-        }
-    }
-}
+static void pump(void) { pb_flow_pump(eq, &F, PT_DATA, PT_GO); }
 
 static uint64_t sink;
 
@@ -99,8 +83,8 @@ static void calibrate(void)
 static long phase(size_t s, int comm, uint64_t work0, uint64_t work1, double *lat)
 {
     long n = 0;
-    n_send = n_recv = n_go = sends_posted = 0;
-    stop_seen = 0;
+    F.n_send = F.n_recv = F.n_ctl = F.sends_posted = 0;
+    F.stop_seen = 0;
     pb_barrier(&C);
     if (!comm) { /* compute alone, on whichever rank computes */
         uint64_t w = C.rank == 0 ? work0 : C.rank == 1 ? work1 : 0;
@@ -122,18 +106,18 @@ static long phase(size_t s, int comm, uint64_t work0, uint64_t work1, double *la
     if (C.rank == 0) {
         for (long it = 0;; it++) {
             if (!self_mode)
-                while (n_go < it + 1)
+                while (F.n_ctl < it + 1)
                     pump();
             double a = pb_now_ns();
             int last = it + 1 >= o.maxiters + 2 || (it >= 7 && a - start > o.tphase * 1e9);
             for (int m = 0; m < o.count; m++) {
                 PB_CHECK(PtlPutRegion(smd, 0, s, PTL_NO_ACK_REQ, peer, PT_DATA, 0, 0, 0,
                                       (last && m == o.count - 1) ? 1 : 0));
-                sends_posted++;
+                F.sends_posted++;
             }
             if (work0)
                 compute(work0);
-            while (n_send < sends_posted || (self_mode && n_recv < (it + 1) * o.count))
+            while (F.n_send < F.sends_posted || (self_mode && F.n_recv < (it + 1) * o.count))
                 pump();
             double b = pb_now_ns();
             if (it >= 2)
@@ -147,12 +131,12 @@ static long phase(size_t s, int comm, uint64_t work0, uint64_t work1, double *la
             PB_CHECK(PtlPut(C.zero_md, PTL_NO_ACK_REQ, peer, PT_GO, 0, 0, 0, 0));
             if (work1)
                 compute(work1);
-            while (n_recv < (it + 1) * o.count)
+            while (F.n_recv < (it + 1) * o.count)
                 pump();
             double b = pb_now_ns();
             if (it >= 2)
                 lat[n++] = (b - a) / 1000.0;
-            if (stop_seen)
+            if (F.stop_seen)
                 break;
         }
     }
@@ -213,11 +197,7 @@ static void run(size_t s, int scen, double *lat)
     free(all);
 }
 
-static void dump(FILE *f)
-{
-    fprintf(f, "[rank %u] sends posted %ld, SEND_END %ld, PUT_END data %ld, go %ld\n",
-            C.rank, sends_posted, n_send, n_recv, n_go);
-}
+static void dump(FILE *f) { pb_flow_print(f, C.rank, &F, "go"); }
 
 static void usage(FILE *f)
 {
