@@ -22,16 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef PR_SET_PTRACER
-#define PR_SET_PTRACER 0x59616d61
-#endif
-#ifndef PR_SET_PTRACER_ANY
-#define PR_SET_PTRACER_ANY ((unsigned long)-1)
-#endif
 #ifndef PTL_VERSION_STRING
 #define PTL_VERSION_STRING "unknown"
 #endif
@@ -87,10 +80,10 @@ static void print_cma(void)
     printf("\nCMA (process_vm_readv between sibling ranks)\n");
     printf("  Yama ptrace_scope            %s\n", scope);
     const char *why;
-    (void)prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+    pt_cma_allow_readers(false);
     int plain = probe_from_child(&why);
     printf("  without PR_SET_PTRACER       %s\n", why);
-    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    pt_cma_allow_readers(true);
     int allowed = probe_from_child(&why);
     printf("  with PR_SET_PTRACER_ANY      %s   (what every rank does at attach)\n", why);
     const struct pt_config *cfg = pt_config();

@@ -36,13 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef PR_SET_PTRACER
-#define PR_SET_PTRACER 0x59616d61
-#endif
-#ifndef PR_SET_PTRACER_ANY
-#define PR_SET_PTRACER_ANY ((unsigned long)-1)
-#endif
-
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define MAX_CPUS 4096
@@ -399,7 +392,7 @@ int main(int argc, char **argv)
     pt_shm_clean_stale(g_verbose);
 
     /* Ranks probe CMA against us when no sibling has attached yet. */
-    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    pt_cma_allow_readers(true);
 
     pid_t self = getpid();
     struct pt_shm_spec spec = {n, slot, qslots, (uint32_t)self, NULL, NULL};

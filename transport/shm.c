@@ -104,6 +104,11 @@ static const uint64_t g_probe_word = PT_SHM_MAGIC;
 
 uint64_t pt_cma_probe_addr(void) { return (uint64_t)(uintptr_t)&g_probe_word; }
 
+void pt_cma_allow_readers(bool any)
+{
+    (void)prctl(PR_SET_PTRACER, any ? PR_SET_PTRACER_ANY : 0, 0, 0, 0);
+}
+
 int pt_cma_probe(pid_t pid, uint64_t addr, const char **why)
 {
     uint64_t v = 0;
@@ -1013,7 +1018,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     /* Let siblings read our memory (Yama ptrace_scope 1) before announcing
      * ourselves: a peer that sees ATTACHED may probe us at once. EINVAL
      * without Yama: nothing to allow. */
-    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    pt_cma_allow_readers(true);
     ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
     ST_RELAXED(&rec->ospid, (int32_t)getpid());
     ST_RELEASE(&rec->state, PT_SHM_R_ATTACHED); /* R-ATT pairs with A-ATT */

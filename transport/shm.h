@@ -91,5 +91,9 @@ uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t slot_size, uint32_t qslot
 int pt_cma_probe(pid_t pid, uint64_t addr, const char **why);
 /* Address of this process's probe word (holds PT_SHM_MAGIC). */
 uint64_t pt_cma_probe_addr(void);
+/* Let any process of this uid read ours with process_vm_readv although Yama's
+ * ptrace_scope is 1 (PR_SET_PTRACER_ANY), or withdraw that (any == false).
+ * Without Yama the kernel refuses with EINVAL: there is nothing to allow. */
+void pt_cma_allow_readers(bool any);
 
 #endif
