@@ -150,6 +150,12 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
     pt_wake_sleepers(&nic->eq_wait);
 }
 
+void pt_nic_drain(struct pt_nic *nic, int max)
+{
+    for (int i = 0; i < max && pt_nic_poll_once(nic); i++)
+        ;
+}
+
 bool pt_nic_has_work(struct pt_nic *nic)
 {
     return nic->xo->rx_pending(nic->x) || pt_nic_local_work(nic);
@@ -194,8 +200,7 @@ void pt_nic_leave_polled(struct pt_nic *nic)
             pt_wake_all(nic->bell);
             return;
         }
-        for (int i = 0; i < 8 && pt_nic_poll_once(nic); i++)
-            ;
+        pt_nic_drain(nic, 8);
         pt_nic_give(nic);
         FENCE_FULL();
     }

@@ -328,6 +328,8 @@ void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent)
 /* One pass over every work source, bounded. Returns the amount of work done.
  * Caller holds the token. */
 int pt_nic_poll_once(struct pt_nic *nic);
+/* Poll until a pass finds nothing to do, at most max passes (token holder). */
+void pt_nic_drain(struct pt_nic *nic, int max);
 /* Is there anything for the engine to do? Any thread. */
 bool pt_nic_has_work(struct pt_nic *nic);
 

@@ -288,8 +288,7 @@ static bool wait_until(struct pt_nic *nic, ready_fn ready, void *arg, int64_t ti
                     CPU_RELAX();
             }
             if (holding)
-                for (int i = 0; i < 64 && pt_nic_poll_once(nic); i++)
-                    ;
+                pt_nic_drain(nic, 64);
             ok = ready(arg);
             break;
         }
