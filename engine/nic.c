@@ -1,6 +1,6 @@
 /*
- * nic.c - NI engine lifecycle, the poll loop body (pt_nic_poll_once) and the
- * NIC thread. See nic.h for the token and sleep protocol.
+ * nic.c - NI engine lifecycle and the poll loop body (pt_nic_poll_once). The
+ * NIC thread's loop and everything about sleeping and waking is in wait.c.
  */
 #include "nic.h"
 
@@ -117,7 +117,7 @@ int pt_nic_poll_once(struct pt_nic *nic)
         work += pt_ops_progress(nic);
     if (nic->events_posted) {
         nic->events_posted = false;
-        pt_wake_sleepers(nic->ev_wait); /* one check per poll, not per event */
+        pt_wait_events_posted(&nic->w); /* D6, once per poll, not per event */
     }
     return work;
 }
@@ -147,7 +147,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
     /* Transfers with dead peers fail at their next step (the transport's pull
      * and reserve report it); make sure somebody runs them, and wake waiters. */
     nic->events_posted = true;
-    pt_wake_sleepers(&nic->eq_wait);
+    pt_wait_wake_everyone(&nic->w);
 }
 
 void pt_nic_drain(struct pt_nic *nic, int max)
@@ -175,167 +175,14 @@ bool pt_nic_local_work(struct pt_nic *nic)
     return LD_RELAXED(&nic->nops) != 0;
 }
 
-void pt_nic_leave(struct pt_nic *nic)
+void pt_nic_thread_start(struct pt_nic *nic)
 {
-    pt_nic_give(nic);
-    if (!nic->has_thread)
-        return;
-    FENCE_FULL(); /* our token release before reading nic_asleep; pairs with the NIC's RMW */
-    if (LD_RELAXED(&nic->nic_asleep) && pt_nic_local_work(nic))
-        pt_wake_all(nic->bell);
-}
-
-void pt_nic_leave_polled(struct pt_nic *nic)
-{
-    pt_nic_give(nic);
-    if (!nic->has_thread)
-        return;
-    FENCE_FULL(); /* as above; peers skipped the wake while we polled */
-    /* Work left while the NIC thread sleeps (typically: a stream kept
-     * arriving after the message we waited for). Drain it here, bounded,
-     * rather than wake the NIC thread: on a shared core a wake-up costs a
-     * context switch per wait (8 B offload message rate 2.7 -> 4.8 M/s). */
-    for (int round = 0; LD_RELAXED(&nic->nic_asleep) && pt_nic_has_work(nic); round++) {
-        if (round == 4 || !pt_nic_try_take(nic)) {
-            pt_wake_all(nic->bell);
-            return;
-        }
-        pt_nic_drain(nic, 8);
-        pt_nic_give(nic);
-        FENCE_FULL();
-    }
-}
-
-/* ---- the NIC thread ------------------------------------------------------- */
-
-bool pt_nic_lease_end(struct pt_nic *nic, bool force)
-{
-    if (!LD_RELAXED(&nic->lease))
-        return false;
-    if (!force && pt_now_ns() - LD_RELAXED(&nic->lease_t) < nic->lease_ns)
-        return false;
-    uint32_t one = 1;
-    if (!RMW_CAS(&nic->lease, &one, 0))
-        return false; /* a waiter adopted it meanwhile */
-    if (!force) /* nobody came back in time: the application computes between
-                 * its waits; do not park for the next waits (progress.c) */
-        ST_RELAXED(&nic->lease_skip, 64);
-    /* Full fence (RMW): pairs with the producers' FENCE_FULL before they read
-     * `polled`; our caller rechecks the sources afterwards (futex.h). */
-    RMW_SUB(&nic->bell->polled, 1);
-    return true;
-}
-
-/* Somebody polls for the NIC thread (a waiter's claim or a parked lease):
- * peers do not ring its doorbell meanwhile. */
-static bool claimed(struct pt_nic *nic)
-{
-    return LD_RELAXED(&nic->lease) || LD_RELAXED(&nic->bell->polled);
-}
-
-/* A NIC thread with a core of its own does not sleep while somebody claims
- * to poll for it: it watches, so that what arrives after the application
- * went back to computing (its claim parked as a lease) is progressed at once.
- * Returns when there is work to take, the claim is gone (sleep normally), or
- * the NI stops. Bounded: waiters drop their claim after PTL_WAIT_SPIN_US, and
- * a lease ends after PTL_POLL_LEASE_US (checked here). */
-static void watch(struct pt_nic *nic)
-{
-    for (uint32_t it = 0; !LD_RELAXED(&nic->stop); it++) {
-        if (!claimed(nic))
-            return;
-        if ((it & 63) == 63)
-            pt_nic_lease_end(nic, false);
-        if (!LD_RELAXED(&nic->want) && LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic))
-            return;
-        CPU_RELAX();
-    }
-}
-
-static void *nic_thread_main(void *arg)
-{
-    struct pt_nic *nic = arg;
     if (nic->nic_cpu >= 0) {
         int rc = pt_cpu_pin_self(nic->nic_cpu);
         if (rc)
             pt_log(PT_LOG_INFO, "NIC thread: cannot pin to core %d (%s)", nic->nic_cpu,
                    strerror(-rc));
     }
-    bool idle_wake = false; /* last sleep timed out and the application is active */
-    uint64_t nap = nic->lease_ns; /* timed sleep while claimed (shared core)       */
-    while (!LD_ACQUIRE(&nic->stop)) {
-        if (!idle_wake && pt_nic_try_take(nic)) {
-            uint64_t idle_since = 0;
-            for (;;) {
-                int n = pt_nic_poll_once(nic);
-                if (LD_RELAXED(&nic->stop))
-                    break;
-                /* An API thread waits: let it run the engine itself, busy or
-                 * not (beside a busy NIC thread on a shared core it would
-                 * only spin, halving the speed of a long transfer). */
-                if (nic->yield && LD_RELAXED(&nic->want))
-                    break;
-                if (n) {
-                    idle_since = 0;
-                    continue;
-                }
-                uint64_t now = pt_now_ns();
-                if (!idle_since)
-                    idle_since = now;
-                else if (now - idle_since >= nic->spin_ns)
-                    break;
-                CPU_RELAX();
-            }
-            pt_nic_give(nic);
-        }
-        idle_wake = false;
-        if (nic->dedicated && nic->lease_ns && claimed(nic)) {
-            watch(nic);
-            if (claimed(nic) || LD_RELAXED(&nic->stop))
-                continue; /* work to take (or stop) */
-        }
-        /* Sleep on the doorbell: announce, recheck, wait. While somebody
-         * claims to poll for us peers do not ring, so the sleep is timed. */
-        struct pt_waitword *b = nic->bell;
-        uint32_t seq = LD_ACQUIRE(&b->seq);
-        ST_RELAXED(&nic->nic_asleep, 1);
-        ST_RELAXED(&nic->nic_untimed, 1);
-        RMW_ADD(&b->sleepers, 1); /* full fence: pairs with producers' FENCE_FULL,
-                                   * and with the lease-parking CAS (progress.c) */
-        bool work = LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic);
-        bool woke = true;
-        if (!work && !LD_RELAXED(&nic->stop)) {
-            int64_t to = -1;
-            if (nic->lease_ns && claimed(nic)) {
-                to = (int64_t)nap;
-                ST_RELAXED(&nic->nic_untimed, 0);
-            }
-            woke = pt_futex_wait(b, seq, to);
-        }
-        ST_RELAXED(&nic->nic_untimed, 0);
-        RMW_SUB(&b->sleepers, 1);
-        ST_RELAXED(&nic->nic_asleep, 0);
-        /* A timeout: end a lease nobody renewed for PTL_POLL_LEASE_US, then
-         * run as if rung if work is waiting (what peers sent while the lease
-         * stood rang nobody). A
-         * fresh lease or a waiter still polling means the application is
-         * calling in: sleep again at once, and twice as long each time (to
-         * 32 leases), since on a shared core every wake-up takes a time
-         * slice from the application. */
-        if (!woke && !pt_nic_lease_end(nic, false)) {
-            if (nap < 32 * nic->lease_ns)
-                nap *= 2;
-        } else {
-            nap = nic->lease_ns;
-        }
-        /* Nothing to do, and either somebody polls for us (we were woken
-         * because a waiter parked a lease) or we just ended an unused lease
-         * (the application computes): sleep again rather than spin beside
-         * the application. A ring always comes with work. */
-        idle_wake = (claimed(nic) || !woke) && !nic->xo->job_failed(nic->x) &&
-                    !(LD_RELAXED(&nic->token) == 0 && pt_nic_has_work(nic));
-    }
-    return NULL;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -356,10 +203,6 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->ni_index = ni_index;
     nic->iface = iface;
     nic->offload = cfg->offload;
-    nic->spin_ns = (uint64_t)cfg->nic_spin_us * 1000;
-    nic->wait_spin_ns = (uint64_t)cfg->wait_spin_us * 1000;
-    nic->lease_ns = (uint64_t)cfg->poll_lease_us * 1000;
-    nic->yield = cfg->nic_yield;
     nic->rndv_seg = (uint32_t)cfg->rndv_seg;
     uint32_t cmd_slots = 8;
     while (cmd_slots < (uint32_t)cfg->cmd_slots)
@@ -413,7 +256,6 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     }
     nic->uid = (ptl_uid_t)getuid();
     nic->jid = nic->xi.jid;
-    nic->bell = nic->xo->doorbell(nic->x);
     nic->rndv_mode = (int)cfg->rndv_mode;
     nic->cma_ok = nic->xi.cma_ok && cfg->cma;
     nic->cma_min = (uint64_t)cfg->rndv_cma_min;
@@ -430,8 +272,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             return PT_E_NOSPACE;
         }
     }
-    pt_waitword_init(&nic->eq_wait, false);
-    nic->ev_wait = nic->offload ? &nic->eq_wait : nic->bell;
+    pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
+                 (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
 
     /* ACL: REF initialises every entry to "any process of my uid" (§6.14). */
     for (int i = 0; i < PT_MAX_AC; i++) {
@@ -466,11 +308,12 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1);
         nic->dedicated = nic->nic_cpu >= 0 && !pt_cpu_allowed_here(nic->nic_cpu);
         nic->has_thread = true;
-        if (pthread_create(&nic->thread, NULL, nic_thread_main, nic) != 0) {
+        if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
             nic->has_thread = false;
             nic->offload = false;
-            nic->ev_wait = nic->bell;
+            pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), false, cfg->nic_yield,
+                         (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
         }
     }
     pt_nic_register_live(nic, true);
@@ -482,14 +325,9 @@ void pt_nic_stop_thread(struct pt_nic *nic)
 {
     if (!nic->has_thread)
         return;
-    ST_RELEASE(&nic->stop, 1);
-    pt_wake_all(nic->bell);
+    pt_wait_stop(&nic->w);
     pthread_join(nic->thread, NULL);
     nic->has_thread = false;
-    /* The doorbell outlives this NI (a later PtlNIInit re-attaches to it): a
-     * parked poll claim must not stay behind, or peers would never ring the
-     * next NIC thread. */
-    pt_nic_lease_end(nic, true);
 }
 
 /* PtlNIFini must not lose what was posted: a put whose command is still in a
@@ -501,17 +339,17 @@ static void flush(struct pt_nic *nic)
     uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
     while (pt_nic_local_work(nic) && !LD_RELAXED(&nic->failed) &&
            !nic->xo->job_failed(nic->x) && pt_now_ns() - t0 < limit) {
-        if (pt_nic_try_take(nic)) {
+        if (pt_wait_try_take(&nic->w)) {
             pt_nic_poll_once(nic);
-            pt_nic_give(nic);
+            pt_wait_give(&nic->w); /* single-threaded: the NIC thread has ended */
         }
         CPU_RELAX();
     }
     /* Responses we owe (ACKs, replies) went out during the polls above;
      * one more pass answers requests that arrived meanwhile. */
-    if (pt_nic_try_take(nic)) {
+    if (pt_wait_try_take(&nic->w)) {
         pt_nic_poll_once(nic);
-        pt_nic_give(nic);
+        pt_wait_give(&nic->w);
     }
 }
 
@@ -556,6 +394,7 @@ void pt_nic_dump(struct pt_nic *nic, int what, FILE *f)
             nic->md_cnt, nic->eq_cnt, LD_RELAXED(&nic->nops),
             (unsigned long long)nic->sr[PTL_SR_DROP_COUNT],
             (unsigned long long)nic->drops_bad_header);
+    pt_wait_dump(&nic->w, f);
     for (uint32_t p = 0; p < nic->npt; p++) {
         if (what >= 0 && (uint32_t)what != p)
             continue;

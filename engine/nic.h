@@ -3,24 +3,12 @@
  *
  * Ownership. Everything below marked [E] is owned by the engine: it is read
  * and written only by the thread that holds the engine token (the NIC thread
- * in offload mode while awake, or an API thread that took the token while
- * waiting or in host-matching mode). Nothing [E] is ever locked. Fields
- * marked [A] are read by API threads without the token, through the ordering
- * named at the field.
+ * in offload mode, or an API thread that took the token while waiting or in
+ * host-matching mode). Nothing [E] is ever locked. Fields marked [A] are read
+ * by API threads without the token, through the ordering named at the field.
  *
- * The token. `token` is 0 when free; a thread takes it with a CAS and runs
- * pt_nic_poll_once() until it has what it needs, then releases it (store-
- * release, R-TOK; the next holder's CAS is A-TOK). Nobody blocks on the token:
- * a thread that cannot take it either waits for its completion word or event,
- * or returns. "The engine is a token, not a thread."
- *
- * Sleeping. The NIC thread sleeps on the transport's doorbell (pt_waitword,
- * in the job region so peers can ring it) after PTL_NIC_SPIN_US of idle
- * polling, or at once when an API thread wants the token (PTL_NIC_YIELD).
- * API threads that wait (PtlEQWait/Poll, synchronous calls) poll the engine
- * themselves while raising bell->polled, so peers do not ring a bell nobody
- * needs; before they stop polling they lower `polled` and wake the NIC thread
- * if work is left (pt_nic_leave). See docs/architecture.md for the diagram.
+ * Who holds the token, who sleeps and who wakes whom is the waiting protocol
+ * (`w`, engine/wait.h): no other file touches its words.
  */
 #ifndef PT_NIC_H
 #define PT_NIC_H
@@ -32,6 +20,7 @@
 #include "proto.h"
 #include "pt_atomic.h"
 #include "spsc.h"
+#include "wait.h"
 #include "xport.h"
 
 #include <portals3.h>
@@ -232,28 +221,8 @@ struct pt_cmdq {
 /* ---- the NIC -------------------------------------------------------------- */
 
 struct pt_nic {
-    PT_ALIGNED _Atomic uint32_t token;    /* 0 free; CAS to take (A-TOK), ST_RELEASE to give (R-TOK) */
-    _Atomic uint32_t want;                /* API threads that want the token          */
-    _Atomic uint32_t stop;                /* NIC thread: exit                          */
-    _Atomic uint32_t nic_asleep;          /* the NIC thread is parked on the bell      */
-    _Atomic uint32_t nic_untimed;         /* it is going into (or in) a sleep with no
-                                           * timeout: a waiter that parks a poll lease
-                                           * must wake it (Dekker pair, see nic.c)     */
+    struct pt_wait w;                     /* the waiting protocol (wait.h)             */
     _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed      */
-
-    /* The poll lease (progress.c). A waiter that got what it waited for does
-     * not lower its count in bell->polled (an RMW on a line every peer reads
-     * on every send: a cache miss per wait); it parks it here, and the next
-     * waiter adopts it. `lease` is 1 while a parked count exists (RMW_CAS
-     * 0->1 parks, 1->0 adopts or ends it: whoever wins owns the count);
-     * `lease_t` is when it was parked (relaxed: a stale value only ends a
-     * lease early, which is always safe). The NIC thread ends a lease older
-     * than lease_ns, so progress never waits longer than that for an
-     * application that stopped calling in. */
-    _Atomic uint32_t lease;
-    _Atomic uint64_t lease_t;
-    _Atomic uint32_t lease_skip;  /* waits that will not park: set when a lease
-                                   * went unused (relaxed, a hint)            */
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
@@ -266,17 +235,12 @@ struct pt_nic {
     int nic_cpu;
     bool dedicated;                       /* the NIC thread's core is not one the
                                            * creating thread may run on           */
-    uint64_t spin_ns, wait_spin_ns, lease_ns;
-    bool yield;
     uint32_t eager_max, slot_size, rndv_seg;
 
     /* transport */
     const struct pt_xport_ops *xo;
     struct pt_xport *x;
     struct pt_xport_info xi;
-    struct pt_waitword *bell;             /* the NIC thread's doorbell                  */
-    struct pt_waitword eq_wait;           /* API threads sleeping for events/completions */
-    struct pt_waitword *ev_wait;          /* = &eq_wait (offload) or bell (host mode)   */
 
     /* command rings */
     struct pt_cmdq *_Atomic cmdq[PT_MAX_CMDQ]; /* [A] published with ST_RELEASE        */
@@ -333,25 +297,6 @@ void pt_nic_drain(struct pt_nic *nic, int max);
 /* Is there anything for the engine to do? Any thread. */
 bool pt_nic_has_work(struct pt_nic *nic);
 
-/* Token. */
-static inline bool pt_nic_try_take(struct pt_nic *nic)
-{
-    uint32_t z = 0;
-    return LD_RELAXED(&nic->token) == 0 && RMW_CAS(&nic->token, &z, 1); /* A-TOK */
-}
-static inline void pt_nic_give(struct pt_nic *nic)
-{
-    ST_RELEASE(&nic->token, 0); /* R-TOK pairs with A-TOK */
-}
-/* An API thread done with the engine: give the token back and make sure
- * somebody progresses what is left (wakes a sleeping NIC thread if needed). */
-void pt_nic_leave(struct pt_nic *nic);
-/* The same after a wait that raised bell->polled (peers skipped waking the
- * NIC thread meanwhile): also looks at inbound messages. */
-void pt_nic_leave_polled(struct pt_nic *nic);
-/* End a parked poll lease (see `lease`): lowers bell->polled if we won it.
- * force: regardless of its age. Returns true if this call ended one. */
-bool pt_nic_lease_end(struct pt_nic *nic, bool force);
 /* Commands or in-flight transfers waiting (any thread; no remote lines read). */
 bool pt_nic_local_work(struct pt_nic *nic);
 
@@ -369,6 +314,8 @@ const char *pt_cmd_name(int op);
 void pt_nic_dump(struct pt_nic *nic, int what, FILE *f);
 /* Progress without waiting (PtlProgress, data-plane calls in host mode). */
 void pt_nic_progress(struct pt_nic *nic);
+/* The NIC thread's start: pinning (nic.c; called by wait.c). */
+void pt_nic_thread_start(struct pt_nic *nic);
 
 /* The job failed (a peer died): fail what depends on dead peers, wake waiters. */
 void pt_nic_fail(struct pt_nic *nic, uint32_t code);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "log.h"
+#include "perturb.h"
 
 #include <p3api/misc.h>
 
@@ -524,8 +525,10 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
             PREFETCH_W(next + 128);
         }
     }
-    /* Full fence, then a futex wake only if the receiver's NIC thread (or
-     * host-mode waiter) announced sleep and nobody polls for it. */
+    /* D1 (engine/wait.h): full fence, then a futex wake only if the
+     * receiver's NIC thread (or host-mode waiter) announced sleep and nobody
+     * polls for it. */
+    PT_PERTURB();
     pt_wake_if_sleeping(&x->ranks[peer].bell);
 }
 

@@ -24,8 +24,6 @@ static struct pt_tunable g_table[] = {
       "microseconds PtlEQWait/PtlEQPoll and synchronous calls poll (running the engine) before sleeping"),
     T("PTL_NIC_YIELD", nic_yield, 1, 0, 1,
       "1: an idle NIC thread hands the engine to an API thread that waits, instead of spinning beside it"),
-    T("PTL_POLL_LEASE_US", poll_lease_us, 200, 0, 1000000,
-      "offload mode: a waiter that got its event keeps its doorbell poll claim this long for the next wait (no doorbell write per wait); the NIC thread ends an unused claim after this; 0: off"),
     T("PTL_CMD_SLOTS", cmd_slots, 256, 8, 65536,
       "command ring slots per API thread (power of two)"),
     T("PTL_EAGER_MAX", eager_max, 4032, 0, 65472,

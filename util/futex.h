@@ -1,26 +1,18 @@
 /*
  * futex.h - sleeping and waking on a 32-bit word, private or process-shared.
- *
- * The wait protocol used everywhere (doorbells, EQ waiters, completion words):
+ * The primitive only; the protocol built on it (who announces, who rechecks,
+ * who rings, and what `polled` means) is engine/wait.h.
  *
  *   sleeper                                   producer
  *   -------                                   --------
- *   seq = LD_ACQUIRE(&w->seq)                 publish work (ST_RELEASE ...)
+ *   seq = LD_ACQUIRE(&w->seq)                 publish work
  *   RMW_ADD(&w->sleepers, 1)   (full fence)   FENCE_FULL()
- *   recheck every work source; if work:       if (LD_RELAXED(&w->sleepers))
- *       RMW_SUB(sleepers), go work                 pt_wake_all(w)
- *   futex_wait(&w->seq, seq, timeout)
+ *   recheck; if work: RMW_SUB, go work        if (LD_RELAXED(&w->sleepers)) pt_wake_all(w)
+ *   pt_futex_wait(w, seq, timeout)
  *   RMW_SUB(&w->sleepers, 1)
  *
- * A thread that actively polls the same sources raises `polled` (RMW_ADD)
- * while it does; producers then skip the wake. On leaving it lowers `polled`
- * (RMW_SUB, a full fence) and rechecks the sources itself, waking the sleeper
- * if work is left: the same Dekker pairing as above.
- *
- * The sleeper's RMW on `sleepers` and the producer's FENCE_FULL order the
- * "announce" against the "publish": either the producer sees the sleeper, or
- * the sleeper's recheck sees the work. pt_wake_all bumps `seq` before the
- * FUTEX_WAKE, so a sleeper that read seq before the bump never blocks.
+ * pt_wake_all bumps `seq` before FUTEX_WAKE, so a sleeper that read seq before
+ * the bump never blocks.
  */
 #ifndef PT_FUTEX_H
 #define PT_FUTEX_H
@@ -31,8 +23,8 @@
 struct pt_waitword {
     _Atomic uint32_t seq;      /* futex word: bumped by every wake            */
     _Atomic uint32_t sleepers; /* number of threads announced asleep          */
-    _Atomic uint32_t polled;   /* threads actively polling the sources: while
-                                * non-zero, producers need not wake sleepers  */
+    _Atomic uint32_t polled;   /* offload API waiters running the engine: while
+                                * non-zero, producers need not wake (wait.h D4) */
     uint32_t shared;           /* 1: lives in memory shared between processes */
 };
 
@@ -41,19 +33,13 @@ void pt_waitword_init(struct pt_waitword *w, bool process_shared);
 /* Wake every announced sleeper. Call after FENCE_FULL following a publish. */
 void pt_wake_all(struct pt_waitword *w);
 
-/* Cheap producer side: wake only if someone announced sleep. Includes the fence. */
+/* D1 (engine/wait.h), a peer's half: after publishing a message, wake the
+ * receiver's engine sleepers unless somebody polls its engine. Includes the
+ * fence (pairs with the sleeper's S2 RMW and the poller's D4 RMW). */
 static inline void pt_wake_if_sleeping(struct pt_waitword *w)
 {
     FENCE_FULL(); /* orders the caller's publish before reading sleepers */
     if (LD_RELAXED(&w->sleepers) && !LD_RELAXED(&w->polled))
-        pt_wake_all(w);
-}
-
-/* Wake announced sleepers regardless of pollers (events, completions). */
-static inline void pt_wake_sleepers(struct pt_waitword *w)
-{
-    FENCE_FULL(); /* orders the caller's publish before reading sleepers */
-    if (LD_RELAXED(&w->sleepers))
         pt_wake_all(w);
 }
 

@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!g_nic)
         setup();
-    while (!pt_nic_try_take(g_nic))
+    while (!pt_wait_try_take(&g_nic->w))
         ;
     size_t i = 0;
     while (i + 3 <= size) {
@@ -127,6 +127,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         i += len;
     }
     drain();
-    pt_nic_give(g_nic);
+    pt_wait_give(&g_nic->w);
     return 0;
 }

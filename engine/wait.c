@@ -1,0 +1,350 @@
+/*
+ * wait.c - the waiting protocol: the NIC thread's loop, the API waiter, token
+ * release and kicks. See wait.h for the words and rules, docs/waiting.md for
+ * the diagrams, model/wait.pml for the SPIN model; [Sx], [Wx] and [Dx] in the
+ * comments are the model's labels.
+ */
+#include "wait.h"
+
+#include "log.h"
+#include "nic.h"
+#include "perturb.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
+                  uint64_t nic_spin_ns, uint64_t wait_spin_ns)
+{
+    memset(w, 0, sizeof *w);
+    w->bell = bell;
+    w->nic_thread = nic_thread;
+    w->yield = yield;
+    w->nic_spin_ns = nic_spin_ns;
+    w->wait_spin_ns = wait_spin_ns;
+    pt_waitword_init(&w->evw, false);
+    w->ev = nic_thread ? &w->evw : bell;
+    ST_RELAXED(&w->nic_state, nic_thread ? PT_NIC_IDLE : PT_NIC_STOP);
+}
+
+const char *pt_nic_state_name(uint32_t s)
+{
+    static const char *const names[] = {"RUN", "IDLE", "ARM", "SLEEP", "STOP"};
+    return s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+static inline void set_state(struct pt_wait *w, enum pt_nic_state s)
+{
+    ST_RELAXED(&w->nic_state, (uint32_t)s);
+}
+
+static inline bool job_failed(struct pt_nic *nic)
+{
+    return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
+}
+
+/* The one predicate of D3/D4, after the caller's full fence: an engine
+ * sleeper is asleep (or arming), nobody holds the engine, and work waits. */
+static inline bool sleeper_left_with_work(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    return LD_RELAXED(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0 &&
+           pt_nic_has_work(nic);
+}
+
+/* D3/D4 action, after the fence: drain the work ourselves (a few bounded
+ * rounds; each ends with a release and the same check), else ring. Draining
+ * spares a sleeping NIC thread a wake-up that on a shared core costs the
+ * application a context switch per wait. */
+static void kick(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    for (int round = 0; sleeper_left_with_work(nic); round++) {
+        if (round == PT_WAIT_KICK_ROUNDS || !pt_wait_try_take(w)) {
+            /* Not taken: whoever took it releases through D3 in turn. Ringing
+             * anyway costs a spurious wake at most. */
+            RMW_ADD(&w->st.kicks_rung, 1);
+            pt_wake_all(w->bell);
+            return;
+        }
+        RMW_ADD(&w->st.kicks_drained, 1);
+        pt_nic_drain(nic, PT_WAIT_KICK_POLLS);
+        PT_PERTURB();
+        pt_wait_give(w);
+        FENCE_FULL(); /* D3: the release before the next check */
+    }
+}
+
+void pt_wait_release(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    PT_PERTURB();
+    pt_wait_give(w); /* R-TOK */
+    FENCE_FULL();    /* D3: our release before reading sleepers; pairs with S2's RMW */
+    PT_PERTURB();
+    if (PT_UNLIKELY(LD_RELAXED(&w->bell->sleepers)))
+        kick(nic);
+}
+
+/* ---- running the engine from API threads ---------------------------------- */
+
+/* Poll until quiet (bounded), so that leaving does not find work it must
+ * hand to a sleeper. A poll that did at most one thing (typically: sent our
+ * message) has nothing to follow up; a loopback send is received in the same
+ * poll (commands first, then the transport) and makes two. */
+static void poll_quiet(struct pt_nic *nic)
+{
+    for (int i = 0; i < PT_WAIT_QUIET_POLLS && pt_nic_poll_once(nic) > 1; i++)
+        ;
+}
+
+void pt_wait_progress(struct pt_nic *nic)
+{
+    if (pt_wait_try_take(&nic->w)) { /* D2: the caller's commit and fence came first */
+        poll_quiet(nic);
+        pt_wait_release(nic);
+    }
+}
+
+void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), void *arg)
+{
+    for (int i = 0;; i++) {
+        if (pt_wait_try_take(&nic->w)) {
+            poll_quiet(nic);
+            pt_wait_release(nic);
+            return;
+        }
+        /* The holder polls every ring; once ours was taken we are done. */
+        if (mine_pending && !mine_pending(arg))
+            return;
+        if (i > PT_HOST_SPIN_YIELD)
+            sched_yield();
+        else
+            CPU_RELAX();
+    }
+}
+
+/* ---- the NIC thread --------------------------------------------------------- */
+
+/* RUN: hold the token and poll until idle for nic_spin_ns, stopped, or (yield)
+ * an API thread wants the engine. */
+static void nic_run(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    set_state(w, PT_NIC_RUN);
+    uint64_t idle_since = 0;
+    for (;;) {
+        int n = pt_nic_poll_once(nic);
+        if (LD_RELAXED(&w->stop))
+            break;
+        /* An API thread waits: let it run the engine itself, busy or not
+         * (beside a busy NIC thread on a shared core it would only spin). */
+        if (w->yield && LD_RELAXED(&w->want))
+            break;
+        if (n) {
+            idle_since = 0;
+            continue;
+        }
+        uint64_t now = pt_now_ns();
+        if (!idle_since)
+            idle_since = now;
+        else if (now - idle_since >= w->nic_spin_ns)
+            break;
+        CPU_RELAX();
+    }
+    /* Plain R-TOK: the only engine sleeper of an offload NI is this thread,
+     * so D3's check would find nobody; S2 below rechecks for ourselves. */
+    pt_wait_give(w);
+}
+
+void *pt_wait_nic_thread(void *arg)
+{
+    struct pt_nic *nic = arg;
+    struct pt_wait *w = &nic->w;
+    struct pt_waitword *b = w->bell;
+    pt_nic_thread_start(nic); /* pinning */
+    while (!LD_ACQUIRE(&w->stop)) {
+        /* [S1] take the engine if free and run it */
+        if (pt_wait_try_take(w))
+            nic_run(nic);
+        set_state(w, PT_NIC_IDLE);
+        if (LD_RELAXED(&w->stop))
+            break;
+        /* [S2] announce, then recheck: D1/D3's other half */
+        uint32_t seq = LD_ACQUIRE(&b->seq);
+        set_state(w, PT_NIC_ARM);
+        RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4 */
+        PT_PERTURB();
+        if (LD_RELAXED(&w->stop) || (LD_RELAXED(&w->token) == 0 && pt_nic_has_work(nic))) {
+            RMW_SUB(&b->sleepers, 1);
+            RMW_ADD(&w->st.nic_armed_work, 1);
+            continue; /* [S1] */
+        }
+        /* [S3] sleep until rung: peers (D1), token releasers (D3/D4), stop.
+         * If the token is held, its holder checks for us when it releases. */
+        set_state(w, PT_NIC_SLEEP);
+        RMW_ADD(&w->st.nic_sleeps, 1);
+        pt_futex_wait(b, seq, -1);
+        RMW_SUB(&b->sleepers, 1);
+    }
+    set_state(w, PT_NIC_STOP);
+    return NULL;
+}
+
+void pt_wait_stop(struct pt_wait *w)
+{
+    ST_RELEASE(&w->stop, 1);
+    pt_wake_all(w->bell); /* the seq bump: a sleeper that read seq before it never blocks */
+}
+
+void pt_wait_wake_everyone(struct pt_wait *w)
+{
+    pt_wake_all(w->bell);
+    if (w->ev != w->bell)
+        pt_wake_all(w->ev);
+}
+
+/* ---- the API waiter ------------------------------------------------------------ */
+
+/* A waiter's view of itself (model: the app process's locals). */
+struct waiter {
+    bool holding;   /* holds the token                                  */
+    bool wanted;    /* counted in `want`                                */
+    bool polling;   /* counted in bell.polled (offload only)            */
+};
+
+static void want_drop(struct pt_wait *w, struct waiter *me)
+{
+    if (me->wanted) {
+        RMW_SUB(&w->want, 1);
+        me->wanted = false;
+    }
+}
+
+/* Stop running the engine: D4 then D3. After this the waiter owes nothing:
+ * every work source that arrived while it polled is either seen by the
+ * check inside, or announced to a sleeper that is rung. */
+static void waiter_leave(struct pt_nic *nic, struct waiter *me)
+{
+    struct pt_wait *w = &nic->w;
+    want_drop(w, me);
+    if (me->polling) {
+        RMW_SUB(&w->bell->polled, 1); /* D4: full fence; peers ring again from here */
+        me->polling = false;
+        PT_PERTURB();
+        if (!me->holding && LD_RELAXED(&w->bell->sleepers))
+            kick(nic); /* D4: what peers did not ring for */
+    }
+    if (me->holding) {
+        me->holding = false;
+        pt_wait_release(nic); /* D3 */
+    }
+}
+
+/* The job failed: what live peers sent before may still be queued. Take the
+ * engine (bounded) and poll until quiet so that it is delivered, then let
+ * the caller decide. */
+static bool waiter_failed(struct pt_nic *nic, struct waiter *me, pt_ready_fn ready, void *arg)
+{
+    struct pt_wait *w = &nic->w;
+    for (uint64_t t0 = pt_now_ns(); !me->holding && pt_now_ns() - t0 < PT_WAIT_FAIL_TAKE_NS;) {
+        if (pt_wait_try_take(w))
+            me->holding = true;
+        else
+            CPU_RELAX();
+    }
+    if (me->holding)
+        pt_nic_drain(nic, PT_WAIT_FAIL_POLLS);
+    return ready(arg);
+}
+
+bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns)
+{
+    if (ready(arg))
+        return true; /* fast path: touch no shared line */
+    struct pt_wait *w = &nic->w;
+    struct waiter me = {false, false, false};
+    uint64_t start = pt_now_ns(), spin_start = start;
+    bool ok = false;
+
+    for (uint32_t it = 0;; it++) {
+        /* [W1] spin: run the engine when we can take it */
+        if (w->nic_thread && !me.polling) {
+            RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
+            me.polling = true;
+        }
+        if (ready(arg)) {
+            ok = true;
+            break;
+        }
+        if (PT_UNLIKELY(job_failed(nic))) {
+            ok = waiter_failed(nic, &me, ready, arg);
+            break;
+        }
+        if (me.holding || pt_wait_try_take(w)) {
+            me.holding = true;
+            want_drop(w, &me);
+            if (pt_nic_poll_once(nic))
+                continue;
+        } else if (!me.wanted && w->nic_thread) {
+            RMW_ADD(&w->want, 1); /* ask a polling NIC thread to hand over */
+            me.wanted = true;
+        }
+        if ((it % PT_WAIT_CLOCK_EVERY) != PT_WAIT_CLOCK_EVERY - 1) {
+            CPU_RELAX();
+            continue;
+        }
+        uint64_t now = pt_now_ns();
+        if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
+            break;
+        if (now - spin_start < w->wait_spin_ns)
+            continue;
+
+        /* [W2] spun long enough: leave the engine (D4, D3), announce on `ev`,
+         * recheck, sleep. */
+        waiter_leave(nic, &me);
+        struct pt_waitword *ev = w->ev;
+        uint32_t seq = LD_ACQUIRE(&ev->seq);
+        RMW_ADD(&ev->sleepers, 1); /* W2: full fence; pairs with D6 (and D1/D3 in host mode) */
+        PT_PERTURB();
+        /* The recheck may consume what we wait for (eq_ready dequeues): keep it. */
+        bool got = ready(arg);
+        bool skip = got || job_failed(nic) ||
+                    (!w->nic_thread && LD_RELAXED(&w->token) == 0 && pt_nic_has_work(nic));
+        if (!skip) {
+            int64_t left = -1;
+            if (timeout_ns >= 0) {
+                int64_t rem = timeout_ns - (int64_t)(pt_now_ns() - start);
+                left = rem > 0 ? rem : 0;
+            }
+            RMW_ADD(&w->st.waiter_sleeps, 1);
+            pt_futex_wait(ev, seq, left); /* [W3] */
+        }
+        RMW_SUB(&ev->sleepers, 1);
+        if (got) {
+            ok = true;
+            break;
+        }
+        spin_start = pt_now_ns();
+    }
+    waiter_leave(nic, &me);
+    return ok;
+}
+
+void pt_wait_dump(const struct pt_wait *w, void *file)
+{
+    FILE *f = file;
+    fprintf(f, "  wait: NIC thread %s, token %u, want %u, bell sleepers %u polled %u, "
+               "event sleepers %u\n",
+            w->nic_thread ? pt_nic_state_name(LD_RELAXED(&w->nic_state)) : "none",
+            LD_RELAXED(&w->token), LD_RELAXED(&w->want), LD_RELAXED(&w->bell->sleepers),
+            LD_RELAXED(&w->bell->polled), LD_RELAXED(&w->ev->sleepers));
+    fprintf(f, "  wait: NIC sleeps %llu (arms cancelled %llu), waiter sleeps %llu, "
+               "kicks drained %llu rung %llu\n",
+            (unsigned long long)LD_RELAXED(&w->st.nic_sleeps),
+            (unsigned long long)LD_RELAXED(&w->st.nic_armed_work),
+            (unsigned long long)LD_RELAXED(&w->st.waiter_sleeps),
+            (unsigned long long)LD_RELAXED(&w->st.kicks_drained),
+            (unsigned long long)LD_RELAXED(&w->st.kicks_rung));
+}

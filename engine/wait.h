@@ -1,0 +1,162 @@
+/*
+ * wait.h - who runs the engine, who sleeps, who wakes whom. The whole
+ * waiting protocol lives here (wait.c); nothing else in the tree touches the
+ * words below. docs/waiting.md explains it with its state diagrams, and
+ * model/wait.pml is its SPIN model (run by tests/model/run-spin in CI):
+ * every step named [Sx]/[Dx] below is a labelled step of that model.
+ *
+ * Actors, per rank: API threads (any number) and, in offload mode, one NIC
+ * thread. Peers (other ranks, other processes) publish messages into this
+ * rank's receive queues.
+ *
+ * The shared words
+ *
+ *   word              lives   written by                 read by
+ *   ----------------  ------  -------------------------  -------------------------
+ *   token             nic     any thread: CAS 0->1        all
+ *                             (A-TOK), ST_RELEASE 0 (R-TOK)
+ *   want              nic     API waiters (RMW)            NIC thread (relaxed, hint)
+ *   stop              nic     pt_wait_stop (release)       NIC thread
+ *   nic_state         nic     NIC thread (relaxed)         dumps only (no decision)
+ *   bell.seq          region  every waker (RMW)            engine sleepers (futex word)
+ *   bell.sleepers     region  engine sleepers (RMW)        peers, token releasers
+ *   bell.polled       region  offload API waiters (RMW)    peers
+ *   evw.seq/sleepers  nic     event sleepers / the engine  the engine / event sleepers
+ *
+ * "Engine sleepers" sleep on the bell until there is engine work: the NIC
+ * thread (offload) or API waiters (host matching, where whoever waits runs
+ * the engine). "Event sleepers" are offload-mode API waiters; they sleep on
+ * the private evw until an event or completion is posted. In host mode the
+ * two are the same threads and `ev` is the bell itself.
+ *
+ * The rules (each a store-buffering pair: one side publishes, FENCE_FULL,
+ * reads the other side's announcement; SPIN checks every pair):
+ *
+ *   D1  a peer publishes a message (transport commit), fence, and rings the
+ *       bell iff sleepers && !polled        <->  S2: an engine sleeper
+ *       announces (sleepers++), fence, rechecks token == 0 && work.
+ *   D2  an API thread commits a command, fence, and runs the engine itself
+ *       if the token is free (pt_wait_progress)  <->  D3 (the holder).
+ *   D3  the token holder releases (R-TOK), fence, and, when sleepers &&
+ *       token == 0 && work, drains the work itself (bounded) or rings
+ *       <->  S2, and D2's reader.
+ *   D4  an offload waiter lowers polled (RMW: fence), then checks as D3
+ *       <->  D1 (peers skipped the ring while polled was up).
+ *   D6  the engine posts events or completions, fence, and wakes `ev` iff it
+ *       has sleepers  <->  W2: an event sleeper announces, fence, rechecks.
+ *
+ * Invariant the rules give (model: no_lost_work, no_lost_event): whenever
+ * work is pending, somebody holds the token, or somebody that will run the
+ * engine is awake, or the bell is rung; whenever an event is posted, its
+ * waiter is awake or woken.
+ *
+ * Nothing here sleeps with a timeout for correctness: a futex timeout only
+ * implements a caller's own PtlEQPoll timeout.
+ */
+#ifndef PT_WAIT_H
+#define PT_WAIT_H
+
+#include "futex.h"
+#include "pt_atomic.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pt_nic;
+
+/* The NIC thread's state (nic_state; model: nic_st). Written only by the NIC
+ * thread; read by dumps and tests, never for a decision. */
+enum pt_nic_state {
+    PT_NIC_RUN = 0,   /* holds the token, polling                              */
+    PT_NIC_IDLE,      /* gave the token up (idle or yielded), will try to sleep */
+    PT_NIC_ARM,       /* announced on the bell (sleepers++), rechecking [S2]    */
+    PT_NIC_SLEEP,     /* in futex_wait on the bell [S3]                         */
+    PT_NIC_STOP,      /* the thread has ended                                   */
+};
+const char *pt_nic_state_name(uint32_t s);
+
+/* Counters (relaxed; dumps and tests). */
+struct pt_wait_stats {
+    _Atomic uint64_t nic_sleeps;     /* NIC thread futex sleeps                     */
+    _Atomic uint64_t nic_armed_work; /* arms cancelled by the recheck (S2 found work) */
+    _Atomic uint64_t waiter_sleeps;  /* API waiter futex sleeps                     */
+    _Atomic uint64_t kicks_drained;  /* D3/D4 found work for a sleeper and drained it */
+    _Atomic uint64_t kicks_rung;     /* D3/D4 rang the bell                         */
+};
+
+struct pt_wait {
+    PT_ALIGNED _Atomic uint32_t token; /* 0 free; A-TOK/R-TOK                       */
+    _Atomic uint32_t want;             /* API threads waiting for the token (hint)  */
+    _Atomic uint32_t stop;             /* NIC thread: end                           */
+    _Atomic uint32_t nic_state;        /* enum pt_nic_state                         */
+    struct pt_waitword *bell;          /* engine sleepers (in the job region)       */
+    struct pt_waitword *ev;            /* event sleepers: &evw (offload) or bell    */
+    bool nic_thread;                   /* a NIC thread runs (offload mode)          */
+    bool yield;                        /* PTL_NIC_YIELD                             */
+    uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
+    uint64_t wait_spin_ns;             /* PTL_WAIT_SPIN_US                          */
+    struct pt_waitword evw;            /* offload: event sleepers                   */
+    struct pt_wait_stats st;
+};
+
+/* Named constants of the protocol (each bounds work, none is a timeout that
+ * correctness relies on). */
+#define PT_WAIT_QUIET_POLLS   8   /* poll-until-quiet bound after inline work      */
+#define PT_WAIT_KICK_ROUNDS   4   /* D3: drain rounds before ringing instead        */
+#define PT_WAIT_KICK_POLLS    8   /* D3: polls per drain round                      */
+#define PT_WAIT_CLOCK_EVERY  16   /* waiter reads the clock every 16 spins          */
+#define PT_WAIT_FAIL_TAKE_NS 10000000u /* a failed job: try 10 ms to take the token */
+#define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
+#define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
+
+/* Set up (API thread, before the NIC thread starts). */
+void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
+                  uint64_t nic_spin_ns, uint64_t wait_spin_ns);
+/* The NIC thread's body (pthread start routine; arg is the struct pt_nic). */
+void *pt_wait_nic_thread(void *nic);
+/* Ask the NIC thread to end (it is then joined by the caller). */
+void pt_wait_stop(struct pt_wait *w);
+
+/* Token. A-TOK: the CAS; pairs with R-TOK in every release below. */
+static inline bool pt_wait_try_take(struct pt_wait *w)
+{
+    uint32_t z = 0;
+    return LD_RELAXED(&w->token) == 0 && RMW_CAS(&w->token, &z, 1); /* A-TOK */
+}
+/* Plain release (R-TOK) for a holder that owes nobody a check: the NIC thread
+ * (it arms next, S2) and single-threaded teardown. */
+static inline void pt_wait_give(struct pt_wait *w)
+{
+    ST_RELEASE(&w->token, 0); /* R-TOK pairs with A-TOK */
+}
+/* D3: release, and make sure an engine sleeper is not left with work. */
+void pt_wait_release(struct pt_nic *nic);
+
+/* Run the engine once if nobody does (take, poll until quiet, D3 release).
+ * After a command commit this is D2's reader half. */
+void pt_wait_progress(struct pt_nic *nic);
+/* Host matching: as above, but a caller whose own command is queued keeps
+ * trying until the command has been taken (bounded by the holder's poll). */
+void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), void *arg);
+
+/* D6, producer half: the engine posted events or completions (token holder,
+ * end of a poll). */
+static inline void pt_wait_events_posted(struct pt_wait *w)
+{
+    FENCE_FULL(); /* D6: the posts before reading sleepers; pairs with W2's RMW */
+    if (LD_RELAXED(&w->ev->sleepers))
+        pt_wake_all(w->ev);
+}
+
+/* Wait until ready(arg) (which may consume what it finds), running the engine
+ * whenever the token is free. timeout_ns < 0: forever. Returns true if ready,
+ * false on timeout or when the job failed (the caller looks at why). */
+typedef bool (*pt_ready_fn)(void *arg);
+bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns);
+
+/* Wake every sleeper of this NI (the job failed, or the NI stops). */
+void pt_wait_wake_everyone(struct pt_wait *w);
+
+void pt_wait_dump(const struct pt_wait *w, void *file);
+
+#endif
