@@ -5,22 +5,22 @@
  * any Portals call.
  *
  * The target first answers a burst of ping-pongs, so that it leaves its last
- * PtlEQWait the way a busy application does: with its doorbell poll claim
- * parked as a lease (PTL_POLL_LEASE_US) and its NIC thread asleep. Peers do not
- * ring a claimed doorbell, so only the NIC thread's lease expiry can pick up
- * what arrives next. Rank 0 then issues the three operations and requires
- * their completions (REPLY_END, ACK, SEND_END of the rendezvous) long before
- * the target's computation ends: COMPUTE_MS, against a bound of
- * COMPUTE_MS / 2 (the lease makes it a few milliseconds at most; the bound
+ * PtlEQWait the way a busy application does: it ran the engine itself while
+ * its NIC thread slept, and on leaving it lowered its doorbell poll claim
+ * (engine/wait.h D4), after which peers ring the NIC thread again. Rank 0
+ * then issues the three operations and requires their completions
+ * (REPLY_END, ACK, SEND_END of the rendezvous) long before the target's
+ * computation ends: COMPUTE_MS, against a bound of COMPUTE_MS / 2 (the bound
  * only separates "progressed by the NIC thread" from "progressed when the
- * application came back").
+ * application came back"). A waiter that left its claim up, or a NIC thread
+ * that was not rung, fails it.
  *
  * Host-matching mode has no NIC thread, so there progress is the caller's by
  * design: the program then checks only that everything completes after the
  * target comes back.
  *
  * Run with PTL_NIC_CPU=0 and =1 under ptlrun --cpus 0,1: rank 1's NIC thread
- * then has a core of its own (it watches) or shares rank 1's (timed sleep).
+ * then has a core of its own or shares rank 1's.
  */
 #include "mp_util.h"
 

@@ -24,9 +24,12 @@ static void ring(struct mp *m, unsigned epoch)
     mp_post(m, PT_R, epoch, &token, sizeof token, PTL_MD_THRESH_INF,
             PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN,
             NULL);
+    /* The engine may read `out` until SEND_END (a stack variable of this
+     * frame): wait for it before the frame goes. */
+    ptl_handle_eq_t seq;
+    MP_CHECK(PtlEQAlloc(m->ni, 16, PTL_EQ_HANDLER_NONE, &seq));
     ptl_handle_md_t smd = mp_bind(m, &out, sizeof out, PTL_MD_THRESH_INF,
-                                  PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE,
-                                  PTL_EQ_NONE);
+                                  PTL_MD_EVENT_START_DISABLE, seq);
     mp_barrier(m);
     if (me == 0) {
         out = 1000u * epoch;
@@ -41,6 +44,7 @@ static void ring(struct mp *m, unsigned epoch)
         out = token + 1;
         MP_CHECK(PtlPut(smd, PTL_NO_ACK_REQ, m->ids[(me + 1) % n], PT_R, 0, epoch, 0, 0));
     }
+    mp_expect(seq, PTL_EVENT_SEND_END, "waiting for the SEND_END of our put");
 }
 
 int main(int argc, char **argv)

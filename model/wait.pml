@@ -1,0 +1,484 @@
+/*
+ * wait.pml - SPIN model of libportals' waiting protocol (engine/wait.[ch],
+ * the transport's D1 in transport/shm.c and util/futex.h).
+ *
+ * Two ranks. Each rank has NAPP application threads and, in offload mode
+ * (OFFLOAD=1), a NIC thread. Application thread a of rank 0 ping-pongs ROUNDS
+ * times with application thread a of rank 1: it posts a put command, waits
+ * for the event of the answer; rank 1's thread waits for the ping's event and
+ * posts the answer. Then rank 0 gets from rank 1, whose application does not
+ * wait for it (see App). Whoever holds a rank's engine token polls: a command
+ * becomes a message in the peer's receive queue (D1), a received message
+ * becomes an event in its thread's EQ (D6), a get request is answered.
+ *
+ * What SPIN checks (safety run, with `timeout` as "nobody can move"):
+ *   - mutual exclusion: the engine runs on one thread at a time (assert in
+ *     poll);
+ *   - no lost wake-up: the system never reaches a state where nobody can
+ *     move while a command, a message or an event is pending, or while an
+ *     application has not finished (the `timeout` monitor and invalid end
+ *     states: only a NIC thread asleep on its doorbell is a valid end);
+ *   - every application finishes all ROUNDS (done == 2 * NAPP at the end).
+ *
+ * Memory model. SPIN interleaves statements sequentially consistently; every
+ * shared access below is one statement, as in the code (one load or store or
+ * RMW each). The code's full fences (FENCE_FULL, or an RMW used as one) are
+ * what make x86-TSO and C11 behave like this interleaving at each
+ * store->load pair. To show that each fence is needed, the build defines
+ * MUT_<label> remove one: the store is then made visible only after the loads
+ * that follow it (what a store buffer does), and SPIN must find a lost
+ * wake-up. tests/model/run-spin runs the model in both modes and every
+ * mutant, and fails if a mutant passes.
+ *
+ * Labels (engine/wait.h): S1-S3 NIC thread, W1-W3 API waiter, D1-D6 rules.
+ */
+
+#ifndef OFFLOAD
+#define OFFLOAD 1
+#endif
+#ifndef NAPP
+#define NAPP 1
+#endif
+#ifndef ROUNDS
+#define ROUNDS 2
+#endif
+#define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
+#define NT (2 * NAPP)          /* application threads in the job      */
+#define Q(r, a) ((r) * NAPP + (a))
+
+/* ---- shared state ---------------------------------------------------------- */
+byte token[2];         /* 0 free, else holder's _pid + 1              */
+byte want[2];
+byte sleepers[2];      /* bell.sleepers (in the job region)           */
+byte polled[2];        /* bell.polled                                 */
+byte seq[2];           /* bell.seq as a futex: bit t set = thread t (by
+                        * _pid) has read seq and not been woken since; a
+                        * wake clears every bit (pt_wake_all: seq bump +
+                        * FUTEX_WAKE); a sleeper blocks while its bit is
+                        * set. Same behaviour as comparing against a
+                        * counter, without the counter's states. */
+byte evsl[2];          /* evw.sleepers (offload)                      */
+byte evseq[2];         /* evw.seq, likewise                           */
+byte cmdq[NT];         /* commands in thread (r,a)'s ring             */
+bool cmdget[NT];       /* the pending command is a get (else a put)   */
+byte getq[NT];         /* get requests for thread (r,a)'s MD in rank r's
+                        * queues: the engine answers them itself      */
+byte rxq[NT];          /* messages for thread (r,a) in rank r's queues */
+byte evq[NT];          /* events in thread (r,a)'s EQ                 */
+byte in_engine[2];     /* threads inside poll (must stay <= 1)        */
+byte done;             /* application threads finished                */
+
+#if OFFLOAD
+#define EVS(r)   evsl[r]
+#define EVSEQ(r) evseq[r]
+#else
+#define EVS(r)   sleepers[r]   /* host mode: event sleepers are the bell's */
+#define EVSEQ(r) seq[r]
+#endif
+
+#define ME (_pid + 1)
+
+/* work(r): commands or messages pending (pt_nic_has_work). One snapshot:
+ * the sources are read after the caller's fence, and each source's producer
+ * fences before its own check, so the order of the reads does not matter. */
+inline has_work(r, w) {
+    d_step {
+        w = 0;
+        i = 0;
+        do
+        :: i < NAPP -> if :: cmdq[Q(r, i)] > 0 || rxq[Q(r, i)] > 0 || getq[Q(r, i)] > 0 -> w = 1 :: else fi; i++
+        :: i >= NAPP -> break
+        od;
+        i = 0
+    }
+}
+
+inline ring(r) { seq[r] = 0 }           /* pt_wake_all: seq bump + FUTEX_WAKE */
+#define BIT (1 << _pid)
+#define READ_SEQ(word) word = word | BIT   /* seq = LD_ACQUIRE(&w->seq)   */
+#define FUTEX_WAIT(word) ((word & BIT) == 0) /* returns once woken after the read */
+
+/* D1's check, after the engine of rank r published a message to rank p
+ * (p == 2: nothing was sent). */
+inline d1_check(p) {
+    if
+    :: p < 2 ->
+#ifndef MUT_D1
+        /* D1: FENCE_FULL (pt_wake_if_sleeping), then its loads */
+        ls = sleepers[p];
+        lp = polled[p];
+#endif
+        if :: ls > 0 && lp == 0 -> ring(p) :: else fi;
+        ls = 0; lp = 0
+    :: else
+    fi
+}
+
+/* pt_nic_poll_once: caller holds the token. Commands first (a put becomes a
+ * message, a get a request in the peer's queues, then D1), then receive (a
+ * message becomes an event; a get request is answered with a message back,
+ * then D1), then D6 for the events it posted. The engine's own bookkeeping
+ * between two shared accesses is folded into one step; with MUT_D1 the loads
+ * of D1 pass the buffered publish (they are done before it). */
+inline poll(r, n) {
+    n = 0;
+    j = 0;
+    do
+    :: j < NAPP ->
+        atomic {
+            assert(token[r] == ME);
+            in_engine[r]++;
+            assert(in_engine[r] == 1);
+            if
+            :: cmdq[Q(r, j)] > 0 ->
+                cmdq[Q(r, j)]--;
+                p = 1 - r;
+                n++;
+#ifdef MUT_D1
+                ls = sleepers[p]; lp = polled[p];
+#endif
+                if                               /* spsc_commit_seq: release store */
+                :: cmdget[Q(r, j)] -> getq[Q(p, j)]++
+                :: else -> rxq[Q(p, j)]++
+                fi
+            :: else -> p = 2
+            fi;
+            in_engine[r]--
+        };
+        d1_check(p);
+        atomic {
+            assert(token[r] == ME);
+            if
+            :: getq[Q(r, j)] > 0 ->
+                getq[Q(r, j)]--;
+                p = 1 - r;
+                n++;
+#ifdef MUT_D1
+                ls = sleepers[p]; lp = polled[p];
+#endif
+                rxq[Q(p, j)]++                   /* the REPLY */
+            :: else -> p = 2
+            fi
+        };
+        d1_check(p);
+        j++
+    :: j >= NAPP -> break
+    od;
+    atomic {
+        assert(token[r] == ME);
+        j = 0;
+        do
+        :: j < NAPP ->
+            if :: rxq[Q(r, j)] > 0 -> rxq[Q(r, j)]--; evq[Q(r, j)]++; posted = 1; n++ :: else fi; j++
+        :: j >= NAPP -> break
+        od;
+        j = 0; p = 0
+    };
+    if
+    :: posted ->
+        /* D6: FENCE_FULL, then wake event sleepers (MUT_D6: the load passes
+         * the buffered event stores, i.e. it is done before them) */
+#ifdef MUT_D6
+        skip
+#else
+        if :: EVS(r) > 0 -> EVSEQ(r) = 0 :: else fi
+#endif
+    :: else
+    fi;
+    posted = 0
+}
+
+inline try_take(r, got) {
+    atomic { if :: token[r] == 0 -> token[r] = ME; got = 1 :: else -> got = 0 fi }
+}
+
+inline poll_quiet(r) {
+    do
+    :: poll(r, n); if :: n <= 1 -> break :: else fi
+    od
+}
+
+/* D3/D4 action (wait.c kick): drain ourselves, else ring. */
+inline kick(r) {
+    k = 0;
+    do
+    :: ls = sleepers[r];
+       lt = token[r];
+       if
+       :: ls > 0 && lt == 0 ->
+           has_work(r, w);
+           if
+           :: w ->
+               try_take(r, got);
+               if
+               :: got && k < KICK_ROUNDS ->
+                   do :: poll(r, n); if :: n == 0 -> break :: else fi od;
+                   token[r] = 0;   /* then FENCE_FULL, check again */
+                   k++
+               :: got && k >= KICK_ROUNDS -> token[r] = 0; ring(r); break
+               :: !got -> ring(r); break
+               fi
+           :: else -> break
+           fi
+       :: else -> break
+       fi
+    od;
+    k = 0; ls = 0; lt = 0; w = 0; got = 0; n = 0
+}
+
+/* D3: pt_wait_release. */
+inline release(r) {
+#ifdef MUT_D3
+    ls = sleepers[r];
+    token[r] = 0;
+#else
+    token[r] = 0;                 /* R-TOK */
+    /* FENCE_FULL */
+    ls = sleepers[r];
+#endif
+    if :: ls > 0 -> kick(r) :: else fi
+}
+
+/* pt_nic_submit. */
+inline submit(r, a) {
+#if OFFLOAD
+#ifdef MUT_D2
+    lt = token[r];
+    cmdq[Q(r, a)]++;
+    if :: lt == 0 -> try_take(r, got) :: else -> got = 0 fi;
+#else
+    cmdq[Q(r, a)]++;              /* spsc_commit */
+    /* FENCE_FULL: D2 */
+    try_take(r, got);
+#endif
+#else
+    /* host: direct dispatch when our ring is empty and the engine free
+     * (the dispatch is the poll below finding our command) */
+    try_take(r, got);
+    cmdq[Q(r, a)]++;
+    if
+    :: !got ->
+        /* FENCE_FULL: D2; pt_wait_progress_host */
+        do
+        :: try_take(r, got); if :: got -> break :: else fi
+        :: cmdq[Q(r, a)] == 0 -> break      /* the holder took ours */
+        od
+    :: else
+    fi;
+#endif
+    if :: got -> poll_quiet(r); release(r) :: else fi;
+    got = 0; lt = 0; n = 0
+}
+
+/* pt_wait_until(eq_ready) for thread (r,a), with waiter_leave (D4 then D3)
+ * written once: `ex` says whether the waiter leaves for good (ready) or to
+ * sleep (W2). */
+inline wait_event(r, a) {
+    holding = 0; wanted = 0; polling = 0;
+    do
+    :: /* W1 */
+#if OFFLOAD
+       if :: !polling -> polled[r]++; polling = 1 :: else fi;
+#endif
+       atomic {   /* eq_ready: pt_eq_get claims an event */
+           if
+           :: evq[Q(r, a)] > 0 -> evq[Q(r, a)]--; ex = 1
+           :: else -> ex = 0
+           fi
+       };
+       if
+       :: ex == 0 ->
+           if
+           :: !holding ->
+               try_take(r, got);
+               if
+               :: got -> holding = 1;
+                         if :: wanted -> want[r]--; wanted = 0 :: else fi
+               :: !got && OFFLOAD && !wanted -> want[r]++; wanted = 1
+               :: else
+               fi
+           :: else
+           fi;
+           if :: holding -> poll(r, n) :: else fi;
+           if
+           :: skip                  /* spin on */
+           :: ex = 2                /* W2: spun long enough */
+           fi
+       :: else
+       fi;
+       if
+       :: ex > 0 ->
+           /* waiter_leave */
+           if :: wanted -> want[r]--; wanted = 0 :: else fi;
+           ls = 0;
+           if
+           :: polling ->
+#ifdef MUT_D4
+               ls = sleepers[r];
+               polled[r]--;          /* D4 (a plain store in this mutant) */
+#else
+               polled[r]--;          /* D4: RMW, full fence */
+               ls = sleepers[r];
+#endif
+               polling = 0
+           :: else
+           fi;
+           if
+           :: holding ->
+               holding = 0;
+#ifdef MUT_D3
+               ls = sleepers[r];
+               token[r] = 0;
+#else
+               token[r] = 0;         /* R-TOK, then FENCE_FULL: D3 */
+               ls = sleepers[r];
+#endif
+           :: else
+           fi;
+           if :: ls > 0 -> kick(r) :: else fi;
+           ls = 0
+       :: else
+       fi;
+       if
+       :: ex == 1 -> break
+       :: ex == 2 ->
+           READ_SEQ(EVSEQ(r));
+#ifdef MUT_W2
+           lq = evq[Q(r, a)];
+           EVS(r)++;
+#else
+           EVS(r)++;                /* W2: RMW, full fence */
+           lq = evq[Q(r, a)];
+#endif
+           if
+           :: lq > 0 -> EVS(r)--; evq[Q(r, a)]--; lq = 0; break
+           :: else ->
+               skipped = 0;
+#if !OFFLOAD
+               lt = token[r];
+               if :: lt == 0 -> has_work(r, w); skipped = w :: else fi;
+               lt = 0; w = 0;
+#endif
+               if
+               :: skipped -> EVS(r)--; skipped = 0
+               :: else ->
+W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
+                   EVS(r)--
+               fi
+           fi
+       :: else
+       fi
+    od;
+    n = 0; got = 0; ex = 0
+}
+
+/* The scenario. Thread (0,a): ROUNDS put ping-pongs, then a get that
+ * thread (1,a)'s application never waits for: rank 1's engine must answer
+ * it on its own (offload: the NIC thread, after the application finished;
+ * host mode: the application waiting for rank 0's last put, the "bye"). */
+proctype App(byte r; byte a)
+{
+    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex;
+    bool holding, wanted, polling;
+    byte round = 0;
+    do
+    :: round < ROUNDS ->
+        if
+        :: r == 0 -> cmdget[Q(r, a)] = 0; submit(r, a); wait_event(r, a)
+        :: r == 1 -> wait_event(r, a); submit(r, a)
+        fi;
+        round++
+    :: round >= ROUNDS -> break
+    od;
+    if
+    :: r == 0 ->
+        cmdget[Q(r, a)] = 1; submit(r, a); wait_event(r, a);   /* the get */
+#if !OFFLOAD
+        cmdget[Q(r, a)] = 0; submit(r, a)                      /* the bye */
+#endif
+    :: r == 1 ->
+#if !OFFLOAD
+        wait_event(r, a)
+#else
+        skip
+#endif
+    fi;
+    done++
+}
+
+#if OFFLOAD
+proctype Nic(byte r)
+{
+    byte n, p, ls, lp, lt, i, j, got, w, posted, k;
+    do
+    :: /* S1 */
+       try_take(r, got);
+       if
+       :: got ->
+           do
+           :: poll(r, n);
+              if
+              :: n == 0 -> break          /* idle for PTL_NIC_SPIN_US */
+              :: want[r] > 0 -> break     /* PTL_NIC_YIELD */
+              :: else
+              fi
+           od;
+           token[r] = 0                   /* plain R-TOK: S2 rechecks */
+       :: else
+       fi;
+       /* S2 */
+       READ_SEQ(seq[r]);
+#ifdef MUT_S2
+       lt = token[r];
+       has_work(r, w);
+       sleepers[r]++;
+#else
+       sleepers[r]++;                     /* RMW: full fence */
+       lt = token[r];
+       if :: lt == 0 -> has_work(r, w) :: else -> w = 0 fi;
+#endif
+       if
+       :: lt == 0 && w -> sleepers[r]--; lt = 0; w = 0
+       :: else ->
+           lt = 0; w = 0;
+end_S3:    FUTEX_WAIT(seq[r]);            /* futex_wait(bell, seq, forever) */
+           sleepers[r]--
+       fi
+    od
+}
+#endif
+
+/* When nobody can move: everything was delivered and consumed. */
+active proctype Monitor()
+{
+    byte x;
+end_M:
+    timeout ->
+    x = 0;
+    do
+    :: x < NT -> assert(cmdq[x] == 0 && rxq[x] == 0 && getq[x] == 0 && evq[x] == 0); x++
+    :: x >= NT -> break
+    od;
+    assert(done == NT)
+}
+
+init
+{
+    byte r, a;
+    atomic {
+        r = 0;
+        do
+        :: r < 2 ->
+            a = 0;
+            do
+            :: a < NAPP -> run App(r, a); a++
+            :: a >= NAPP -> break
+            od;
+#if OFFLOAD
+            run Nic(r);
+#endif
+            r++
+        :: r >= 2 -> break
+        od
+    }
+}
