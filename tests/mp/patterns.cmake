@@ -1,0 +1,141 @@
+# Client-pattern matrix (label "patterns", plus "mp"): bench/ptl_patterns.c in
+# --check mode, one pattern per test, each registered as mp_pat_<name>_offload
+# and mp_pat_<name>_host and run as
+#   mp_driver --no-residue -- ptlrun -n N [--host-matching] -- mp_patterns --check ...
+# It must print "ptl_patterns: OK"; a hang ends through its watchdog (exit 3,
+# one wait > 5 s) long before the CTest timeout.
+#
+# The source is built here as mp_patterns (not the bench target ptl_patterns),
+# so the matrix exists when PTL_BUILD_BENCH is OFF (the ASan/TSan stages).
+#
+# Selection rule (a covering subset, not the cross-product; every value of
+# every dimension appears at least once):
+#   wait      every wait mode x start on/off, put ping-pong, 8 B, with the full
+#             event set (send-end on, ack on)                       12 tests
+#   events    send-end x ack x start at the ordinary client's wait (eqwait),
+#             put 8 B (the on/on/* pair is in "wait")                 6 tests
+#   ops       get and getput x recv persistent/fresh x region off/on, start on,
+#             eqwait; and each at start off with eqpoll-multi        10 tests
+#   sizes     put at 0, 4032 (eager limit), 4033, 64 KiB, 1 MiB, each with
+#             region on (bound 16 MiB source MD, SEND_END to its EQ,
+#             PtlPutRegion: the client that hung) x recv persistent/fresh;
+#             get at 0, 4033, 64 KiB, 1 MiB; getput at 0 and 64      16 tests
+#   stream    put/get/getput at 8 B (eqwait, start on), put at 4033 fresh and
+#             64 KiB (eqpoll-multi), get at 64 KiB (several CMA gets
+#             outstanding on one target MD)                           6 tests
+#   threads   2 threads: put eqwait, put eqpoll-multi, get eqpoll, put
+#             stream 4033 fresh                                       4 tests
+#   ranks     4 ranks (pairs (0,1), (2,3)): put eqwait, stream eqpoll-multi,
+#             get fresh eqpoll-timeout, 2 threads put eqwait           4 tests
+#   think     --think (a pause before each own operation, so waiters and NIC
+#             threads sleep and are woken): eqwait sleep 1.5 ms, eqwait-split
+#             with the 16 MiB region, 2 threads spinning 200 us, get stream
+#             fresh                                                    4 tests
+# 62 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
+# threads or --think), 0.2-2 s each: about 2 min for both modes on 2 cores
+# (1 min with ctest -j2).
+
+set(PTL_PATTERNS_TIMEOUT 60 CACHE STRING "Per-test CTest timeout of the pattern matrix (seconds)")
+
+add_executable(mp_patterns ${PROJECT_SOURCE_DIR}/bench/ptl_patterns.c
+                           ${PROJECT_SOURCE_DIR}/bench/bench_util.c)
+target_include_directories(mp_patterns PRIVATE ${PROJECT_SOURCE_DIR}/bench)
+target_link_libraries(mp_patterns PRIVATE portals m Threads::Threads)
+
+# ptl_pattern(<name> [NP n] ARGS a...): mp_pat_<name>_offload and _host.
+function(ptl_pattern name)
+  cmake_parse_arguments(T "" "NP" "ARGS" ${ARGN})
+  if(NOT T_NP)
+    set(T_NP 2)
+  endif()
+  foreach(mode offload host)
+    if(mode STREQUAL "offload")
+      set(hm "")
+      set(env PTL_OFFLOAD=1)
+    else()
+      set(hm --host-matching)
+      set(env PTL_OFFLOAD=0)
+    endif()
+    add_test(NAME mp_pat_${name}_${mode}
+      COMMAND ${MP_DRV} --no-residue --within 50 --stdout-has "ptl_patterns: OK" --
+              ${MP_RUN} -n ${T_NP} ${hm} --timeout 45 --
+              $<TARGET_FILE:mp_patterns> --check ${T_ARGS})
+    set_tests_properties(mp_pat_${name}_${mode} PROPERTIES
+      ENVIRONMENT "${env}"
+      TIMEOUT ${PTL_PATTERNS_TIMEOUT}
+      LABELS "mp;patterns")
+  endforeach()
+endfunction()
+
+# ---- wait: every wait mode x START on/off (put ping-pong, 8 B, every event) ------
+foreach(w eqwait eqpoll eqpoll-timeout eqpoll-multi eqget-spin eqwait-split)
+  foreach(s on off)
+    ptl_pattern(wait_${w}_start${s} ARGS --wait ${w} --start ${s} --send-end on --ack on)
+  endforeach()
+endforeach()
+
+# ---- events: send-end x ack x start at PtlEQWait ------------------------------------
+foreach(s on off)
+  foreach(e on off)
+    foreach(a on off)
+      if(e STREQUAL "on" AND a STREQUAL "on")
+        continue() # in "wait" above
+      endif()
+      ptl_pattern(ev_start${s}_send${e}_ack${a} ARGS --wait eqwait --start ${s} --send-end ${e} --ack ${a})
+    endforeach()
+  endforeach()
+endforeach()
+
+# ---- ops: get, getput x recv x region ---------------------------------------------
+foreach(op get getput)
+  foreach(rv persistent fresh)
+    foreach(rg on off)
+      ptl_pattern(op_${op}_${rv}_region${rg} ARGS --op ${op} --recv ${rv} --region ${rg} --size 8)
+    endforeach()
+  endforeach()
+  ptl_pattern(op_${op}_startoff_multi ARGS --op ${op} --start off --wait eqpoll-multi --size 8)
+endforeach()
+
+# ---- sizes --------------------------------------------------------------------------
+foreach(sz 0 4032 4033 65536 1048576)
+  if(sz EQUAL 1048576)
+    set(n -n 50)
+  else()
+    set(n "")
+  endif()
+  foreach(rv persistent fresh)
+    ptl_pattern(size_put_${sz}_${rv} ARGS --size ${sz} --region on --recv ${rv} ${n})
+  endforeach()
+endforeach()
+ptl_pattern(size_get_0 ARGS --op get --size 0)
+ptl_pattern(size_get_4033 ARGS --op get --size 4033 --recv fresh)
+ptl_pattern(size_get_65536 ARGS --op get --size 65536 --region on)
+ptl_pattern(size_get_1048576 ARGS --op get --size 1048576 --region on --recv fresh -n 50)
+ptl_pattern(size_getput_0 ARGS --op getput --size 0)
+ptl_pattern(size_getput_64 ARGS --op getput --size 64 --region on --recv fresh)
+
+# ---- stream (window 8, one answer per window) ----------------------------------------
+foreach(op put get getput)
+  ptl_pattern(stream_${op}_8 ARGS --shape stream --op ${op} --size 8)
+endforeach()
+ptl_pattern(stream_put_4033_fresh ARGS --shape stream --size 4033 --recv fresh --ack on)
+ptl_pattern(stream_put_65536 ARGS --shape stream --size 65536 --region on --wait eqpoll-multi -n 50)
+ptl_pattern(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eqpoll-multi -n 50)
+
+# ---- 2 application threads per rank ---------------------------------------------------
+ptl_pattern(threads2_put_eqwait ARGS --threads 2 --wait eqwait)
+ptl_pattern(threads2_put_multi ARGS --threads 2 --wait eqpoll-multi --ack on)
+ptl_pattern(threads2_get_eqpoll ARGS --threads 2 --op get --wait eqpoll --recv fresh)
+ptl_pattern(threads2_stream_4033 ARGS --threads 2 --shape stream --size 4033 --recv fresh -n 100)
+
+# ---- 4 ranks: pairs (0,1) and (2,3) at once --------------------------------------------
+ptl_pattern(np4_put_eqwait NP 4 ARGS --wait eqwait)
+ptl_pattern(np4_stream_multi NP 4 ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
+ptl_pattern(np4_get_timeout NP 4 ARGS --op get --wait eqpoll-timeout --recv fresh)
+ptl_pattern(np4_threads2 NP 4 ARGS --threads 2 --wait eqwait -n 100)
+
+# ---- think: pauses, so that waiters and NIC threads go to sleep ------------------------
+ptl_pattern(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
+ptl_pattern(think_split_region ARGS --wait eqwait-split --think 1500 --region on --size 4033 -n 100)
+ptl_pattern(think_threads2_spin ARGS --threads 2 --think 200 --think-mode spin -n 100)
+ptl_pattern(think_stream_get_fresh ARGS --shape stream --op get --recv fresh --think 1500 -n 50)
