@@ -218,15 +218,29 @@ int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h)
     return PT_OK;
 }
 
-/* Send the RFIN that lets the target finish a rendezvous reply. */
+/* Fill the RFIN that lets the target finish the rendezvous reply h. It echoes
+ * the reply's event fields (the target's GET_START link in tgt_link): the
+ * target posts GET_END from them (target.c, pt_rsp_rfin), since it may have
+ * several replies outstanding on one MD. Our id, uid and jid are the get's. */
 static void rfin_fill(struct pt_nic *nic, struct pt_wire_hdr *r, const struct pt_wire_hdr *h)
 {
     pt_wire_clear(r);
     r->op = PT_W_RFIN;
     r->src_nid = nic->id.nid;
     r->src_pid = nic->id.pid;
+    r->uid = nic->uid;
+    r->jid = nic->jid;
+    r->pt_index = h->pt_index;
+    r->init_md = h->init_md;
     r->tgt_md = h->tgt_md;
     r->link = h->link;
+    r->tgt_link = h->tgt_link;
+    r->match_bits = h->match_bits;
+    r->remote_offset = h->remote_offset;
+    r->local_offset = h->local_offset;
+    r->rlength = h->rlength;
+    r->mlength = h->mlength;
+    r->tgt_offset = h->tgt_offset;
 }
 
 int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)

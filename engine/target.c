@@ -225,11 +225,14 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                                PTL_EVENT_GET_END, &ev);
             return PT_OK;
         }
-        /* Rendezvous reply: the initiator pulls from this MD, then sends RFIN. */
+        /* Rendezvous reply: the initiator pulls from this MD, then sends RFIN.
+         * The RFIN echoes this get's event fields (rsp_init copied them; the
+         * START link rides in tgt_link): several gets may be outstanding on
+         * one MD, so nothing per get is kept here (see pt_rsp_rfin). */
         rsp->tgt_md = pt_md_handle(nic, md);
+        rsp->tgt_link = (uint32_t)ev.link;
         pt_proto_table[PT_PROTO_RNDV]->pack(rsp, &md->mem, off, mlen);
         md->pending++;
-        md->unlink_ev = ev; /* GET_END is posted from this template on RFIN */
         pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         return PT_OK;
     }
@@ -254,14 +257,30 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     }
 }
 
-/* RFIN: the initiator has pulled a rendezvous reply out of our MD. */
+/* RFIN: the initiator has pulled a rendezvous reply out of our MD. Its
+ * GET_END is rebuilt from the RFIN, which echoes the fields of the REPLY it
+ * answers (initiator.c, rfin_fill), the way FIN rebuilds SEND_END: the same
+ * event GET_START carried, whichever of the gets outstanding on this MD it is. */
 int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
 {
     struct pt_md *md = pt_md_lookup(nic, h->tgt_md);
     if (!md || !md->pending)
         return PT_OK;
     md->pending--;
-    ptl_event_t ev = md->unlink_ev;
+    ptl_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.initiator.nid = h->src_nid;
+    ev.initiator.pid = h->src_pid;
+    ev.uid = h->uid;
+    ev.jid = h->jid;
+    ev.pt_index = h->pt_index;
+    ev.match_bits = h->match_bits;
+    ev.rlength = h->rlength;
+    ev.mlength = h->mlength;
+    ev.offset = h->tgt_offset;
+    ev.hdr_data = 0; /* as GET_START */
+    ev.link = h->tgt_link;
+    ev.ni_fail_type = PTL_NI_OK;
     pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev);
     pt_md_check_unlink(nic, md, &ev);
     return PT_OK;

@@ -14,7 +14,8 @@
  *   GET     -> REPLY (eager data, or rendezvous descriptor) | NACK (dropped)
  *   GETPUT  -> REPLY | NACK
  *   REPLY (rendezvous) -> the initiator pulls, then sends RFIN (a response,
- *              sent only on the response class, which never blocks: see below)
+ *              sent only on the response class, which never blocks: see below);
+ *              the RFIN echoes the reply's event fields, as FIN does the put's
  * NACK is internal: the spec's "dropped, no event" stays true for the user; it
  * only releases the initiator's pending state for the MD.
  */
@@ -70,7 +71,12 @@ struct pt_wire_hdr {
     uint32_t src_ospid;      /* rendezvous: OS pid that owns the remote iovecs     */
     uint32_t xfer_id;        /* copy-mode transfer id (sender-chosen)             */
     uint64_t t_stamp;        /* instrumentation: sender TSC at send (0 when off)  */
-    uint64_t reserved1;
+    uint32_t tgt_link;       /* rendezvous REPLY: the target's GET_START link;
+                              * the RFIN echoes it (with pt_index, match_bits,
+                              * rlength, mlength, tgt_offset), so the target
+                              * posts GET_END for the get it finishes and keeps
+                              * no per-get state while several are outstanding */
+    uint32_t reserved1;
 };
 _Static_assert(sizeof(struct pt_wire_hdr) == 128, "pt_wire_hdr must stay 128 bytes (2 cache lines)");
 
