@@ -298,8 +298,15 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         uint64_t now = pt_now_ns();
         if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
             break;
-        if (now - spin_start < w->wait_spin_ns)
+        if (now - spin_start < w->wait_spin_ns) {
+            /* Spinning for a while without what we wait for: if more threads
+             * want the cores than there are (4 ranks' threads on 2 cores),
+             * the thread that would produce it may be waiting for ours; give
+             * the core away instead of burning a 4 ms scheduler tick. */
+            if (now - spin_start >= PT_WAIT_YIELD_NS && !me.holding)
+                sched_yield();
             continue;
+        }
 
         /* [W2] spun long enough: leave the engine (D4, D3), announce on `ev`,
          * recheck, sleep. */

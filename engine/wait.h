@@ -108,6 +108,8 @@ struct pt_wait {
 #define PT_WAIT_FAIL_TAKE_NS 10000000u /* a failed job: try 10 ms to take the token */
 #define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
+#define PT_WAIT_YIELD_NS  20000u  /* a waiter not holding the engine spins this long,
+                                   * then yields the core at every clock check    */
 
 /* Set up (API thread, before the NIC thread starts). */
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,

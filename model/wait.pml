@@ -40,7 +40,10 @@
 #define NAPP 1
 #endif
 #ifndef ROUNDS
-#define ROUNDS 2
+#define ROUNDS 1
+#endif
+#ifndef GET
+#define GET 1                  /* rank 0 ends with a get rank 1 never waits for */
 #endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
@@ -125,6 +128,11 @@ inline poll(r, n) {
     j = 0;
     do
     :: j < NAPP ->
+#ifdef MUT_D1
+        /* the loads of D1 pass the buffered publish: done before it */
+        ls = sleepers[1 - r];
+        lp = polled[1 - r];
+#endif
         atomic {
             assert(token[r] == ME);
             in_engine[r]++;
@@ -134,9 +142,6 @@ inline poll(r, n) {
                 cmdq[Q(r, j)]--;
                 p = 1 - r;
                 n++;
-#ifdef MUT_D1
-                ls = sleepers[p]; lp = polled[p];
-#endif
                 if                               /* spsc_commit_seq: release store */
                 :: cmdget[Q(r, j)] -> getq[Q(p, j)]++
                 :: else -> rxq[Q(p, j)]++
@@ -145,7 +150,14 @@ inline poll(r, n) {
             fi;
             in_engine[r]--
         };
+#ifdef MUT_D1
+        if :: p == 2 -> ls = 0; lp = 0 :: else fi;
+#endif
         d1_check(p);
+#ifdef MUT_D1
+        ls = sleepers[1 - r];
+        lp = polled[1 - r];
+#endif
         atomic {
             assert(token[r] == ME);
             if
@@ -153,17 +165,20 @@ inline poll(r, n) {
                 getq[Q(r, j)]--;
                 p = 1 - r;
                 n++;
-#ifdef MUT_D1
-                ls = sleepers[p]; lp = polled[p];
-#endif
                 rxq[Q(p, j)]++                   /* the REPLY */
             :: else -> p = 2
             fi
         };
+#ifdef MUT_D1
+        if :: p == 2 -> ls = 0; lp = 0 :: else fi;
+#endif
         d1_check(p);
         j++
     :: j >= NAPP -> break
     od;
+#ifdef MUT_D6
+    le = EVS(r);     /* the load of D6 passes the buffered event stores */
+#endif
     atomic {
         assert(token[r] == ME);
         j = 0;
@@ -176,15 +191,17 @@ inline poll(r, n) {
     };
     if
     :: posted ->
-        /* D6: FENCE_FULL, then wake event sleepers (MUT_D6: the load passes
-         * the buffered event stores, i.e. it is done before them) */
+        /* D6: FENCE_FULL, then wake event sleepers */
 #ifdef MUT_D6
-        skip
+        if :: le > 0 -> EVSEQ(r) = 0 :: else fi
 #else
         if :: EVS(r) > 0 -> EVSEQ(r) = 0 :: else fi
 #endif
     :: else
     fi;
+#ifdef MUT_D6
+    le = 0;
+#endif
     posted = 0
 }
 
@@ -378,7 +395,7 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
  * host mode: the application waiting for rank 0's last put, the "bye"). */
 proctype App(byte r; byte a)
 {
-    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex;
+    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le;
     bool holding, wanted, polling;
     byte round = 0;
     do
@@ -391,12 +408,13 @@ proctype App(byte r; byte a)
     :: round >= ROUNDS -> break
     od;
     if
-    :: r == 0 ->
+    :: !GET -> skip
+    :: GET && r == 0 ->
         cmdget[Q(r, a)] = 1; submit(r, a); wait_event(r, a);   /* the get */
 #if !OFFLOAD
         cmdget[Q(r, a)] = 0; submit(r, a)                      /* the bye */
 #endif
-    :: r == 1 ->
+    :: GET && r == 1 ->
 #if !OFFLOAD
         wait_event(r, a)
 #else
@@ -409,7 +427,7 @@ proctype App(byte r; byte a)
 #if OFFLOAD
 proctype Nic(byte r)
 {
-    byte n, p, ls, lp, lt, i, j, got, w, posted, k;
+    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le;
     do
     :: /* S1 */
        try_take(r, got);
