@@ -392,7 +392,9 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
 /* The scenario. Thread (0,a): ROUNDS put ping-pongs, then a get that
  * thread (1,a)'s application never waits for: rank 1's engine must answer
  * it on its own (offload: the NIC thread, after the application finished;
- * host mode: the application waiting for rank 0's last put, the "bye"). */
+ * host mode: the application waiting for rank 0's last put, the "bye").
+ * Rank 0 posts the bye and finishes without waiting: in offload mode only
+ * its NIC thread can send it (D2), and rank 1's NIC thread delivers it. */
 proctype App(byte r; byte a)
 {
     byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le;
@@ -411,14 +413,12 @@ proctype App(byte r; byte a)
     :: !GET -> skip
     :: GET && r == 0 ->
         cmdget[Q(r, a)] = 1; submit(r, a); wait_event(r, a);   /* the get */
-#if !OFFLOAD
-        cmdget[Q(r, a)] = 0; submit(r, a)                      /* the bye */
-#endif
+        cmdget[Q(r, a)] = 0; submit(r, a)                      /* the bye: not waited for */
     :: GET && r == 1 ->
 #if !OFFLOAD
-        wait_event(r, a)
+        wait_event(r, a)       /* host: progress needs a caller; it waits for the bye */
 #else
-        skip
+        skip                   /* offload: the NIC thread answers the get, takes the bye */
 #endif
     fi;
     done++
@@ -474,7 +474,12 @@ end_M:
     timeout ->
     x = 0;
     do
-    :: x < NT -> assert(cmdq[x] == 0 && rxq[x] == 0 && getq[x] == 0 && evq[x] == 0); x++
+    :: x < NT ->
+        assert(cmdq[x] == 0 && rxq[x] == 0 && getq[x] == 0);
+        /* every event consumed, but the bye that rank 1 never waits for in
+         * offload mode, which its NIC thread must have delivered */
+        assert(evq[x] == ((OFFLOAD && GET && x >= NAPP) -> 1 : 0));
+        x++
     :: x >= NT -> break
     od;
     assert(done == NT)
