@@ -357,6 +357,10 @@ void pt_nic_destroy(struct pt_nic *nic)
 {
     pt_nic_stop_thread(nic);
     flush(nic);
+    if (pt_log_level() >= PT_LOG_INFO) { /* PTL_LOG_LEVEL=2: the waiting counters */
+        fprintf(stderr, "NI %u (rank %u):\n", nic->ni_index, nic->xi.rank);
+        pt_wait_dump(&nic->w, stderr);
+    }
     pt_nic_register_live(nic, false);
     ST_RELEASE(&nic->tag, 0);
     /* Single-threaded from here: free what the engine owned. */
