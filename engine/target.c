@@ -60,6 +60,25 @@ static void drop(struct pt_nic *nic, const struct pt_wire_hdr *h)
     nic->sr[PTL_SR_DROP_LENGTH] += h->rlength;
 }
 
+/* A target-side event from a request header (or an RFIN, which echoes the
+ * request's fields): who, where, how much. */
+static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t mlen,
+                         uint64_t off, uint64_t hdr_data)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->initiator.nid = h->src_nid;
+    ev->initiator.pid = h->src_pid;
+    ev->uid = h->uid;
+    ev->jid = h->jid;
+    ev->pt_index = h->pt_index;
+    ev->match_bits = h->match_bits;
+    ev->rlength = h->rlength;
+    ev->mlength = mlen;
+    ev->offset = off;
+    ev->hdr_data = hdr_data;
+    ev->ni_fail_type = PTL_NI_OK;
+}
+
 int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     PT_TM_BEGIN(t);
@@ -126,18 +145,8 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     nic->sr[PTL_SR_RECV_LENGTH] += mlen;
 
     ptl_event_t ev;
-    memset(&ev, 0, sizeof ev);
-    ev.initiator.nid = h->src_nid;
-    ev.initiator.pid = h->src_pid;
-    ev.uid = h->uid;
-    ev.jid = h->jid;
-    ev.pt_index = h->pt_index;
-    ev.match_bits = h->match_bits;
-    ev.rlength = h->rlength;
-    ev.mlength = mlen;
-    ev.offset = off;
-    ev.hdr_data = h->op == PT_W_GET ? 0 : h->hdr_data; /* getput: the sender's (§6.8 rec.) */
-    ev.ni_fail_type = PTL_NI_OK;
+    /* getput: the sender's hdr_data (§6.8 rec.) */
+    target_event(&ev, h, mlen, off, h->op == PT_W_GET ? 0 : h->hdr_data);
     PT_TM_STAGE(&nic->tm, t, PT_ST_HOUSEKEEP);
 
     switch (h->op) {
@@ -268,19 +277,8 @@ int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
         return PT_OK;
     md->pending--;
     ptl_event_t ev;
-    memset(&ev, 0, sizeof ev);
-    ev.initiator.nid = h->src_nid;
-    ev.initiator.pid = h->src_pid;
-    ev.uid = h->uid;
-    ev.jid = h->jid;
-    ev.pt_index = h->pt_index;
-    ev.match_bits = h->match_bits;
-    ev.rlength = h->rlength;
-    ev.mlength = h->mlength;
-    ev.offset = h->tgt_offset;
-    ev.hdr_data = 0; /* as GET_START */
+    target_event(&ev, h, h->mlength, h->tgt_offset, 0 /* as GET_START */);
     ev.link = h->tgt_link;
-    ev.ni_fail_type = PTL_NI_OK;
     pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev);
     pt_md_check_unlink(nic, md, &ev);
     return PT_OK;
