@@ -225,15 +225,15 @@ inline kick(r) {
        :: ls > 0 && lt == 0 ->
            has_work(r, w);
            if
-           :: w ->
+           :: w && k >= KICK_ROUNDS -> ring(r); break
+           :: w && k < KICK_ROUNDS ->
                try_take(r, got);
                if
-               :: got && k < KICK_ROUNDS ->
+               :: got ->
                    do :: poll(r, n); if :: n == 0 -> break :: else fi od;
                    token[r] = 0;   /* then FENCE_FULL, check again */
                    k++
-               :: got && k >= KICK_ROUNDS -> token[r] = 0; ring(r); break
-               :: !got -> ring(r); break
+               :: else -> ring(r); break
                fi
            :: else -> break
            fi
