@@ -19,6 +19,7 @@ struct pt_config {
     int64_t nic_spin_us;    /* PTL_NIC_SPIN_US: NIC thread idle spin before sleeping */
     int64_t wait_spin_us;   /* PTL_WAIT_SPIN_US: API waiter spin before sleeping     */
     int64_t nic_yield;      /* PTL_NIC_YIELD: NIC thread hands the engine to waiters */
+    int64_t nic_batch;      /* PTL_NIC_BATCH: NIC thread under SCHED_BATCH           */
     int64_t cmd_slots;      /* PTL_CMD_SLOTS: command ring slots per API thread      */
     int64_t eager_max;      /* PTL_EAGER_MAX: largest payload sent inline            */
     int64_t queue_slots;    /* PTL_QUEUE_SLOTS: receive-queue slots per sender       */
