@@ -227,11 +227,11 @@ int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t time
     if (eq_ready(&w))
         goto got;
     if (timeout_ms == 0) {
-        /* One pass: progress once, look again. */
-        if (nic->has_thread)
-            pt_wait_progress(nic);
-        else
-            pt_wait_progress_host(nic, NULL, NULL);
+        /* One pass: progress once if the engine is free, look again. A
+         * thread that holds it polls every source anyway; waiting for it
+         * would make PtlEQGet block (in host mode, for a whole spin phase of
+         * another thread's PtlEQWait). */
+        pt_wait_progress(nic);
         if (eq_ready(&w))
             goto got;
         return PT_EQ_EMPTY;
