@@ -519,6 +519,19 @@ static unsigned tgt_opts(const chan_t *c)
 
 static size_t rup(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/* The initiator's local MDs over buf (source or get buffer): one per slot at
+ * its offset, or one over the whole buffer (region on, PtlPutRegion/GetRegion). */
+static void bind_local(xs_t *x, chan_t *c, unsigned char *buf, size_t len, int tag,
+                       ptl_handle_eq_t eq, ptl_handle_md_t *mds)
+{
+    for (int k = 0; k < (c->region ? 1 : c->nslots); k++) {
+        ptl_md_t d = {c->region ? (void *)buf : (void *)(buf + loff(c, k)),
+                      c->region ? len : c->msg, PTL_MD_THRESH_INF, 0, md_opts(x->r),
+                      (void *)tag_of(x, c, tag, k), eq};
+        XCK(x, PtlMDBind(C.ni, d, PTL_RETAIN, &mds[k]));
+    }
+}
+
 static void chan_setup(xs_t *x, chan_t *c, int ch)
 {
     const run_t *r = x->r;
@@ -557,22 +570,12 @@ static void chan_setup(xs_t *x, chan_t *c, int ch)
     if (need_src) {
         c->sbuf_len = local;
         c->sbuf = xalloc(local);
-        for (int k = 0; k < (c->region ? 1 : c->nslots); k++) {
-            ptl_md_t d = {c->region ? (void *)c->sbuf : (void *)src_ptr(c, k),
-                          c->region ? c->sbuf_len : c->msg, PTL_MD_THRESH_INF, 0, md_opts(r),
-                          (void *)tag_of(x, c, TAG_SRC, k), seq};
-            XCK(x, PtlMDBind(C.ni, d, PTL_RETAIN, &c->smd[k]));
-        }
+        bind_local(x, c, c->sbuf, c->sbuf_len, TAG_SRC, seq, c->smd);
     }
     if (need_get) {
         c->lbuf_len = local;
         c->lbuf = xalloc(local);
-        for (int k = 0; k < (c->region ? 1 : c->nslots); k++) {
-            ptl_md_t d = {c->region ? (void *)c->lbuf : (void *)lbuf_ptr(c, k),
-                          c->region ? c->lbuf_len : c->msg, PTL_MD_THRESH_INF, 0, md_opts(r),
-                          (void *)tag_of(x, c, TAG_GET, k), x->eq[c->eq_i]};
-            XCK(x, PtlMDBind(C.ni, d, PTL_RETAIN, &c->lmd[k]));
-        }
+        bind_local(x, c, c->lbuf, c->lbuf_len, TAG_GET, x->eq[c->eq_i], c->lmd);
     }
     if (c->recvs) {
         c->tbuf_len = (size_t)c->nslots * c->stride;
