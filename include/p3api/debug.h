@@ -51,6 +51,11 @@ extern "C" {
 #define PTL_DBG_NI_15       0x80000000
 #define PTL_DBG_NI_ALL      0xffff0000
 
+/* Cray spellings of the same masks (OrangeFS's BMI Portals method). */
+#define PTL_DEBUG_NONE      PTL_DBG_NONE
+#define PTL_DEBUG_ALL       PTL_DBG_ALL
+#define PTL_DEBUG_NI_ALL    PTL_DBG_NI_ALL
+
 /*
  * Sets the debug mask (PTL_DBG_* bits) of ni and returns the previous mask.
  * May be called with PTL_INVALID_HANDLE, also before PtlNIInit.
