@@ -167,7 +167,10 @@ static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wi
     pt_md_consume(nic, md);
     ptl_event_t ev;
     rsp_ev_init(&ev, h);
-    ev.rlength = h->rlength;
+    /* rlength = mlength: the one convention OrangeFS's BMI method, Open MPI
+     * 1.x's btl/portals and CCI all accept (OrangeFS exits when they differ,
+     * and reads mlength 0 as "truncated, get the rest"); README. */
+    ev.rlength = h->mlength;
     ev.mlength = h->mlength;
     ev.offset = h->remote_offset;
     pt_ev_post(nic, md, PTL_EVENT_ACK, &ev);

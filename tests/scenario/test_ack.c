@@ -2,8 +2,10 @@
  * test_ack.c - spec §6.6: acknowledgements.
  *
  * An ACK is sent iff the initiator asked (PTL_ACK_REQ), an MD accepted the
- * put and that MD lacks PTL_MD_ACK_DISABLE. It carries the target's mlength
- * (libportals also echoes rlength, offset and pt_index), costs the put MD one
+ * put and that MD lacks PTL_MD_ACK_DISABLE. It carries the target's mlength,
+ * and rlength = mlength (the convention OrangeFS, Open MPI 1.x and CCI
+ * accept; a truncated put's ACK says so in both); libportals also echoes the
+ * offset and pt_index. It costs the put MD one
  * threshold count and yields PTL_EVENT_ACK there. The target MD needs no EQ.
  * Initiator MD options do not matter for receiving it.
  */
@@ -42,14 +44,14 @@ static const scn_row_t rows[] = {
 	  .nme = 1, .me = { ME(MD(O_PUT | O_TR, INF, 8)) },
 	  .imd = IMD(16, INF),
 	  .steps = { { .op = OP_PUT_ACK,
-		       .ev = { I_SEND(16, 0, INF), IEV(ACK, 16, 8, 0, INF), T_PUT(0, 16, 8, 0, INF) } } },
+		       .ev = { I_SEND(16, 0, INF), IEV(ACK, 8, 8, 0, INF), T_PUT(0, 16, 8, 0, INF) } } },
 	  .spans = { SPAN(RT0, 0, 8, RI, 0) } },
 
 	{ .name = "ack_carries_zero_mlength",
 	  .nme = 1, .me = { ME(MD(O_PUT | O_TR, INF, 0)) },
 	  .imd = IMD(16, INF),
 	  .steps = { { .op = OP_PUT_ACK,
-		       .ev = { I_SEND(16, 0, INF), IEV(ACK, 16, 0, 0, INF), T_PUT(0, 16, 0, 0, INF) } } } },
+		       .ev = { I_SEND(16, 0, INF), IEV(ACK, 0, 0, 0, INF), T_PUT(0, 16, 0, 0, INF) } } } },
 
 	{ .name = "ack_target_md_without_eq",
 	  .nme = 1, .me = { ME(MD(O_PUT, INF, 32, .eq_none = true)) },

@@ -180,12 +180,12 @@ static const scn_row_t rows[] = {
 			       T_PUT(0, 16, 16, 8, INF) } } },
 	  .spans = { SPAN(RT0, 8, 16, RI, 0) } },
 
-	/* ACK mlength is the target's mlength */
+	/* ACK mlength is the target's mlength, and so is its rlength */
 	{ .name = "put_ack_truncated_fields",
 	  .nme = 1, .me = { ME(MD(O_PUT | O_TR, INF, 8)) },
 	  .imd = IMD(16, INF),
 	  .steps = { { .op = OP_PUT_ACK, .hdr = HDR,
-		       .ev = { I_SEND(16, 0, INF), IEV(ACK, 16, 8, 0, INF),
+		       .ev = { I_SEND(16, 0, INF), IEV(ACK, 8, 8, 0, INF),
 			       T_PUT(0, 16, 8, 0, INF) } } },
 	  .spans = { SPAN(RT0, 0, 8, RI, 0) } },
 
