@@ -6,6 +6,7 @@
  * its own id (once an NI exists).
  */
 #include "api_int.h"
+#include "log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 static pthread_mutex_t g_rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned g_rank, g_size;
 static bool g_rt_set;
+static bool g_rt_bad;   /* PTL_MY_RID is not a rank of this job: PtlGetRank fails */
 static ptl_nid_t g_nidmap[PT_RT_MAX];
 static ptl_pid_t g_pidmap[PT_RT_MAX];
 static unsigned g_nnid, g_npid;
@@ -35,32 +37,56 @@ static unsigned parse_map(const char *s, uint32_t *out)
     return n;
 }
 
-static void rt_from_env_locked(void)
+/* A rank: decimal digits only, below the job's size. */
+static bool parse_rank(const char *s, unsigned size, unsigned *out)
+{
+    if (!*s)
+        return false;
+    unsigned long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || v > PT_RT_MAX)
+            return false;
+        v = v * 10 + (unsigned long)(*p - '0');
+    }
+    if (v >= size)
+        return false;
+    *out = (unsigned)v;
+    return true;
+}
+
+static int rt_from_env_locked(void)
 {
     const char *r = getenv("PTL_MY_RID");
     g_nnid = parse_map(getenv("PTL_NIDMAP"), g_nidmap);
     g_npid = parse_map(getenv("PTL_PIDMAP"), g_pidmap);
     const char *nr = getenv("PTL_NRANKS");
-    g_rank = r ? (unsigned)strtoul(r, NULL, 0) : 0;
     g_size = g_npid > g_nnid ? g_npid : g_nnid;
     if (!g_size && nr)
         g_size = (unsigned)strtoul(nr, NULL, 0); /* maps absent: ptlrun's count */
     if (!g_size)
         g_size = 1;
+    g_rank = 0;
+    g_rt_bad = r && !parse_rank(r, g_size, &g_rank);
+    if (g_rt_bad)
+        pt_log(PT_LOG_ERR, "PTL_MY_RID='%s' is not a rank of this job (0..%u): "
+                           "PtlSetRank/PtlGetRank fail with PTL_FAIL", r, g_size - 1);
     g_rt_set = true;
+    return g_rt_bad ? PTL_FAIL : PTL_OK;
 }
 
 static void rt_ensure(void)
 {
     if (!g_rt_set)
-        rt_from_env_locked();
+        (void)rt_from_env_locked();
 }
 
 PTL_API int PtlSetRank(ptl_handle_ni_t ni, unsigned rank, unsigned group_size)
 {
     pthread_mutex_lock(&g_rt_lock);
     if (ni == PTL_INVALID_HANDLE && rank == (unsigned)-1 && group_size == (unsigned)-1) {
-        rt_from_env_locked();
+        int rc = rt_from_env_locked();
+        pthread_mutex_unlock(&g_rt_lock);
+        return rc;
     } else {
         if (group_size == 0 || rank >= group_size || group_size > PT_RT_MAX) {
             pthread_mutex_unlock(&g_rt_lock);
@@ -69,6 +95,7 @@ PTL_API int PtlSetRank(ptl_handle_ni_t ni, unsigned rank, unsigned group_size)
         g_rank = rank;
         g_size = group_size;
         g_rt_set = true;
+        g_rt_bad = false;
     }
     pthread_mutex_unlock(&g_rt_lock);
     return PTL_OK;
@@ -112,10 +139,13 @@ PTL_API int PtlGetRank(ptl_handle_ni_t ni, unsigned *rank, unsigned *group_size)
         return PTL_SEGV;
     pthread_mutex_lock(&g_rt_lock);
     rt_ensure();
-    *rank = g_rank;
-    *group_size = g_size;
+    int rc = g_rt_bad ? PTL_FAIL : PTL_OK;
+    if (!g_rt_bad) {
+        *rank = g_rank;
+        *group_size = g_size;
+    }
     pthread_mutex_unlock(&g_rt_lock);
-    return PTL_OK;
+    return rc;
 }
 
 PTL_API int PtlGetRankId(ptl_handle_ni_t ni, unsigned rank, ptl_process_id_t *id)

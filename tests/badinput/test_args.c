@@ -7,6 +7,8 @@
  */
 #include "bfx.h"
 
+#include <p3rt/p3rt.h>
+
 #include <stdio.h>
 
 typedef struct {
@@ -278,6 +280,29 @@ static int a_strings(bfx_t *f)
 
 #define R(fn, code) { #fn, fn, code, 0 }
 #define R2(fn, code, alt) { #fn, fn, code, alt }
+/* PTL_MY_RID that is not a rank of the job: PtlSetRank(INVALID, -1, -1) and
+ * PtlGetRank both fail (issue 12: -1 was read as 4294967295, "abc" as 0).
+ * Returns their common code (or -1000 if they disagree), then restores the
+ * job of one. */
+static int myrid(const char *v)
+{
+	unsigned r = 7, n = 7;
+	setenv("PTL_MY_RID", v, 1);
+	int rc1 = PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1);
+	int rc2 = PtlGetRank(PTL_INVALID_HANDLE, &r, &n);
+	unsetenv("PTL_MY_RID");
+	PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1);
+	if (rc1 == PTL_OK && (r != 0 || n != 1))
+		return -1001; /* a job of one: rank 0 of 1 */
+	return rc1 == rc2 ? rc1 : -1000;
+}
+static int a_myrid_negative(bfx_t *f) { (void)f; return myrid("-1"); }
+static int a_myrid_garbage(bfx_t *f) { (void)f; return myrid("abc"); }
+static int a_myrid_trailing(bfx_t *f) { (void)f; return myrid("0x"); }
+static int a_myrid_beyond(bfx_t *f) { (void)f; return myrid("1"); }
+static int a_myrid_empty(bfx_t *f) { (void)f; return myrid(""); }
+static int a_myrid_zero(bfx_t *f) { (void)f; return myrid("0"); }
+
 static const arow_t rows[] = {
 	R2(a_init_null, PTL_SEGV, PTL_OK), /* already initialised: REF returns PTL_OK early */
 	R(a_niinit_null, PTL_SEGV),
@@ -312,6 +337,12 @@ static const arow_t rows[] = {
 	R(a_eqpoll_size0, PTL_EQ_INVALID),
 	R(a_eqpoll_size_neg, PTL_EQ_INVALID),
 	R(a_niinit_bad_iface, PTL_IFACE_INVALID),
+	R(a_myrid_negative, PTL_FAIL),
+	R(a_myrid_garbage, PTL_FAIL),
+	R(a_myrid_trailing, PTL_FAIL),
+	R(a_myrid_beyond, PTL_FAIL),
+	R(a_myrid_empty, PTL_FAIL),
+	R(a_myrid_zero, PTL_OK),
 
 	R(a_putregion_past_end, PTL_MD_ILLEGAL),
 	R(a_putregion_offset_beyond, PTL_MD_ILLEGAL),
