@@ -1,5 +1,6 @@
 /* eq.c - event queues (§5.6, §6.10). Reads are lock-free (eq/eq.h). */
 #include "api_int.h"
+#include "log.h"
 
 PTL_API int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_eq_handler_t eq_handler,
                        ptl_handle_eq_t *eq_handle)
@@ -55,12 +56,30 @@ static struct pt_eqo *resolve_eq(ptl_handle_eq_t h, struct pt_nic **nic_p)
     return nic ? pt_eqo_lookup(nic, h) : NULL;
 }
 
+/* The first overflow of an EQ is logged once: in offload mode the NIC thread
+ * accepts messages while the application computes, so an EQ sized for the
+ * events between two calls of an API-driven library overflows here. */
+static void overflow_warn(struct pt_eq *q)
+{
+    uint32_t z = 0;
+    if (LD_RELAXED(&q->overflow_warned) || !RMW_CAS(&q->overflow_warned, &z, 1))
+        return;
+    pt_log(PT_LOG_WARN,
+           "an event queue of %llu entries overflowed (PTL_EQ_DROPPED; logged once per EQ). "
+           "The NIC thread delivers events while the application is busy: size an EQ for "
+           "every event that can arrive between two reads (each put or get delivers up to "
+           "2 events per side with START events on; PTL_MD_EVENT_START_DISABLE halves that)",
+           (unsigned long long)q->size);
+}
+
 static int ret_event(int rc, struct pt_eq *q, ptl_event_t *event)
 {
     if (rc < 0)
         return pt_ptl_err(rc); /* the NI failed (a peer died): PTL_FAIL */
     if (rc == PT_EQ_EMPTY)
         return PTL_EQ_EMPTY;
+    if (PT_UNLIKELY(rc == PT_EQ_DROPPED))
+        overflow_warn(q);
     if (q->handler)
         q->handler(event); /* REF: after dequeue, in the caller's thread */
     return rc == PT_EQ_DROPPED ? PTL_EQ_DROPPED : PTL_OK;

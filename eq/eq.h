@@ -44,6 +44,7 @@ struct pt_eq {
     uint64_t mask;
     ptl_eq_handler_t handler;                 /* run by the reader after dequeue */
     struct pt_eq_slot *slots;
+    _Atomic uint32_t overflow_warned;         /* readers: CAS 0->1 by the one that warns */
 };
 
 enum pt_eq_rc { PT_EQ_OK = 0, PT_EQ_DROPPED = 1, PT_EQ_EMPTY = 2 };
