@@ -320,7 +320,6 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
 
     if (nic->offload) {
         nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1);
-        nic->dedicated = nic->nic_cpu >= 0 && !pt_cpu_allowed_here(nic->nic_cpu);
         nic->has_thread = true;
         if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");

@@ -233,8 +233,6 @@ struct pt_nic {
     ptl_ni_limits_t limits;               /* [A] immutable after init                  */
     bool offload;
     int nic_cpu;
-    bool dedicated;                       /* the NIC thread's core is not one the
-                                           * creating thread may run on           */
     uint32_t eager_max, slot_size, rndv_seg;
 
     /* transport */

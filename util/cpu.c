@@ -47,14 +47,6 @@ int pt_cpu_choose_nic(int avoid)
     return best;
 }
 
-bool pt_cpu_allowed_here(int cpu)
-{
-    cpu_set_t set;
-    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof set, &set) != 0)
-        return true; /* unknown: assume the core is shared */
-    return CPU_ISSET(cpu, &set);
-}
-
 int pt_cpu_pin_self(int cpu)
 {
     cpu_set_t set;

@@ -11,8 +11,6 @@
 int pt_cpu_choose_nic(int avoid);
 /* Pin the calling thread; returns 0 or -errno. */
 int pt_cpu_pin_self(int cpu);
-/* May the calling thread run on `cpu` (its affinity mask)? */
-bool pt_cpu_allowed_here(int cpu);
 /* NUMA node of a core, or 0 without NUMA. */
 int pt_cpu_node(int cpu);
 int pt_cpu_count(void);
