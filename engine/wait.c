@@ -116,7 +116,7 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
             return;
         }
         /* The holder polls every ring; once ours was taken we are done. */
-        if (mine_pending && !mine_pending(arg))
+        if (!mine_pending(arg))
             return;
         if (i > PT_HOST_SPIN_YIELD)
             sched_yield();
