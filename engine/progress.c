@@ -42,7 +42,11 @@ static void thread_exit(void *unused)
     pthread_mutex_lock(&g_life_lock);
     for (int i = 0; i < PT_MAX_NI; i++) {
         struct tls_ring *t = &tls_rings[i];
-        if (t->q && g_live[i] == t->nic)
+        /* Same address is not the same NI: after PtlNIFini + PtlNIInit malloc
+         * may hand the new NI the old one's address, and our ring is freed.
+         * The tag (generation) tells them apart; the live NI's tag is safe to
+         * read under g_life_lock. */
+        if (t->q && g_live[i] == t->nic && LD_RELAXED(&t->nic->tag) == t->tag)
             ST_RELEASE(&t->q->owner, 0); /* R-OWN pairs with the claimer's CAS */
         t->q = NULL;
         t->nic = NULL;
