@@ -26,11 +26,19 @@ _Static_assert(PT_XPORT_SEQ_OFF == __builtin_offsetof(struct pt_wire_hdr, xseq),
 
 /* ---- the loop body ------------------------------------------------------- */
 
+/* Rings are served round-robin: each poll starts after the last ring that
+ * got a command through. When credits towards a target are short, the ring
+ * served first takes them; a fixed start gave ring 0's thread every credit
+ * while the others waited (and timed out with PTL_NO_SPACE though the target
+ * drained). */
 static int drain_cmds(struct pt_nic *nic)
 {
     int work = 0;
     uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
-    for (uint32_t i = 0; i < n; i++) {
+    if (!n)
+        return 0;
+    uint32_t first = nic->cmd_first < n ? nic->cmd_first : 0, last = first;
+    for (uint32_t k = 0, i = first; k < n; k++, i = i + 1 < n ? i + 1 : 0) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
         if (!q)
             continue;
@@ -42,8 +50,10 @@ static int drain_cmds(struct pt_nic *nic)
                 break; /* head-of-line: retried next poll, order kept */
             spsc_release(&q->ring);
             work++;
+            last = i;
         }
     }
+    nic->cmd_first = last + 1 < n ? last + 1 : 0;
     return work;
 }
 

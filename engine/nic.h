@@ -244,6 +244,7 @@ struct pt_nic {
     struct pt_cmdq *_Atomic cmdq[PT_MAX_CMDQ]; /* [A] published with ST_RELEASE        */
     _Atomic uint32_t ncmdq;
     uint32_t cmdq_slots;
+    uint32_t cmd_first;                        /* [E] ring served first next poll    */
 
     /* objects [E] */
     struct pt_me *mes;

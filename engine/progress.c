@@ -147,14 +147,24 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
          * it ourselves when we can; otherwise back off so that we do not take
          * the core from the threads that will free the credits (on 2 cores a
          * spinning waiter costs everyone a scheduler tick). Bounded: after
-         * PTL_PEER_TIMEOUT_MS the call returns PTL_NO_SPACE. */
+         * PTL_PEER_TIMEOUT_MS without the engine taking a command of this
+         * ring, the call returns PTL_NO_SPACE. */
         uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+        uint32_t seen = LD_ACQUIRE(&q->ring.tail);
         long nap_ns = 2000;
         for (int i = 0; !(slot = spsc_reserve(&q->ring, q->slots)); i++) {
             pt_wait_progress(nic);
             if (i < 64) {
                 CPU_RELAX();
                 continue;
+            }
+            /* The limit is for a ring that does not move: while the engine
+             * takes our commands (the target drains, only slowly), wait on. */
+            uint32_t tail = LD_ACQUIRE(&q->ring.tail);
+            if (tail != seen) {
+                seen = tail;
+                t0 = pt_now_ns();
+                nap_ns = 2000;
             }
             if (pt_now_ns() - t0 > limit || LD_RELAXED(&nic->failed))
                 return PT_E_NOSPACE;
