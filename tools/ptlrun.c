@@ -461,7 +461,7 @@ int main(int argc, char **argv)
     uint64_t t0 = now_ns();
     uint64_t t_timeout = timeout_s > 0 ? t0 + (uint64_t)(timeout_s * 1e9) : 0;
     uint64_t t_phase = 0;  /* when the current phase ends (0: never) */
-    int first_code = 0, ext_sig = 0;
+    int first_code = 0, ext_sig = 0, undetached_code = 0;
     bool timed_out = false;
 
     while (alive_count() > 0) {
@@ -509,12 +509,24 @@ int main(int argc, char **argv)
             if (r == n)
                 continue;
             g_ranks[r].wstatus = ws;
+            bool attached = pt_shm_rank_state(&g_reg, r) == PT_SHM_R_ATTACHED;
             bool failed = pt_shm_rank_exited(&g_reg, r, ws);
             report_exit(r, ws, phase >= TERM);
+            bool undetached = attached && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+            if (undetached && phase == RUNNING) {
+                /* exit without PtlNIFini: a failure of the job (as mpirun
+                 * treats an exit without MPI_Finalize) */
+                fprintf(stderr, "%s: rank %u (pid %d) exited 0 without PtlNIFini: its peers' "
+                                "operations with it fail (PTL_NI_PEER_DIED)\n",
+                        g_prog, r, (int)g_ranks[r].pid);
+                undetached_code = 1;
+            }
             g_ranks[r].pid = 0;
             if (!failed)
                 continue;
-            if (!first_code && phase < TERM)
+            /* A survivor that leaves undetached after a peer died is not the
+             * cause: the job's status is the first real failure's. */
+            if (!first_code && phase < TERM && !undetached)
                 first_code = status_code(ws);
             if (phase == RUNNING) {
                 phase = GRACE;
@@ -555,6 +567,8 @@ int main(int argc, char **argv)
     free(g_ranks);
     if (first_code) /* a rank failed before the timeout or a signal struck */
         return first_code;
+    if (undetached_code) /* the only failure: a rank left without PtlNIFini */
+        return undetached_code;
     if (timed_out)
         return EXIT_TIMEOUT;
     if (ext_sig)

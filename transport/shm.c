@@ -380,7 +380,11 @@ bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus)
         return false;
     struct pt_shm_rank *rec = pt_shm_rankrec(r->base, &r->l, rank);
     ST_RELAXED(&rec->wstatus, wstatus);
-    bool failed = !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    /* A rank that ends still attached (exit without PtlNIFini) is dead to
+     * its peers like one that crashed: what they sent it, or wait for from
+     * it, will never be answered. */
+    bool failed = !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) ||
+                  LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED; /* A-ATT */
     if (failed) {
         ST_RELAXED(&rec->dead, 1); /* before the RMW in fail_job: a rank that sees
                                     * job_failed and then asks peer_alive finds it */
