@@ -35,9 +35,7 @@ static int md_attach(struct pt_nic *nic, const struct pt_cmd_md *a, uint32_t *h_
     md->iov = NULL;
     int rc = pt_md_build(nic, md, a->md, a->unlink_op);
     if (rc) { /* never published: back on the free list, same generation */
-        md->next_free = nic->md_free;
-        nic->md_free = md->idx + 1;
-        nic->md_cnt--;
+        pt_md_unalloc(nic, md);
         return rc;
     }
     md->pending = 0;

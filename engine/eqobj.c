@@ -11,9 +11,7 @@ int pt_eq_cmd_alloc(struct pt_nic *nic, uint64_t count, ptl_eq_handler_t handler
     e->q = pt_eq_create(count, handler);
     if (!e->q) {
         /* never published: give the slot back without a generation bump */
-        e->next_free = nic->eq_free;
-        nic->eq_free = e->idx + 1;
-        nic->eq_cnt--;
+        pt_eqo_unalloc(nic, e);
         return PT_E_NOSPACE;
     }
     nic->sr[PTL_SR_EQS_ALLOC]++;

@@ -1,14 +1,23 @@
 /*
  * handle.h - typed, generational handles.
  *
- *   31   29 28  26 25        16 15            0
- *   [ type ][ ni  ][ generation ][    index     ]
+ *   31   29  28  27        17 16              0
+ *   [ type ][ni][ generation ][      index     ]
  *
  * type: 1 NI, 2 ME, 3 MD, 4 EQ. Generation starts at 1, is bumped when an
- * object slot is freed, and skips 0x3ff so that no valid handle can equal
- * PTL_HANDLE_NONE (0x7fffffff); index 0xffff is never allocated. Types 5-7
- * never occur, so PTL_EQ_NONE (0xbfffffff) and PTL_INVALID_HANDLE
- * (0xffffffff) never decode to an object.
+ * object slot is freed, and skips 0x7ff, so 2046 generations are in use;
+ * index 0x1ffff is never allocated. So no valid handle equals PTL_HANDLE_NONE
+ * (0x7fffffff). Types 5-7 never occur, so PTL_EQ_NONE (0xbfffffff) and
+ * PTL_INVALID_HANDLE (0xffffffff) never decode to an object. One NI bit: a
+ * process opens one NI (api/ni.c).
+ *
+ * Reuse bound: a freed ME, MD or EQ handle is not valid again before at least
+ * PT_H_REVIVE_MIN (2^26) more creations of that type on that NI
+ * (docs/architecture.md, "Handles"). Each table has PT_H_FREE_DEPTH slots
+ * beyond the NI's limit and reuses free slots oldest first, only while more
+ * than that many are queued (obj.c); so at least PT_H_FREE_DEPTH other
+ * creations come between two lives of a slot (except possibly before its
+ * first reuse), and a generation recurs only after PT_H_GENS lives.
  *
  * Every object begins with `tag` = generation << 1 | live. The engine-token
  * holder writes it (ST_RELEASE on create, after the object body: R1; and on
@@ -21,20 +30,36 @@
 
 #include <stdint.h>
 
+#include "config.h"
+
 enum pt_htype { PT_H_NI = 1, PT_H_ME = 2, PT_H_MD = 3, PT_H_EQ = 4 };
 
-#define PT_H_GEN_MASK 0x3ffu
-#define PT_H_IDX_MAX 0xfffeu
-#define PT_MAX_NI 8
+#define PT_H_GEN_SHIFT 17
+#define PT_H_GEN_MASK 0x7ffu
+#define PT_H_IDX_MASK 0x1ffffu
+#define PT_H_IDX_MAX 0x1fffeu
+#define PT_MAX_NI 2
+
+#define PT_H_GENS (PT_H_GEN_MASK - 1u) /* generations 1 .. mask-1 */
+#define PT_H_REVIVE_MIN (1u << 26)
+/* Smallest depth D with (PT_H_GENS - 1) * (D + 1) + 1 >= PT_H_REVIVE_MIN. */
+#define PT_H_FREE_DEPTH                                                                            \
+    ((PT_H_REVIVE_MIN - 1u + PT_H_GENS - 2u) / (PT_H_GENS - 1u) - 1u)
+
+_Static_assert((uint64_t)(PT_H_GENS - 1u) * (PT_H_FREE_DEPTH + 1u) + 1u >= PT_H_REVIVE_MIN,
+               "free-list depth too small for the reuse bound");
+_Static_assert((uint64_t)PT_CFG_MAX_OBJECTS + PT_H_FREE_DEPTH <= (uint64_t)PT_H_IDX_MAX + 1u,
+               "index bits cannot hold a full table plus the free-list depth");
 
 static inline uint32_t pt_h_make(enum pt_htype t, uint32_t ni, uint32_t gen, uint32_t idx)
 {
-    return ((uint32_t)t << 29) | ((ni & 7u) << 26) | ((gen & PT_H_GEN_MASK) << 16) | (idx & 0xffffu);
+    return ((uint32_t)t << 29) | ((ni & 1u) << 28) | ((gen & PT_H_GEN_MASK) << PT_H_GEN_SHIFT) |
+           (idx & PT_H_IDX_MASK);
 }
 static inline uint32_t pt_h_type(uint32_t h) { return h >> 29; }
-static inline uint32_t pt_h_ni(uint32_t h) { return (h >> 26) & 7u; }
-static inline uint32_t pt_h_gen(uint32_t h) { return (h >> 16) & PT_H_GEN_MASK; }
-static inline uint32_t pt_h_idx(uint32_t h) { return h & 0xffffu; }
+static inline uint32_t pt_h_ni(uint32_t h) { return (h >> 28) & 1u; }
+static inline uint32_t pt_h_gen(uint32_t h) { return (h >> PT_H_GEN_SHIFT) & PT_H_GEN_MASK; }
+static inline uint32_t pt_h_idx(uint32_t h) { return h & PT_H_IDX_MASK; }
 static inline uint32_t pt_gen_next(uint32_t g)
 {
     g = (g + 1) & PT_H_GEN_MASK;

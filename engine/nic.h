@@ -77,6 +77,12 @@ struct pt_eqo {
     uint32_t next_free;
 };
 
+/* Free slots of one table, oldest first: index + 1 (0 = none), linked
+ * through next_free. */
+struct pt_freeq {
+    uint32_t head, tail, len;
+};
+
 struct pt_portal {
     struct pt_me *head, *tail;
     uint32_t len;
@@ -250,9 +256,10 @@ struct pt_nic {
     struct pt_me *mes;
     struct pt_md *mds;
     struct pt_eqo *eqs;
-    uint32_t me_free, md_free, eq_free;   /* LIFO free lists (index+1; 0 = empty)    */
+    struct pt_freeq me_fq, md_fq, eq_fq;  /* FIFO free lists (obj.c)                 */
     uint32_t me_hwm, md_hwm, eq_hwm;      /* slots ever used                          */
     uint32_t me_cnt, md_cnt, eq_cnt;
+    uint32_t me_slots, md_slots, eq_slots; /* table sizes: limit + PT_H_FREE_DEPTH    */
     struct pt_portal *portals;
     uint32_t npt;
     struct pt_acl acl[PT_MAX_AC];
@@ -333,6 +340,8 @@ struct pt_md *pt_md_alloc(struct pt_nic *nic);
 void pt_md_release(struct pt_nic *nic, struct pt_md *md);
 struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic);
 void pt_eqo_release(struct pt_nic *nic, struct pt_eqo *e);
+void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md);
+void pt_eqo_unalloc(struct pt_nic *nic, struct pt_eqo *e);
 struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h);
 struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h);
 struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h);

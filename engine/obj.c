@@ -1,7 +1,11 @@
 /*
  * obj.c - per-NI object tables (ME, MD, EQ) and handle lookup.
- * Tables are sized by the NI's limits at PtlNIInit and never shrink before
- * PtlNIFini (see handle.h for why). Free lists are engine-owned LIFOs.
+ * Tables are sized at PtlNIInit to the NI's limit plus PT_H_FREE_DEPTH and
+ * never shrink before PtlNIFini (see handle.h for why). Free slots are
+ * engine-owned FIFOs, reused only while more than PT_H_FREE_DEPTH are
+ * queued; below that a never-used slot is taken. As the table exceeds the
+ * limit by that depth, the queue never runs short once it has filled, and
+ * a freed slot waits behind at least PT_H_FREE_DEPTH others (handle.h).
  */
 #include "nic.h"
 
@@ -10,9 +14,12 @@
 
 int pt_obj_tables_init(struct pt_nic *nic)
 {
-    nic->mes = calloc((size_t)nic->limits.max_mes, sizeof *nic->mes);
-    nic->mds = calloc((size_t)nic->limits.max_mds, sizeof *nic->mds);
-    nic->eqs = calloc((size_t)nic->limits.max_eqs, sizeof *nic->eqs);
+    nic->me_slots = (uint32_t)nic->limits.max_mes + PT_H_FREE_DEPTH;
+    nic->md_slots = (uint32_t)nic->limits.max_mds + PT_H_FREE_DEPTH;
+    nic->eq_slots = (uint32_t)nic->limits.max_eqs + PT_H_FREE_DEPTH;
+    nic->mes = calloc(nic->me_slots, sizeof *nic->mes);
+    nic->mds = calloc(nic->md_slots, sizeof *nic->mds);
+    nic->eqs = calloc(nic->eq_slots, sizeof *nic->eqs);
     nic->portals = calloc(nic->npt, sizeof *nic->portals);
     if (!nic->mes || !nic->mds || !nic->eqs || !nic->portals) {
         pt_obj_tables_fini(nic);
@@ -34,24 +41,53 @@ void pt_obj_tables_fini(struct pt_nic *nic)
 }
 
 /* Generic slot allocation over a table of objects that start with a tag and
- * carry idx/next_free members. */
-#define OBJ_ALLOC(nic, tab, freel, hwm, cnt, max, T)                               \
+ * carry idx/next_free members: the oldest free slot if more than
+ * PT_H_FREE_DEPTH are queued, else a never-used one. */
+#define OBJ_ALLOC(nic, tab, fq, hwm, cnt, max, slots, T)                           \
     do {                                                                           \
         T *o_;                                                                     \
         if ((nic)->cnt >= (uint32_t)(max))                                         \
             return NULL;                                                           \
-        if ((nic)->freel) {                                                        \
-            o_ = &(nic)->tab[(nic)->freel - 1];                                    \
-            (nic)->freel = o_->next_free;                                          \
-        } else if ((nic)->hwm < (uint32_t)(max)) {                                 \
+        if ((nic)->fq.len > PT_H_FREE_DEPTH) {                                     \
+            o_ = &(nic)->tab[(nic)->fq.head - 1];                                  \
+            (nic)->fq.head = o_->next_free;                                        \
+            if (!(nic)->fq.head)                                                   \
+                (nic)->fq.tail = 0;                                                \
+            (nic)->fq.len--;                                                       \
+        } else if ((nic)->hwm < (nic)->slots) {                                    \
             o_ = &(nic)->tab[(nic)->hwm];                                          \
             o_->idx = (nic)->hwm++;                                                \
             ST_RELAXED(&o_->tag, 0);                                               \
         } else {                                                                   \
-            return NULL;                                                           \
+            return NULL; /* unreachable: slots = max + PT_H_FREE_DEPTH */          \
         }                                                                          \
         (nic)->cnt++;                                                              \
         return o_;                                                                 \
+    } while (0)
+
+/* A freed slot joins the tail of the queue. */
+#define OBJ_ENQUEUE(nic, tab, fq, o)                                               \
+    do {                                                                           \
+        (o)->next_free = 0;                                                        \
+        if ((nic)->fq.tail)                                                        \
+            (nic)->tab[(nic)->fq.tail - 1].next_free = (o)->idx + 1;               \
+        else                                                                       \
+            (nic)->fq.head = (o)->idx + 1;                                         \
+        (nic)->fq.tail = (o)->idx + 1;                                             \
+        (nic)->fq.len++;                                                           \
+    } while (0)
+
+/* A slot that was allocated but never published goes back to the head, with
+ * its generation: no handle named it, and the slots queued behind it wait
+ * exactly as long as before. */
+#define OBJ_UNALLOC(nic, fq, cnt, o)                                               \
+    do {                                                                           \
+        (o)->next_free = (nic)->fq.head;                                           \
+        (nic)->fq.head = (o)->idx + 1;                                             \
+        if (!(nic)->fq.tail)                                                       \
+            (nic)->fq.tail = (o)->idx + 1;                                         \
+        (nic)->fq.len++;                                                           \
+        (nic)->cnt--;                                                              \
     } while (0)
 
 /* The caller fills the body, then publishes with pt_obj_publish(). */
@@ -63,60 +99,60 @@ static inline void obj_free(_Atomic uint32_t *tag)
 
 struct pt_me *pt_me_alloc(struct pt_nic *nic)
 {
-    OBJ_ALLOC(nic, mes, me_free, me_hwm, me_cnt, nic->limits.max_mes, struct pt_me);
+    OBJ_ALLOC(nic, mes, me_fq, me_hwm, me_cnt, nic->limits.max_mes, me_slots, struct pt_me);
 }
 struct pt_md *pt_md_alloc(struct pt_nic *nic)
 {
-    OBJ_ALLOC(nic, mds, md_free, md_hwm, md_cnt, nic->limits.max_mds, struct pt_md);
+    OBJ_ALLOC(nic, mds, md_fq, md_hwm, md_cnt, nic->limits.max_mds, md_slots, struct pt_md);
 }
 struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic)
 {
-    OBJ_ALLOC(nic, eqs, eq_free, eq_hwm, eq_cnt, nic->limits.max_eqs, struct pt_eqo);
+    OBJ_ALLOC(nic, eqs, eq_fq, eq_hwm, eq_cnt, nic->limits.max_eqs, eq_slots, struct pt_eqo);
 }
+
+void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md) { OBJ_UNALLOC(nic, md_fq, md_cnt, md); }
+void pt_eqo_unalloc(struct pt_nic *nic, struct pt_eqo *e) { OBJ_UNALLOC(nic, eq_fq, eq_cnt, e); }
 
 void pt_me_release(struct pt_nic *nic, struct pt_me *me)
 {
     obj_free(&me->tag);
-    me->next_free = nic->me_free;
-    nic->me_free = me->idx + 1;
+    OBJ_ENQUEUE(nic, mes, me_fq, me);
     nic->me_cnt--;
     nic->sr[PTL_SR_MES_FREED]++;
 }
 void pt_md_release(struct pt_nic *nic, struct pt_md *md)
 {
     obj_free(&md->tag);
-    md->next_free = nic->md_free;
-    nic->md_free = md->idx + 1;
+    OBJ_ENQUEUE(nic, mds, md_fq, md);
     nic->md_cnt--;
     nic->sr[PTL_SR_MDS_FREED]++;
 }
 void pt_eqo_release(struct pt_nic *nic, struct pt_eqo *e)
 {
     obj_free(&e->tag);
-    e->next_free = nic->eq_free;
-    nic->eq_free = e->idx + 1;
+    OBJ_ENQUEUE(nic, eqs, eq_fq, e);
     nic->eq_cnt--;
     nic->sr[PTL_SR_EQS_FREED]++;
 }
 
-#define OBJ_LOOKUP(nic, h, htype, tab, max)                                         \
+#define OBJ_LOOKUP(nic, h, htype, tab, slots)                                       \
     do {                                                                            \
         if (pt_h_type(h) != (htype) || pt_h_ni(h) != (nic)->ni_index)               \
             return NULL;                                                            \
         uint32_t i_ = pt_h_idx(h);                                                  \
-        if (i_ >= (uint32_t)(max))                                                  \
+        if (i_ >= (slots))                                                          \
             return NULL;                                                            \
         if (!pt_obj_live(&(nic)->tab[i_].tag, h))                                   \
             return NULL;                                                            \
         return &(nic)->tab[i_];                                                     \
     } while (0)
 
-/* Lookups may run on API threads (validation): the tables are allocated to
- * their limit at NI init (never-used slots have tag 0, never live), so the
- * bound is immutable and the tag check (A1) alone decides liveness. */
-struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_ME, mes, nic->limits.max_mes); }
-struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_MD, mds, nic->limits.max_mds); }
-struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_EQ, eqs, nic->limits.max_eqs); }
+/* Lookups may run on API threads (validation): the tables are allocated in
+ * full at NI init (never-used slots have tag 0, never live), so the bound is
+ * immutable and the tag check (A1) alone decides liveness. */
+struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_ME, mes, nic->me_slots); }
+struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_MD, mds, nic->md_slots); }
+struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_EQ, eqs, nic->eq_slots); }
 
 uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me)
 {

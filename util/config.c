@@ -42,7 +42,7 @@ static struct pt_tunable g_table[] = {
       "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
     T("PTL_MAX_PT_INDEX", max_pt_index, 63, 7, 255,
       "highest portal index an NI offers (REF offers 7; Cray-era clients use up to 38)"),
-    T("PTL_MAX_OBJECTS", max_objs, 65535, 16, 65535,
+    T("PTL_MAX_OBJECTS", max_objs, PT_CFG_MAX_OBJECTS, 16, PT_CFG_MAX_OBJECTS,
       "library limit on MEs, MDs and EQs per NI (each)"),
     T("PTL_TIMING", timing, 0, 0, 1,
       "1: record per-stage timestamps (initiator and NIC-thread tables)"),

@@ -11,6 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Ceiling of PTL_MAX_OBJECTS; engine/handle.h sizes the index field for it. */
+#define PT_CFG_MAX_OBJECTS 65535
+
 enum pt_rndv_mode { PT_RNDV_AUTO = 0, PT_RNDV_CMA = 1, PT_RNDV_COPY = 2 };
 
 struct pt_config {
