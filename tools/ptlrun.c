@@ -73,6 +73,8 @@ static void usage(FILE *f)
 "  PTL_NIDMAP=0:0:...            Portals nid of every rank (always 0: one host)\n"
 "  PTL_PIDMAP=0:1:...:N-1        Portals pid of every rank (rank r has pid r)\n"
 "  PTL_JID=<ptlrun's pid>        the Portals job id\n"
+"  PTL_LAUNCHER_PID=<ptlrun's pid>  the library ends the rank (SIGKILL) when\n"
+"                                ptlrun is gone, also behind a wrapper\n"
 "  PTL_JOB_FD=<fd>               the job region, an inherited memfd, and\n"
 "  PTL_JOB_SIZE=<bytes>          its size; or, with --named,\n"
 "  PTL_JOB=<jobid>               the job, segment /ptl-<uid>-<jobid>\n"
@@ -274,6 +276,7 @@ static void child(unsigned r, const char *path, char **argv, const sigset_t *old
     setenv("PTL_PIDMAP", pidmap, 1);
     snprintf(buf, sizeof buf, "%u", (unsigned)parent);
     setenv("PTL_JID", buf, 1);
+    setenv("PTL_LAUNCHER_PID", buf, 1); /* ranks behind a wrapper watch us too */
     if (jobname) {
         setenv("PTL_JOB", jobname, 1);
         unsetenv("PTL_JOB_FD");

@@ -36,8 +36,12 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                   struct pt_xport_info *info_p)
 {
     /* ptlrun (PTL_JOB_FD) or a named job (PTL_JOB): the shared job region. */
-    if (env_set("PTL_JOB_FD") || env_set("PTL_JOB"))
-        return pt_shm_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+    if (env_set("PTL_JOB_FD") || env_set("PTL_JOB")) {
+        int rc = pt_shm_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+        if (rc == 0)
+            pt_launcher_watch(); /* ranks of ptlrun die with it (launcher.c) */
+        return rc;
+    }
     return pt_loopback_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
 }
 

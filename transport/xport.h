@@ -88,6 +88,10 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                   const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                   struct pt_xport_info *info_p);
 
+/* A rank started by ptlrun (PTL_LAUNCHER_PID) ends when ptlrun is gone,
+ * even behind a wrapper process (launcher.c). Idempotent. */
+void pt_launcher_watch(void);
+
 /* Slot geometry, computed in one place for the engine (pt_nic_create) and the
  * launcher (ptlrun), which must agree before any rank starts:
  *   slot = round_up_64(128 + max(max(eager_max, PT_XPORT_GETPUT_MAX),

@@ -56,7 +56,7 @@ static struct pt_tunable g_table[] = {
 /* Runtime variables that are not tunables but are PTL_* by convention. */
 static const char *g_runtime_vars[] = {
     "PTL_MY_RID", "PTL_NIDMAP", "PTL_PIDMAP", "PTL_JOB", "PTL_JOB_FD", "PTL_JOB_SIZE",
-    "PTL_IFACE", "PTL_JID", "PTL_NRANKS", "PTL_TIMING_OUT", NULL};
+    "PTL_IFACE", "PTL_JID", "PTL_NRANKS", "PTL_TIMING_OUT", "PTL_LAUNCHER_PID", NULL};
 
 static void parse_env(void)
 {

@@ -6,6 +6,10 @@
 #   3. a named job whose processes all died leaves /dev/shm/ptl-<uid>-<job>;
 #      a new rank of the same job name replaces the stale segment, and
 #      ptlrun's start-up clean-up removes such leftovers
+#   4. SIGKILL to ptlrun whose ranks run behind a wrapper (sh -c "prog; ..."):
+#      the Portals processes (ptlrun's grandchildren) die too (issue 12,
+#      item 7: PDEATHSIG reaches only the wrappers; the library watches the
+#      launcher through PTL_LAUNCHER_PID)
 set -u
 PTLRUN=$1
 RING=$2
@@ -57,5 +61,30 @@ PTL_JOB=$job PTL_NRANKS=2 PTL_MY_RID=0 PTL_NIDMAP=0:0 PTL_PIDMAP=0:1 \
 [ -e "$seg" ] || fail "expected a leftover $seg (test setup)"
 "$PTLRUN" -v -n 1 -- /bin/true 2>&1 | grep -q "removed stale" || fail "ptlrun did not report the clean-up"
 [ -e "$seg" ] && fail "ptlrun left the stale $seg"
+# 4. SIGKILL, ranks behind a wrapper
+"$PTLRUN" -n 2 -- /bin/sh -c "\"$RING\" 10000000; true" &
+p=$!
+grand=""
+for i in $(seq 1 50); do # until both ranks run under their wrappers
+  grand=""
+  for w in $(children_of $p); do grand="$grand $(children_of $w)"; done
+  [ $(echo $grand | wc -w) -ge 2 ] && break
+  sleep 0.1
+done
+[ $(echo $grand | wc -w) -ge 2 ] || fail "no ranks under the wrappers of ptlrun $p"
+sleep 0.5 # attached and passing the token
+kill -KILL $p
+wait $p 2>/dev/null
+ok=0
+for i in $(seq 1 50); do
+  ok=1
+  for k in $grand; do gone "$k" || ok=0; done
+  [ $ok = 1 ] && break
+  sleep 0.1
+done
+if [ $ok != 1 ]; then
+  kill -KILL $grand 2>/dev/null
+  fail "ranks behind a wrapper survived ptlrun's SIGKILL by 5 s"
+fi
 echo "ptlrun_lifecycle: OK"
 exit 0
