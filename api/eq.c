@@ -15,13 +15,17 @@ PTL_API int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_eq_handl
         *eq_handle = PTL_EQ_NONE;
         return PTL_OK;
     }
+    struct pt_eq *q = pt_eq_prepare(count, eq_handler); /* here, not in the engine */
+    if (!q)
+        return PTL_NO_SPACE;
     struct pt_cmd c = {.op = PT_CMD_EQ_ALLOC};
-    c.u.eqa.count = count;
-    c.u.eqa.handler = eq_handler;
+    c.u.eqa.q = q;
     struct pt_done d;
     int rc = pt_nic_call_out(nic, &c, &d);
     if (rc == PT_OK)
         *eq_handle = d.h1;
+    else
+        pt_eq_discard(q);
     return pt_ptl_err(rc);
 }
 

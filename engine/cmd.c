@@ -15,7 +15,7 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c);
 int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c);
 int pt_me_cmd_attach(struct pt_nic *nic, const struct pt_cmd_me *a, uint32_t *h_p, uint32_t *pt_p);
 int pt_me_cmd_unlink(struct pt_nic *nic, uint32_t h);
-int pt_eq_cmd_alloc(struct pt_nic *nic, uint64_t count, ptl_eq_handler_t handler, uint32_t *h_p);
+int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p);
 int pt_eq_cmd_free(struct pt_nic *nic, uint32_t h);
 void pt_nic_dump(struct pt_nic *nic, int what, FILE *f);
 
@@ -136,7 +136,7 @@ static int h_md_update(struct pt_nic *n, struct pt_cmd *c)
 }
 static int h_eq_alloc(struct pt_nic *n, struct pt_cmd *c)
 {
-    return pt_eq_cmd_alloc(n, c->u.eqa.count, c->u.eqa.handler, &c->done->h1);
+    return pt_eq_cmd_alloc(n, c->u.eqa.q, &c->done->h1);
 }
 static int h_eq_free(struct pt_nic *n, struct pt_cmd *c) { return pt_eq_cmd_free(n, c->h); }
 static int h_ac_entry(struct pt_nic *n, struct pt_cmd *c)

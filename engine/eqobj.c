@@ -1,19 +1,26 @@
 /* eqobj.c - EQ objects of an NI: create and free (the ring itself is eq/). */
 #include "nic.h"
 
-int pt_eq_cmd_alloc(struct pt_nic *nic, uint64_t count, ptl_eq_handler_t handler, uint32_t *h_p)
+/* API thread, outside the engine: the ring of a new EQ. Its memory can be
+ * large (PtlEQAlloc(1 << 24): 2 GiB of address space); making it here keeps
+ * the engine from stalling every rank's traffic while it is allocated. */
+struct pt_eq *pt_eq_prepare(uint64_t count, ptl_eq_handler_t handler)
 {
     if (count > (1u << 24))
-        return PT_E_NOSPACE;
+        return NULL;
+    return pt_eq_create(count, handler);
+}
+
+void pt_eq_discard(struct pt_eq *q) { pt_eq_destroy(q); }
+
+/* Engine: give a prepared ring a slot and a handle. On failure the caller
+ * still owns q. */
+int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p)
+{
     struct pt_eqo *e = pt_eqo_alloc(nic);
     if (!e)
         return PT_E_NOSPACE;
-    e->q = pt_eq_create(count, handler);
-    if (!e->q) {
-        /* never published: give the slot back without a generation bump */
-        pt_eqo_unalloc(nic, e);
-        return PT_E_NOSPACE;
-    }
+    e->q = q;
     nic->sr[PTL_SR_EQS_ALLOC]++;
     pt_obj_publish(&e->tag); /* q is visible before the handle validates */
     *h_p = pt_eqo_handle(nic, e);

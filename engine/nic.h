@@ -194,8 +194,7 @@ struct pt_cmd {
             uint32_t test_eq;
         } upd;
         struct {
-            uint64_t count;
-            ptl_eq_handler_t handler;
+            struct pt_eq *q;   /* made by the API thread (pt_eq_prepare)   */
         } eqa;
         struct {
             uint32_t index;
@@ -341,13 +340,16 @@ void pt_md_release(struct pt_nic *nic, struct pt_md *md);
 struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic);
 void pt_eqo_release(struct pt_nic *nic, struct pt_eqo *e);
 void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md);
-void pt_eqo_unalloc(struct pt_nic *nic, struct pt_eqo *e);
 struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h);
 struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h);
 struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h);
 uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me);
 uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md);
 uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e);
+/* PtlEQAlloc's ring, made and (on failure) freed by the API thread, outside
+ * the engine (eqobj.c). NULL: count above 2^24 or no memory. */
+struct pt_eq *pt_eq_prepare(uint64_t count, ptl_eq_handler_t handler);
+void pt_eq_discard(struct pt_eq *q);
 /* Make a filled object visible to handle validation (R1 pairs with A1). */
 static inline void pt_obj_publish(_Atomic uint32_t *tag)
 {

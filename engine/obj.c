@@ -111,7 +111,6 @@ struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic)
 }
 
 void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md) { OBJ_UNALLOC(nic, md_fq, md_cnt, md); }
-void pt_eqo_unalloc(struct pt_nic *nic, struct pt_eqo *e) { OBJ_UNALLOC(nic, eq_fq, eq_cnt, e); }
 
 void pt_me_release(struct pt_nic *nic, struct pt_me *me)
 {
