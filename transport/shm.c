@@ -268,35 +268,38 @@ void pt_shm_region_close(struct pt_shm_region *r, bool unlink_name)
 
 /* ---- region validation ---------------------------------------------------- */
 
-/* A region another process built: ready, ours, consistent. 0 or -errno with
- * *why set. Fills *l. */
-static int region_check(void *base, uint64_t size, struct pt_shm_layout *l, const char **why)
+/* A region another process built: ready, ours, consistent. Checks a private
+ * copy of the header's immutable lines, *id, which the caller uses from then
+ * on: any process of the job can rewrite the shared header later. 0 or
+ * -errno with *why set. Fills *id and *l. */
+static int region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
+                        struct pt_shm_layout *l, const char **why)
 {
-    struct pt_shm_hdr *h = base;
-    if (size < sizeof *h) {
+    if (size < sizeof *id) {
         *why = "smaller than a region header";
         return -EPROTO;
     }
-    if (!LD_ACQUIRE(&h->ready)) { /* A-READY pairs with R-READY in region_init() */
+    if (!LD_ACQUIRE(&((struct pt_shm_hdr *)base)->ready)) { /* A-READY pairs with R-READY */
         *why = "not ready (its creator did not finish)";
         return -EPROTO;
     }
-    if (h->magic != PT_SHM_MAGIC) {
+    memcpy(id, base, offsetof(struct pt_shm_hdr, ready)); /* lines 0-1: immutable */
+    if (id->magic != PT_SHM_MAGIC) {
         *why = "bad magic: not a libportals job region";
         return -EPROTO;
     }
-    if (h->version != PT_SHM_VERSION || h->hdr_size != sizeof *h) {
+    if (id->version != PT_SHM_VERSION || id->hdr_size != sizeof *id) {
         *why = "region version differs from this library's";
         return -EPROTO;
     }
-    if (h->total_size != size) {
+    if (id->total_size != size) {
         *why = "region size differs from its header";
         return -EPROTO;
     }
-    if (pt_shm_layout(h->nranks, h->slot_size, h->qslots, l) != 0 || l->total != size ||
-        l->off_ranks != h->off_ranks || l->off_qhdrs != h->off_qhdrs ||
-        l->off_slots != h->off_slots || l->queue_bytes != h->queue_bytes ||
-        l->recv_block != h->recv_block) {
+    if (pt_shm_layout(id->nranks, id->slot_size, id->qslots, l) != 0 || l->total != size ||
+        l->off_ranks != id->off_ranks || l->off_qhdrs != id->off_qhdrs ||
+        l->off_slots != id->off_slots || l->queue_bytes != id->queue_bytes ||
+        l->recv_block != id->recv_block) {
         *why = "region layout differs from this library's";
         return -EPROTO;
     }
@@ -331,11 +334,12 @@ static bool region_in_use(void *base, uint64_t size)
     struct pt_shm_hdr *h = base;
     if (pid_alive(h->owner_pid))
         return true;
-    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || h->nranks > PT_SHM_MAX_RANKS ||
-        h->off_ranks + (uint64_t)h->nranks * sizeof(struct pt_shm_rank) > size)
+    uint32_t n = h->nranks; /* read once: the bound below must hold for the loop */
+    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || n > PT_SHM_MAX_RANKS ||
+        sizeof *h + (uint64_t)n * sizeof(struct pt_shm_rank) > size)
         return false;
-    struct pt_shm_rank *rec = (struct pt_shm_rank *)((char *)base + h->off_ranks);
-    for (uint32_t r = 0; r < h->nranks; r++)
+    struct pt_shm_rank *rec = (struct pt_shm_rank *)((char *)base + sizeof *h);
+    for (uint32_t r = 0; r < n; r++)
         if (pid_alive(LD_RELAXED(&rec[r].ospid)))
             return true;
     return false;
@@ -459,9 +463,11 @@ int pt_shm_clean_stale(bool verbose)
 /* ---- the rank's transport ------------------------------------------------- */
 
 struct shm_q {
-    struct spsc_hdr *h;
-    void *slots;
-    struct spsc_view v;           /* receive queues: private geometry (spsc.h)     */
+    struct spsc_hdr *h;           /* shared: only head/tail are used (spsc.h)      */
+    union {
+        struct spsc_view v;       /* receive queues: consumer's private state      */
+        struct spsc_prod p;       /* send queues: producer's private state         */
+    };
     /* Pacing hint, private: out queues count messages sent since the peer
      * last sent us one (a stream), in queues count messages received since
      * we last sent to the peer (the first one is an answer). See shm_commit
@@ -499,13 +505,13 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     if (PT_UNLIKELY(peer >= x->n))
         return NULL;
     struct shm_q *q = &x->out[peer * 2 + cls];
-    return spsc_reserve(q->h, q->slots);
+    return spsc_reserve_seq(q->h, &q->p);
 }
 
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_q *oq = &x->out[peer * 2 + cls];
-    spsc_commit_seq(oq->h, oq->slots, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
+    spsc_commit_seq(oq->h, &oq->p, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
     x->in[peer * 2].streak = x->in[peer * 2 + 1].streak = 0;
     if (++oq->streak >= 2 && len <= PT_XPORT_PF_BYTES) {
         /* Streaming small messages to this peer: take ownership of the next
@@ -517,9 +523,9 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
          * poll it (+0.13 us per half round trip); nor for slot-sized
          * fragments (copy-mode rendezvous), whose receiver is busy copying
          * the previous slot when we steal the next one's line (-15..25%). */
-        uint32_t h = LD_RELAXED(&oq->h->head); /* producer-private in seq mode */
-        if (h + 1 - oq->h->prod_cached_tail <= oq->h->mask) { /* a credit we hold */
-            char *next = spsc_slot(oq->h, oq->slots, h + 1);
+        uint32_t h = oq->p.head;
+        if (h + 1 - oq->p.cached_tail <= oq->p.mask) { /* a credit we hold */
+            char *next = spsc_prod_slot(&oq->p, h + 1);
             PREFETCH_W(next);
             PREFETCH_W(next + 64);
             PREFETCH_W(next + 128);
@@ -842,6 +848,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
                 return -EPROTO;
             }
             struct pt_shm_layout l;
+            struct pt_shm_hdr id;
             *size_p = (uint64_t)st.st_size;
             rc = map_fd(fd, *size_p, base_p);
             if (rc) {
@@ -849,7 +856,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
                 pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
                 return rc;
             }
-            rc = region_check(*base_p, *size_p, &l, &why);
+            rc = region_check(*base_p, *size_p, &id, &l, &why);
             if (!rc && region_in_use(*base_p, *size_p)) {
                 *fd_p = fd;
                 g_named = true;
@@ -947,15 +954,16 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         return rc;
     bool fresh = fd != g_fd; /* first open in this process: fd not kept yet */
     struct pt_shm_layout l;
+    struct pt_shm_hdr id; /* our copy of the header's identity: the region's may change */
     const char *why = "";
     struct pt_shm_hdr *h = base;
     struct pt_xport *x = NULL;
-    rc = region_check(base, size, &l, &why);
+    rc = region_check(base, size, &id, &l, &why);
     if (rc) {
         pt_log(PT_LOG_ERR, "job region: %s", why);
         goto fail;
     }
-    uint32_t n = h->nranks, want_n;
+    uint32_t n = id.nranks, want_n;
     if (me >= n) {
         pt_log(PT_LOG_ERR, "PTL_MY_RID=%u but the job has %u ranks", me, n);
         rc = -EINVAL;
@@ -982,9 +990,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         rc = -EADDRINUSE;
         goto fail;
     }
-    if (slot_size != h->slot_size || queue_slots != h->qslots)
+    if (slot_size != id.slot_size || queue_slots != id.qslots)
         pt_log(PT_LOG_INFO, "job region: slot %u bytes x %u (this process wanted %u x %u); "
-                            "the region's apply", h->slot_size, h->qslots, slot_size, queue_slots);
+                            "the region's apply", id.slot_size, id.qslots, slot_size, queue_slots);
 
     /* Everything that can fail before we announce ourselves. */
     rc = -ENOMEM;
@@ -1009,12 +1017,15 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     for (uint32_t p = 0; p < n; p++) {
         x->nids[p] = ranks[p].nid;
         x->pids[p] = ranks[p].pid;
+        /* Geometry from our checked copy of the header, never from the
+         * queue headers, which any rank can rewrite (spsc.h). */
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
-            x->in[p * 2 + c].h = pt_shm_qhdr(base, &l, n, p, me, c);
-            x->in[p * 2 + c].slots = pt_shm_qslots(base, &l, p, me, c);
-            x->in[p * 2 + c].v = spsc_view_of(x->in[p * 2 + c].h, x->in[p * 2 + c].slots);
-            x->out[p * 2 + c].h = pt_shm_qhdr(base, &l, n, me, p, c);
-            x->out[p * 2 + c].slots = pt_shm_qslots(base, &l, me, p, c);
+            struct shm_q *in = &x->in[p * 2 + c], *out = &x->out[p * 2 + c];
+            in->h = pt_shm_qhdr(base, &l, n, p, me, c);
+            in->v = spsc_view_make(pt_shm_qslots(base, &l, p, me, c), id.qslots, id.slot_size);
+            out->h = pt_shm_qhdr(base, &l, n, me, p, c);
+            out->p = spsc_prod_make(out->h, pt_shm_qslots(base, &l, me, p, c), id.qslots,
+                                    id.slot_size);
         }
     }
 
@@ -1055,8 +1066,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     memset(info_p, 0, sizeof *info_p);
     info_p->rank = me;
     info_p->nranks = n;
-    info_p->slot_size = h->slot_size;
-    info_p->jid = h->jid;
+    info_p->slot_size = id.slot_size;
+    info_p->jid = id.jid;
     info_p->cma_ok = cma_ok;
     info_p->cma_why = cma_why;
     return 0;
