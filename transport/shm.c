@@ -195,6 +195,49 @@ static int map_fd(int fd, uint64_t size, void **base_p)
     return 0;
 }
 
+/* Open the POSIX shm name `name` ("/ptl-...") as a file: no link followed,
+ * and never blocking (O_NONBLOCK: a FIFO squatting the name would block an
+ * open forever). The fd (FD_CLOEXEC) and its fstat, or -errno. */
+static int shm_open_nb(const char *name, int flags, struct stat *st)
+{
+    char path[sizeof SHM_DIR + 128];
+    int w = snprintf(path, sizeof path, SHM_DIR "%s", name);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Why a named region's file cannot be a job region of ours, or NULL: it must
+ * be a regular file, owned by this uid (the one in its name), that no other
+ * user may open (group and other bits clear; we create it 0600). */
+static const char *shm_file_refusal(const struct stat *st, char *buf, size_t len)
+{
+    if (!S_ISREG(st->st_mode)) {
+        const char *t = S_ISFIFO(st->st_mode)  ? "a FIFO"
+                        : S_ISDIR(st->st_mode) ? "a directory"
+                        : S_ISSOCK(st->st_mode) ? "a socket"
+                                                : "a device or other special file";
+        snprintf(buf, len, "not a regular file (%s)", t);
+    } else if (st->st_uid != getuid()) {
+        snprintf(buf, len, "owned by uid %u, not by this job's uid %u", (unsigned)st->st_uid,
+                 (unsigned)getuid());
+    } else if (st->st_mode & 077) {
+        snprintf(buf, len, "open to other users (mode %04o; a job region is 0600)",
+                 (unsigned)(st->st_mode & 07777));
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
 int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm_region *r)
 {
     memset(r, 0, sizeof *r);
@@ -421,11 +464,14 @@ int pt_shm_clean_stale(bool verbose)
             long pid = strtol(tmp + 2, &end, 10);
             stale = *end == '\0' && pid > 0 && !pid_alive((pid_t)pid);
         } else {
-            int fd = shm_open(name, O_RDONLY | O_NOFOLLOW, 0);
             struct stat st;
+            int fd = shm_open_nb(name, O_RDONLY, &st);
             if (fd < 0)
                 continue;
-            if (fstat(fd, &st) != 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode)) {
+            if (st.st_uid != getuid() || !S_ISREG(st.st_mode)) {
+                if (verbose)
+                    fprintf(stderr, "ptlrun: left alone " SHM_DIR "%s: %s\n", name,
+                            !S_ISREG(st.st_mode) ? "not a regular file" : "another uid's");
                 close(fd);
                 continue;
             }
@@ -839,10 +885,17 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
         return rc;
     }
     for (int tries = 0; tries < 8; tries++) {
-        int fd = shm_open(g_name, O_RDWR, 0);
+        int fd = shm_open_nb(g_name, O_RDWR, &st);
         if (fd >= 0) {
             const char *why = "";
-            if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
+            char buf[96];
+            const char *no = shm_file_refusal(&st, buf, sizeof buf);
+            if (no) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: " SHM_DIR "%s is %s: refused", job, g_name, no);
+                return S_ISREG(st.st_mode) ? -EACCES : -EPROTO;
+            }
+            if ((uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
                 close(fd);
                 pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s is not a job region", job, g_name);
                 return -EPROTO;
@@ -873,9 +926,10 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             shm_unlink(g_name);
             continue;
         }
-        if (errno != ENOENT) {
-            rc = -errno;
-            pt_log(PT_LOG_ERR, "PTL_JOB=%s: shm_open %s: %s", job, g_name, strerror(-rc));
+        if (fd != -ENOENT) {
+            rc = fd;
+            pt_log(PT_LOG_ERR, "PTL_JOB=%s: open " SHM_DIR "%s: %s", job, g_name,
+                   rc == -ELOOP ? "a symbolic link: refused" : strerror(-rc));
             return rc;
         }
         struct pt_shm_region reg;

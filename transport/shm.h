@@ -11,7 +11,9 @@
  *       (PTL_NRANKS required; PTL_NIDMAP/PTL_PIDMAP/PTL_JID optional) by
  *       building it under a private name and link(2)ing it into place, so a
  *       rank never sees a half-built region. The rank whose attach completes
- *       the job unlinks the name.
+ *       the job unlinks the name. A name that is not a regular file owned by
+ *       this uid with mode 0600 (no group or other bits) is refused, never
+ *       waited on: opens do not follow links and do not block.
  *   PTL_MY_RID=<rank> (required), PTL_NRANKS (checked when set).
  */
 #ifndef PT_SHM_H
