@@ -50,6 +50,8 @@
 
 #define SHM_DIR "/dev/shm"          /* where glibc's shm_open() keeps names       */
 #define SHM_STALE_AGE_S 60          /* headerless segments older than this: stale */
+#define PT_SHM_TMP_SEP '~'          /* a creator's private name: <name>~<pid>; no
+                                     * job name has it (pt_shm_name)            */
 #define PT_SHM_ALIVE_NS 10000000ull /* peer_alive: re-ask the kernel after 10 ms  */
 
 /* ---- layout --------------------------------------------------------------- */
@@ -258,7 +260,7 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
             return rc;
         /* Build under a private name, then link(2) it into place: nobody ever
          * opens a half-built region, and of racing creators exactly one wins. */
-        snprintf(tmp, sizeof tmp, "%s.c%ld", r->name, (long)getpid());
+        snprintf(tmp, sizeof tmp, "%s%c%ld", r->name, PT_SHM_TMP_SEP, (long)getpid());
         fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0)
             return -errno;
@@ -454,24 +456,34 @@ int pt_shm_clean_stale(bool verbose)
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) > 100)
             continue;
+        /* Only regular files of ours, looked at without following a link. */
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+            if (verbose)
+                fprintf(stderr, "ptlrun: left alone " SHM_DIR "/%s: %s\n", e->d_name,
+                        !S_ISREG(st.st_mode) ? "not a regular file" : "another uid's");
+            continue;
+        }
         char name[128];
         snprintf(name, sizeof name, "/%s", e->d_name);
         bool stale = false;
-        const char *tmp = strstr(e->d_name + plen, ".c");
+        const char *tmp = strchr(e->d_name + plen, PT_SHM_TMP_SEP);
         if (tmp) {
-            /* a creator's private name: stale once its creator is gone */
+            /* A creator's private name "<job>~<pid>" (no job name has a '~'):
+             * stale once its creator is gone. Anything else with a '~' is
+             * not a name we make: left alone. */
             char *end;
-            long pid = strtol(tmp + 2, &end, 10);
-            stale = *end == '\0' && pid > 0 && !pid_alive((pid_t)pid);
+            errno = 0;
+            long pid = strtol(tmp + 1, &end, 10);
+            stale = tmp[1] >= '0' && tmp[1] <= '9' && *end == '\0' && errno == 0 && pid > 0 &&
+                    pid <= INT32_MAX && !pid_alive((pid_t)pid);
         } else {
-            struct stat st;
             int fd = shm_open_nb(name, O_RDONLY, &st);
             if (fd < 0)
                 continue;
-            if (st.st_uid != getuid() || !S_ISREG(st.st_mode)) {
-                if (verbose)
-                    fprintf(stderr, "ptlrun: left alone " SHM_DIR "%s: %s\n", name,
-                            !S_ISREG(st.st_mode) ? "not a regular file" : "another uid's");
+            if (st.st_uid != getuid() || !S_ISREG(st.st_mode)) { /* changed since fstatat */
                 close(fd);
                 continue;
             }
