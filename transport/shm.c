@@ -1003,6 +1003,48 @@ static const char *cma_check(struct pt_xport *x, bool *ok)
     return *ok ? "process_vm_readv works (probed this process only)" : why;
 }
 
+/* PTL_NIDMAP / PTL_PIDMAP, when set, must be the job region's map: the
+ * region's wins, and a process told otherwise would address the wrong ranks
+ * (p3rt reads these variables). 0, or -EINVAL with one error logged. */
+static int env_map_check(const struct pt_shm_rank *ranks, uint32_t n)
+{
+    static const char *const var[2] = {"PTL_NIDMAP", "PTL_PIDMAP"};
+    for (int k = 0; k < 2; k++) {
+        const char *s = getenv(var[k]), *p = s;
+        if (!s || !*s)
+            continue;
+        uint32_t r = 0;
+        bool whole = false; /* n numbers, colon-separated, nothing else */
+        while (r < n && *p >= '0' && *p <= '9') {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(p, &end, 0);
+            if (errno || (*end && *end != ':'))
+                break;
+            uint32_t want = k ? ranks[r].pid : ranks[r].nid;
+            if (v != want) {
+                pt_log(PT_LOG_ERR, "%s=%s contradicts the job region, where rank %u has %s "
+                                   "%u, not %lu: PtlNIInit fails (unset %s or give the job's map)",
+                       var[k], s, r, k ? "pid" : "nid", want, v, var[k]);
+                return -EINVAL;
+            }
+            r++;
+            if (!*end) {
+                whole = r == n;
+                break;
+            }
+            p = end + 1;
+        }
+        if (!whole) {
+            pt_log(PT_LOG_ERR, "%s=%s does not list the %u ranks of the job region: "
+                               "PtlNIInit fails (unset %s or give the job's map)",
+                   var[k], s, n, var[k]);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                        const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                        struct pt_xport_info *info_p)
@@ -1042,6 +1084,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     }
     struct pt_shm_rank *ranks = pt_shm_rankrec(base, &l, 0);
     struct pt_shm_rank *rec = &ranks[me];
+    rc = env_map_check(ranks, n);
+    if (rc)
+        goto fail;
     if (pid_hint != 0xffffffffu && pid_hint != rec->pid) {
         pt_log(PT_LOG_INFO, "PtlNIInit pid %u: rank %u of this job has pid %u", pid_hint, me,
                rec->pid);
