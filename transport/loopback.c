@@ -16,7 +16,8 @@
 struct pt_xport {
     struct spsc_hdr q[PT_CLS_NR];
     void *slots[PT_CLS_NR];
-    struct spsc_view v[PT_CLS_NR]; /* consumer's geometry (spsc.h slot-sequence mode) */
+    struct spsc_view v[PT_CLS_NR]; /* consumer's state (spsc.h slot-sequence mode) */
+    struct spsc_prod p[PT_CLS_NR]; /* producer's state                            */
     struct pt_waitword bell;
     uint32_t nid, pid;
     bool no_cma; /* process_vm_readv refused: copy directly */
@@ -24,13 +25,13 @@ struct pt_xport {
 
 static void *lo_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    return peer == 0 ? spsc_reserve(&x->q[cls], x->slots[cls]) : NULL;
+    return peer == 0 ? spsc_reserve_seq(&x->q[cls], &x->p[cls]) : NULL;
 }
 
 static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     (void)len;
-    spsc_commit_seq(&x->q[cls], x->slots[cls], PT_XPORT_SEQ_OFF);
+    spsc_commit_seq(&x->q[cls], &x->p[cls], PT_XPORT_SEQ_OFF);
     /* Sender and receiver are the same engine: the token holder will see the
      * message in its own poll, so there is nobody to wake. */
 }
@@ -137,7 +138,8 @@ int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
             return -ENOMEM;
         }
         memset(x->slots[c], 0, (size_t)nslots[c] * slot_size); /* sequence words start at 0 */
-        x->v[c] = spsc_view_of(&x->q[c], x->slots[c]);
+        x->v[c] = spsc_view_make(x->slots[c], nslots[c], slot_size);
+        x->p[c] = spsc_prod_make(&x->q[c], x->slots[c], nslots[c], slot_size);
     }
     pt_waitword_init(&x->bell, false);
     x->nid = 0;

@@ -50,6 +50,8 @@
 
 #define SHM_DIR "/dev/shm"          /* where glibc's shm_open() keeps names       */
 #define SHM_STALE_AGE_S 60          /* headerless segments older than this: stale */
+#define PT_SHM_TMP_SEP '~'          /* a creator's private name: <name>~<pid>; no
+                                     * job name has it (pt_shm_name)            */
 #define PT_SHM_ALIVE_NS 10000000ull /* peer_alive: re-ask the kernel after 10 ms  */
 
 /* ---- layout --------------------------------------------------------------- */
@@ -195,6 +197,49 @@ static int map_fd(int fd, uint64_t size, void **base_p)
     return 0;
 }
 
+/* Open the POSIX shm name `name` ("/ptl-...") as a file: no link followed,
+ * and never blocking (O_NONBLOCK: a FIFO squatting the name would block an
+ * open forever). The fd (FD_CLOEXEC) and its fstat, or -errno. */
+static int shm_open_nb(const char *name, int flags, struct stat *st)
+{
+    char path[sizeof SHM_DIR + 128];
+    int w = snprintf(path, sizeof path, SHM_DIR "%s", name);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Why a named region's file cannot be a job region of ours, or NULL: it must
+ * be a regular file, owned by this uid (the one in its name), that no other
+ * user may open (group and other bits clear; we create it 0600). */
+static const char *shm_file_refusal(const struct stat *st, char *buf, size_t len)
+{
+    if (!S_ISREG(st->st_mode)) {
+        const char *t = S_ISFIFO(st->st_mode)  ? "a FIFO"
+                        : S_ISDIR(st->st_mode) ? "a directory"
+                        : S_ISSOCK(st->st_mode) ? "a socket"
+                                                : "a device or other special file";
+        snprintf(buf, len, "not a regular file (%s)", t);
+    } else if (st->st_uid != getuid()) {
+        snprintf(buf, len, "owned by uid %u, not by this job's uid %u", (unsigned)st->st_uid,
+                 (unsigned)getuid());
+    } else if (st->st_mode & 077) {
+        snprintf(buf, len, "open to other users (mode %04o; a job region is 0600)",
+                 (unsigned)(st->st_mode & 07777));
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
 int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm_region *r)
 {
     memset(r, 0, sizeof *r);
@@ -215,7 +260,7 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
             return rc;
         /* Build under a private name, then link(2) it into place: nobody ever
          * opens a half-built region, and of racing creators exactly one wins. */
-        snprintf(tmp, sizeof tmp, "%s.c%ld", r->name, (long)getpid());
+        snprintf(tmp, sizeof tmp, "%s%c%ld", r->name, PT_SHM_TMP_SEP, (long)getpid());
         fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0)
             return -errno;
@@ -268,35 +313,38 @@ void pt_shm_region_close(struct pt_shm_region *r, bool unlink_name)
 
 /* ---- region validation ---------------------------------------------------- */
 
-/* A region another process built: ready, ours, consistent. 0 or -errno with
- * *why set. Fills *l. */
-static int region_check(void *base, uint64_t size, struct pt_shm_layout *l, const char **why)
+/* A region another process built: ready, ours, consistent. Checks a private
+ * copy of the header's immutable lines, *id, which the caller uses from then
+ * on: any process of the job can rewrite the shared header later. 0 or
+ * -errno with *why set. Fills *id and *l. */
+static int region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
+                        struct pt_shm_layout *l, const char **why)
 {
-    struct pt_shm_hdr *h = base;
-    if (size < sizeof *h) {
+    if (size < sizeof *id) {
         *why = "smaller than a region header";
         return -EPROTO;
     }
-    if (!LD_ACQUIRE(&h->ready)) { /* A-READY pairs with R-READY in region_init() */
+    if (!LD_ACQUIRE(&((struct pt_shm_hdr *)base)->ready)) { /* A-READY pairs with R-READY */
         *why = "not ready (its creator did not finish)";
         return -EPROTO;
     }
-    if (h->magic != PT_SHM_MAGIC) {
+    memcpy(id, base, offsetof(struct pt_shm_hdr, ready)); /* lines 0-1: immutable */
+    if (id->magic != PT_SHM_MAGIC) {
         *why = "bad magic: not a libportals job region";
         return -EPROTO;
     }
-    if (h->version != PT_SHM_VERSION || h->hdr_size != sizeof *h) {
+    if (id->version != PT_SHM_VERSION || id->hdr_size != sizeof *id) {
         *why = "region version differs from this library's";
         return -EPROTO;
     }
-    if (h->total_size != size) {
+    if (id->total_size != size) {
         *why = "region size differs from its header";
         return -EPROTO;
     }
-    if (pt_shm_layout(h->nranks, h->slot_size, h->qslots, l) != 0 || l->total != size ||
-        l->off_ranks != h->off_ranks || l->off_qhdrs != h->off_qhdrs ||
-        l->off_slots != h->off_slots || l->queue_bytes != h->queue_bytes ||
-        l->recv_block != h->recv_block) {
+    if (pt_shm_layout(id->nranks, id->slot_size, id->qslots, l) != 0 || l->total != size ||
+        l->off_ranks != id->off_ranks || l->off_qhdrs != id->off_qhdrs ||
+        l->off_slots != id->off_slots || l->queue_bytes != id->queue_bytes ||
+        l->recv_block != id->recv_block) {
         *why = "region layout differs from this library's";
         return -EPROTO;
     }
@@ -331,11 +379,12 @@ static bool region_in_use(void *base, uint64_t size)
     struct pt_shm_hdr *h = base;
     if (pid_alive(h->owner_pid))
         return true;
-    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || h->nranks > PT_SHM_MAX_RANKS ||
-        h->off_ranks + (uint64_t)h->nranks * sizeof(struct pt_shm_rank) > size)
+    uint32_t n = h->nranks; /* read once: the bound below must hold for the loop */
+    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || n > PT_SHM_MAX_RANKS ||
+        sizeof *h + (uint64_t)n * sizeof(struct pt_shm_rank) > size)
         return false;
-    struct pt_shm_rank *rec = (struct pt_shm_rank *)((char *)base + h->off_ranks);
-    for (uint32_t r = 0; r < h->nranks; r++)
+    struct pt_shm_rank *rec = (struct pt_shm_rank *)((char *)base + sizeof *h);
+    for (uint32_t r = 0; r < n; r++)
         if (pid_alive(LD_RELAXED(&rec[r].ospid)))
             return true;
     return false;
@@ -411,21 +460,34 @@ int pt_shm_clean_stale(bool verbose)
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) > 100)
             continue;
+        /* Only regular files of ours, looked at without following a link. */
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+            if (verbose)
+                fprintf(stderr, "ptlrun: left alone " SHM_DIR "/%s: %s\n", e->d_name,
+                        !S_ISREG(st.st_mode) ? "not a regular file" : "another uid's");
+            continue;
+        }
         char name[128];
         snprintf(name, sizeof name, "/%s", e->d_name);
         bool stale = false;
-        const char *tmp = strstr(e->d_name + plen, ".c");
+        const char *tmp = strchr(e->d_name + plen, PT_SHM_TMP_SEP);
         if (tmp) {
-            /* a creator's private name: stale once its creator is gone */
+            /* A creator's private name "<job>~<pid>" (no job name has a '~'):
+             * stale once its creator is gone. Anything else with a '~' is
+             * not a name we make: left alone. */
             char *end;
-            long pid = strtol(tmp + 2, &end, 10);
-            stale = *end == '\0' && pid > 0 && !pid_alive((pid_t)pid);
+            errno = 0;
+            long pid = strtol(tmp + 1, &end, 10);
+            stale = tmp[1] >= '0' && tmp[1] <= '9' && *end == '\0' && errno == 0 && pid > 0 &&
+                    pid <= INT32_MAX && !pid_alive((pid_t)pid);
         } else {
-            int fd = shm_open(name, O_RDONLY | O_NOFOLLOW, 0);
-            struct stat st;
+            int fd = shm_open_nb(name, O_RDONLY, &st);
             if (fd < 0)
                 continue;
-            if (fstat(fd, &st) != 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode)) {
+            if (st.st_uid != getuid() || !S_ISREG(st.st_mode)) { /* changed since fstatat */
                 close(fd);
                 continue;
             }
@@ -463,9 +525,11 @@ int pt_shm_clean_stale(bool verbose)
 /* ---- the rank's transport ------------------------------------------------- */
 
 struct shm_q {
-    struct spsc_hdr *h;
-    void *slots;
-    struct spsc_view v;           /* receive queues: private geometry (spsc.h)     */
+    struct spsc_hdr *h;           /* shared: only head/tail are used (spsc.h)      */
+    union {
+        struct spsc_view v;       /* receive queues: consumer's private state      */
+        struct spsc_prod p;       /* send queues: producer's private state         */
+    };
     /* Pacing hint, private: out queues count messages sent since the peer
      * last sent us one (a stream), in queues count messages received since
      * we last sent to the peer (the first one is an answer). See shm_commit
@@ -503,13 +567,13 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     if (PT_UNLIKELY(peer >= x->n))
         return NULL;
     struct shm_q *q = &x->out[peer * 2 + cls];
-    return spsc_reserve(q->h, q->slots);
+    return spsc_reserve_seq(q->h, &q->p);
 }
 
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_q *oq = &x->out[peer * 2 + cls];
-    spsc_commit_seq(oq->h, oq->slots, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
+    spsc_commit_seq(oq->h, &oq->p, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
     x->in[peer * 2].streak = x->in[peer * 2 + 1].streak = 0;
     if (++oq->streak >= 2 && len <= PT_XPORT_PF_BYTES) {
         /* Streaming small messages to this peer: take ownership of the next
@@ -521,9 +585,9 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
          * poll it (+0.13 us per half round trip); nor for slot-sized
          * fragments (copy-mode rendezvous), whose receiver is busy copying
          * the previous slot when we steal the next one's line (-15..25%). */
-        uint32_t h = LD_RELAXED(&oq->h->head); /* producer-private in seq mode */
-        if (h + 1 - oq->h->prod_cached_tail <= oq->h->mask) { /* a credit we hold */
-            char *next = spsc_slot(oq->h, oq->slots, h + 1);
+        uint32_t h = oq->p.head;
+        if (h + 1 - oq->p.cached_tail <= oq->p.mask) { /* a credit we hold */
+            char *next = spsc_prod_slot(&oq->p, h + 1);
             PREFETCH_W(next);
             PREFETCH_W(next + 64);
             PREFETCH_W(next + 128);
@@ -837,15 +901,23 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
         return rc;
     }
     for (int tries = 0; tries < 8; tries++) {
-        int fd = shm_open(g_name, O_RDWR, 0);
+        int fd = shm_open_nb(g_name, O_RDWR, &st);
         if (fd >= 0) {
             const char *why = "";
-            if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
+            char buf[96];
+            const char *no = shm_file_refusal(&st, buf, sizeof buf);
+            if (no) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: " SHM_DIR "%s is %s: refused", job, g_name, no);
+                return S_ISREG(st.st_mode) ? -EACCES : -EPROTO;
+            }
+            if ((uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
                 close(fd);
                 pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s is not a job region", job, g_name);
                 return -EPROTO;
             }
             struct pt_shm_layout l;
+            struct pt_shm_hdr id;
             *size_p = (uint64_t)st.st_size;
             rc = map_fd(fd, *size_p, base_p);
             if (rc) {
@@ -853,7 +925,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
                 pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
                 return rc;
             }
-            rc = region_check(*base_p, *size_p, &l, &why);
+            rc = region_check(*base_p, *size_p, &id, &l, &why);
             if (!rc && region_in_use(*base_p, *size_p)) {
                 *fd_p = fd;
                 g_named = true;
@@ -870,9 +942,10 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             shm_unlink(g_name);
             continue;
         }
-        if (errno != ENOENT) {
-            rc = -errno;
-            pt_log(PT_LOG_ERR, "PTL_JOB=%s: shm_open %s: %s", job, g_name, strerror(-rc));
+        if (fd != -ENOENT) {
+            rc = fd;
+            pt_log(PT_LOG_ERR, "PTL_JOB=%s: open " SHM_DIR "%s: %s", job, g_name,
+                   rc == -ELOOP ? "a symbolic link: refused" : strerror(-rc));
             return rc;
         }
         struct pt_shm_region reg;
@@ -934,6 +1007,48 @@ static const char *cma_check(struct pt_xport *x, bool *ok)
     return *ok ? "process_vm_readv works (probed this process only)" : why;
 }
 
+/* PTL_NIDMAP / PTL_PIDMAP, when set, must be the job region's map: the
+ * region's wins, and a process told otherwise would address the wrong ranks
+ * (p3rt reads these variables). 0, or -EINVAL with one error logged. */
+static int env_map_check(const struct pt_shm_rank *ranks, uint32_t n)
+{
+    static const char *const var[2] = {"PTL_NIDMAP", "PTL_PIDMAP"};
+    for (int k = 0; k < 2; k++) {
+        const char *s = getenv(var[k]), *p = s;
+        if (!s || !*s)
+            continue;
+        uint32_t r = 0;
+        bool whole = false; /* n numbers, colon-separated, nothing else */
+        while (r < n && *p >= '0' && *p <= '9') {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(p, &end, 0);
+            if (errno || (*end && *end != ':'))
+                break;
+            uint32_t want = k ? ranks[r].pid : ranks[r].nid;
+            if (v != want) {
+                pt_log(PT_LOG_ERR, "%s=%s contradicts the job region, where rank %u has %s "
+                                   "%u, not %lu: PtlNIInit fails (unset %s or give the job's map)",
+                       var[k], s, r, k ? "pid" : "nid", want, v, var[k]);
+                return -EINVAL;
+            }
+            r++;
+            if (!*end) {
+                whole = r == n;
+                break;
+            }
+            p = end + 1;
+        }
+        if (!whole) {
+            pt_log(PT_LOG_ERR, "%s=%s does not list the %u ranks of the job region: "
+                               "PtlNIInit fails (unset %s or give the job's map)",
+                   var[k], s, n, var[k]);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                        const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                        struct pt_xport_info *info_p)
@@ -951,15 +1066,16 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         return rc;
     bool fresh = fd != g_fd; /* first open in this process: fd not kept yet */
     struct pt_shm_layout l;
+    struct pt_shm_hdr id; /* our copy of the header's identity: the region's may change */
     const char *why = "";
     struct pt_shm_hdr *h = base;
     struct pt_xport *x = NULL;
-    rc = region_check(base, size, &l, &why);
+    rc = region_check(base, size, &id, &l, &why);
     if (rc) {
         pt_log(PT_LOG_ERR, "job region: %s", why);
         goto fail;
     }
-    uint32_t n = h->nranks, want_n;
+    uint32_t n = id.nranks, want_n;
     if (me >= n) {
         pt_log(PT_LOG_ERR, "PTL_MY_RID=%u but the job has %u ranks", me, n);
         rc = -EINVAL;
@@ -972,6 +1088,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     }
     struct pt_shm_rank *ranks = pt_shm_rankrec(base, &l, 0);
     struct pt_shm_rank *rec = &ranks[me];
+    rc = env_map_check(ranks, n);
+    if (rc)
+        goto fail;
     if (pid_hint != 0xffffffffu && pid_hint != rec->pid) {
         pt_log(PT_LOG_INFO, "PtlNIInit pid %u: rank %u of this job has pid %u", pid_hint, me,
                rec->pid);
@@ -986,9 +1105,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         rc = -EADDRINUSE;
         goto fail;
     }
-    if (slot_size != h->slot_size || queue_slots != h->qslots)
+    if (slot_size != id.slot_size || queue_slots != id.qslots)
         pt_log(PT_LOG_INFO, "job region: slot %u bytes x %u (this process wanted %u x %u); "
-                            "the region's apply", h->slot_size, h->qslots, slot_size, queue_slots);
+                            "the region's apply", id.slot_size, id.qslots, slot_size, queue_slots);
 
     /* Everything that can fail before we announce ourselves. */
     rc = -ENOMEM;
@@ -1013,12 +1132,15 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     for (uint32_t p = 0; p < n; p++) {
         x->nids[p] = ranks[p].nid;
         x->pids[p] = ranks[p].pid;
+        /* Geometry from our checked copy of the header, never from the
+         * queue headers, which any rank can rewrite (spsc.h). */
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
-            x->in[p * 2 + c].h = pt_shm_qhdr(base, &l, n, p, me, c);
-            x->in[p * 2 + c].slots = pt_shm_qslots(base, &l, p, me, c);
-            x->in[p * 2 + c].v = spsc_view_of(x->in[p * 2 + c].h, x->in[p * 2 + c].slots);
-            x->out[p * 2 + c].h = pt_shm_qhdr(base, &l, n, me, p, c);
-            x->out[p * 2 + c].slots = pt_shm_qslots(base, &l, me, p, c);
+            struct shm_q *in = &x->in[p * 2 + c], *out = &x->out[p * 2 + c];
+            in->h = pt_shm_qhdr(base, &l, n, p, me, c);
+            in->v = spsc_view_make(pt_shm_qslots(base, &l, p, me, c), id.qslots, id.slot_size);
+            out->h = pt_shm_qhdr(base, &l, n, me, p, c);
+            out->p = spsc_prod_make(out->h, pt_shm_qslots(base, &l, me, p, c), id.qslots,
+                                    id.slot_size);
         }
     }
 
@@ -1059,8 +1181,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     memset(info_p, 0, sizeof *info_p);
     info_p->rank = me;
     info_p->nranks = n;
-    info_p->slot_size = h->slot_size;
-    info_p->jid = h->jid;
+    info_p->slot_size = id.slot_size;
+    info_p->jid = id.jid;
     info_p->cma_ok = cma_ok;
     info_p->cma_why = cma_why;
     return 0;

@@ -11,7 +11,9 @@
  *       (PTL_NRANKS required; PTL_NIDMAP/PTL_PIDMAP/PTL_JID optional) by
  *       building it under a private name and link(2)ing it into place, so a
  *       rank never sees a half-built region. The rank whose attach completes
- *       the job unlinks the name.
+ *       the job unlinks the name. A name that is not a regular file owned by
+ *       this uid with mode 0600 (no group or other bits) is refused, never
+ *       waited on: opens do not follow links and do not block.
  *   PTL_MY_RID=<rank> (required), PTL_NRANKS (checked when set).
  */
 #ifndef PT_SHM_H
@@ -52,7 +54,8 @@ struct pt_shm_region {
 };
 
 /* "/ptl-<uid>-<job>" into buf. -EINVAL if job is empty, too long or has
- * characters other than [A-Za-z0-9._-]. */
+ * characters other than [A-Za-z0-9._-] (a creator's private name adds
+ * "~<pid>", and no job name can contain a "~"). */
 int pt_shm_name(char *buf, size_t len, const char *job);
 
 /* Create and publish a region (ready flag set) owned by the calling process.
@@ -78,8 +81,11 @@ uint32_t pt_shm_rank_state(const struct pt_shm_region *r, uint32_t rank);
 
 /* Remove /dev/shm/ptl-<uid>-* segments of the calling user that no live
  * process can still use: neither the owner nor any rank recorded in the
- * header is alive (segments without a valid header: older than 60 s).
- * Returns the number removed; verbose prints each one on stderr. */
+ * header is alive (segments without a valid header: older than 60 s), and
+ * creators' private names "<name>~<pid>" whose creator is gone. Only regular
+ * files owned by the caller are looked at; nothing is opened blocking or
+ * through a link. Returns the number removed; verbose prints each one (and
+ * each name left alone) on stderr. */
 int pt_shm_clean_stale(bool verbose);
 
 /* Bytes a region for this job would take (0 if it cannot be laid out). */

@@ -1,9 +1,10 @@
 /*
  * spsc.h - single-producer single-consumer ring of fixed-size slots.
  *
- * Usable in private memory (API thread -> engine command rings) and in the
- * shared job region (per-sender receive queues): the header holds no pointers,
- * the slot array is passed in by the caller.
+ * Usable in private memory (API thread -> engine command rings) and, in
+ * slot-sequence mode (below), in the shared job region (per-sender receive
+ * queues): the header holds no pointers, the slot array is passed in by the
+ * caller.
  *
  *   producer                                 consumer
  *   --------                                 --------
@@ -20,7 +21,8 @@
  * when the ring looks full (producer) or empty (consumer).
  *
  * Who writes what: head and prod_cached_tail by the producer only; tail and
- * cons_cached_head by the consumer only.
+ * cons_cached_head by the consumer only. (In a shared region anyone can; see
+ * slot-sequence mode for what each side then trusts.)
  */
 #ifndef PT_SPSC_H
 #define PT_SPSC_H
@@ -114,36 +116,32 @@ static inline bool spsc_nonempty(struct spsc_hdr *r)
  * (R1s pairs with A1s), so polling touches only the slot's first line, which
  * the consumer reads anyway. Sequence values are free-running: slot i holds
  * i + 1 of its current round, never equal to a stale round's value. The slot
- * memory must start zeroed. Credits (reserve) still come from `tail` (R2/A2).
- * The producer's `head` becomes producer-private.
+ * memory must start zeroed. Credits come from `tail` (R2/A2).
+ *
+ * Both sides keep the geometry privately (spsc_view, spsc_prod), and the
+ * producer its head and cached tail too: in a shared job region any rank can
+ * rewrite the header, and no value read from it may place a slot. The shared
+ * `head` is written by the producer after each commit and read only when it
+ * (re)attaches, to resume; `mask`, `slot_size` and `prod_cached_tail` there
+ * are not used. The consumer's `tail` is read by the producer as its credits,
+ * never as an index: a tail that is not within nslots behind head reads as
+ * "full" (spsc_reserve_seq).
  */
-static inline _Atomic uint32_t *spsc_seq_word(const struct spsc_hdr *r, void *slots, uint32_t idx,
-                                              uint32_t seq_off)
-{
-    return (_Atomic uint32_t *)((char *)spsc_slot(r, slots, idx) + seq_off);
-}
 
-static inline void spsc_commit_seq(struct spsc_hdr *r, void *slots, uint32_t seq_off)
-{
-    uint32_t h = LD_RELAXED(&r->head);
-    ST_RELEASE(spsc_seq_word(r, slots, h, seq_off), h + 1); /* R1s pairs with A1s */
-    ST_RELAXED(&r->head, h + 1);                             /* producer-private */
-}
-
-/*
- * The consumer's private copy of a slot-sequence ring's geometry. In this mode
- * the consumer must never read the producer's line: the producer writes
- * `head` there on every commit, so a consumer that fetched `mask` from it
- * would take one extra cache miss, in series with the slot's, per message.
- */
+/* The consumer's private copy of the geometry. The consumer never reads the
+ * producer's line: the producer writes `head` there on every commit, so a
+ * consumer that fetched `mask` from it would take one extra cache miss, in
+ * series with the slot's, per message. */
 struct spsc_view {
     void *slots;
     uint32_t mask, slot_size;
 };
 
-static inline struct spsc_view spsc_view_of(const struct spsc_hdr *r, void *slots)
+/* nslots (a power of two) and slot_size come from the ring's creator, never
+ * from a header that another process can write. */
+static inline struct spsc_view spsc_view_make(void *slots, uint32_t nslots, uint32_t slot_size)
 {
-    struct spsc_view v = {slots, r->mask, r->slot_size}; /* immutable after init */
+    struct spsc_view v = {slots, nslots - 1, slot_size};
     return v;
 }
 
@@ -171,6 +169,52 @@ static inline bool spsc_nonempty_seq(struct spsc_hdr *r, const struct spsc_view 
 {
     uint32_t t = LD_RELAXED(&r->tail);
     return LD_ACQUIRE(spsc_view_seq(v, t, seq_off)) == t + 1; /* A1s pairs with R1s */
+}
+
+/* The producer's private state: geometry, head, and the last tail it read. */
+struct spsc_prod {
+    void *slots;
+    uint32_t mask, slot_size;
+    uint32_t head;        /* next slot to fill                           */
+    uint32_t cached_tail; /* credits: head - cached_tail <= mask + 1      */
+};
+
+/* Producer: attach to ring r, resuming at the head it last published. The
+ * cached tail starts a full ring behind: the first reserve reads `tail`. */
+static inline struct spsc_prod spsc_prod_make(const struct spsc_hdr *r, void *slots,
+                                              uint32_t nslots, uint32_t slot_size)
+{
+    uint32_t h = LD_RELAXED(&r->head); /* written by this side only (resume point) */
+    struct spsc_prod p = {slots, nslots - 1, slot_size, h, h - nslots};
+    return p;
+}
+
+static inline void *spsc_prod_slot(const struct spsc_prod *p, uint32_t idx)
+{
+    return (char *)p->slots + (size_t)(idx & p->mask) * p->slot_size;
+}
+
+/* Producer: a free slot to fill in place, or NULL when full. A tail more
+ * than nslots behind head, or ahead of it (forged), reads as full. */
+static inline void *spsc_reserve_seq(struct spsc_hdr *r, struct spsc_prod *p)
+{
+    uint32_t h = p->head;
+    if (h - p->cached_tail > p->mask) {
+        p->cached_tail = LD_ACQUIRE(&r->tail); /* A2 pairs with R2 */
+        if (h - p->cached_tail > p->mask)
+            return NULL;
+    }
+    return spsc_prod_slot(p, h);
+}
+
+/* Producer: publish the slot returned by spsc_reserve_seq(). */
+static inline void spsc_commit_seq(struct spsc_hdr *r, struct spsc_prod *p, uint32_t seq_off)
+{
+    uint32_t h = p->head;
+    _Atomic uint32_t *seq = (_Atomic uint32_t *)((char *)spsc_prod_slot(p, h) + seq_off);
+    ST_RELEASE(seq, h + 1); /* R1s pairs with A1s */
+    p->head = h + 1;
+    ST_RELAXED(&r->head, h + 1); /* resume point only; nobody orders on it */
 }
 
 #endif

@@ -10,6 +10,8 @@
  * environment: PTL_MY_RID (own rank), PTL_NIDMAP and PTL_PIDMAP
  * (colon-separated nid and pid lists, indexed by rank). With the maps set,
  * PtlNIInit(..., PTL_PID_ANY, ...) takes the pid of the own rank from the map.
+ * In a libportals job the job region's map is authoritative: PtlNIInit fails
+ * with PTL_FAIL (one error message) when these variables contradict it.
  */
 #ifndef P3_P3RT_P3RT_H
 #define P3_P3RT_P3RT_H

@@ -102,7 +102,8 @@ static int shm_residue(const char *job)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, plen) == 0 &&
-            (e->d_name[plen] == '\0' || e->d_name[plen] == '-' || e->d_name[plen] == '.')) {
+            (e->d_name[plen] == '\0' || e->d_name[plen] == '-' || e->d_name[plen] == '.' ||
+             e->d_name[plen] == '~')) { /* '~': a creator's private name (transport/shm.c) */
             fprintf(stderr, "mp_driver: /dev/shm/%s was left behind\n", e->d_name);
             found++;
         }

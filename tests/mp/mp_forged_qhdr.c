@@ -1,0 +1,201 @@
+/*
+ * mp_forged_qhdr - a rank that rewrites the shared header of queues it does
+ * not own cannot crash their producer or consumer (issue 12 item 9).
+ *
+ * Three ranks under ptlrun (memfd region). Rank 2 maps the region through
+ * PTL_JOB_FD and rewrites the header of every queue between ranks 0 and 1
+ * (both directions, both classes): geometry (mask, slot size) and the
+ * producer's cached tail before anybody uses them, and from the first barrier
+ * on, continuously, the producer's head as well, until rank 0 says the
+ * traffic is done. Rank 1 attaches only after the first rewrite, so its
+ * receive queues are forged before it reads them. Ranks 0 and 1 then
+ * ping-pong puts (with ACKs) and gets of 8, 4000 and 100000 bytes, every byte
+ * checked. The queues' `tail` words are left alone: they are the producer's
+ * credits, and a forged tail may stall traffic (tests/unit/test_spsc.c).
+ *
+ *   usage (under ptlrun -n 3, memfd mode): mp_forged_qhdr [rounds]
+ */
+#include "mp_util.h"
+#include "shm_region.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PT_A (MP_PT_USER + 0) /* rank 0 and 1: puts land here           */
+#define PT_G (MP_PT_USER + 1) /* rank 0 and 1: gets are served from here */
+
+/* Test-private words in the header page's padding (nothing else uses it). */
+struct flags {
+    _Atomic uint32_t forged; /* rank 2: 1 once the first rewrite is done */
+    _Atomic uint32_t done;   /* rank 0: 1 once the traffic is over        */
+};
+
+static char *g_base;
+
+static struct flags *flags(void)
+{
+    return (struct flags *)(g_base + offsetof(struct pt_shm_hdr, pad_));
+}
+
+static void map_region(void)
+{
+    const char *fds = getenv("PTL_JOB_FD"), *ss = getenv("PTL_JOB_SIZE");
+    if (!fds || !ss)
+        mp_die("needs ptlrun's memfd region (PTL_JOB_FD, PTL_JOB_SIZE)");
+    size_t size = strtoull(ss, NULL, 10);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(fds), 0);
+    if (p == MAP_FAILED)
+        mp_die("cannot map the job region");
+    g_base = p;
+}
+
+/* Rewrite the headers of the queues 0 -> 1 and 1 -> 0. */
+static void forge(uint32_t round, bool heads)
+{
+    const struct pt_shm_hdr *h = (const struct pt_shm_hdr *)g_base;
+    struct pt_shm_layout l = {.off_qhdrs = h->off_qhdrs};
+    for (uint32_t s = 0; s < 2; s++)
+        for (uint32_t c = 0; c < 2; c++) {
+            struct spsc_hdr *q = pt_shm_qhdr(g_base, &l, h->nranks, s, 1 - s, c);
+            q->mask = 0xffffffffu;
+            q->slot_size = 0x7ffff000u - round * 4096u;
+            q->prod_cached_tail = 0x80000000u + round;
+            if (heads)
+                ST_RELAXED(&q->head, 0x40000000u * (round & 3) + round);
+        }
+}
+
+/* Events of kinds this side has seen but not yet waited for: an ACK may
+ * come after the peer's next request (different queues), so each wait takes
+ * its kind from the tally and reads the EQ only while it has none. */
+struct tally {
+    unsigned n[PTL_EVENT_UNLINK + 1];
+    ptl_size_t put_mlength; /* of the latest PUT_END */
+};
+
+static void await(ptl_handle_eq_t eq, struct tally *t, ptl_event_kind_t k, unsigned round)
+{
+    while (!t->n[k]) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, MP_WAIT_MS))
+            mp_die("round %u: no %s within %d ms", round, PtlEventKindStr(k), MP_WAIT_MS);
+        if (ev.ni_fail_type != PTL_NI_OK || ev.type > PTL_EVENT_UNLINK)
+            mp_die("round %u: %s failed (ni_fail_type %u)", round, PtlEventKindStr(ev.type),
+                   ev.ni_fail_type);
+        if (ev.type == PTL_EVENT_PUT_END)
+            t->put_mlength = ev.mlength;
+        t->n[ev.type]++;
+    }
+    t->n[k]--;
+}
+
+static void ping_pong(struct mp *m, unsigned rounds)
+{
+    static const uint64_t sizes[] = {8, 4000, 100000};
+    const uint64_t max = 100000;
+    const unsigned me = m->rank, peer = 1 - me;
+    uint8_t *rbuf = malloc(max), *sbuf = malloc(max), *gsrc = malloc(max), *gdst = malloc(max);
+    if (!rbuf || !sbuf || !gsrc || !gdst)
+        mp_die("out of memory");
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m->ni, 256, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_handle_me_t mea, meg;
+    mp_post(m, PT_A, 7, rbuf, max, PTL_MD_THRESH_INF,
+            PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN,
+            &mea);
+    mp_post(m, PT_G, 8, gsrc, max, PTL_MD_THRESH_INF,
+            PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN,
+            &meg);
+    ptl_handle_md_t smd = mp_bind(m, sbuf, max, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
+    ptl_handle_md_t gmd = mp_bind(m, gdst, max, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
+    mp_barrier(m); /* MEs posted on both sides; rank 2 is rewriting headers */
+
+    mp_doing("ping-pong over forged queue headers");
+    struct tally t = {{0}, 0};
+    for (unsigned i = 0; i < rounds; i++) {
+        uint64_t sz = sizes[i % 3];
+        unsigned tag = i + 1;
+        if (me == 1) {
+            await(eq, &t, PTL_EVENT_PUT_END, i);
+            int64_t bad = t.put_mlength == sz ? mp_check_pattern(rbuf, sz, 0, tag, 0) : 0;
+            if (bad >= 0)
+                mp_die("round %u: rank 0's %llu-byte put arrived wrong (byte %lld)", i,
+                       (unsigned long long)sz, (long long)bad);
+        }
+        mp_fill(sbuf, sz, me, tag, 0);
+        mp_fill(gsrc, sz, me, tag + 1000, 0); /* read by the peer's get after our put */
+        MP_CHECK(PtlPutRegion(smd, 0, sz, PTL_ACK_REQ, m->ids[peer], PT_A, 0, 7, 0, 0));
+        if (me == 0) {
+            await(eq, &t, PTL_EVENT_PUT_END, i); /* rank 1 answers once it has ours */
+            int64_t bad = t.put_mlength == sz ? mp_check_pattern(rbuf, sz, 1, tag, 0) : 0;
+            if (bad >= 0)
+                mp_die("round %u: rank 1's %llu-byte put arrived wrong (byte %lld)", i,
+                       (unsigned long long)sz, (long long)bad);
+            /* rank 1 filled its get source before its put: get it now */
+            MP_CHECK(PtlGetRegion(gmd, 0, sz, m->ids[peer], PT_G, 0, 8, 0));
+            await(eq, &t, PTL_EVENT_REPLY_END, i);
+            bad = mp_check_pattern(gdst, sz, 1, tag + 1000, 0);
+            if (bad >= 0)
+                mp_die("round %u: byte %lld of a %llu-byte get from rank 1 is wrong", i,
+                       (long long)bad, (unsigned long long)sz);
+        } else {
+            await(eq, &t, PTL_EVENT_GET_END, i); /* before gsrc is refilled */
+        }
+        await(eq, &t, PTL_EVENT_SEND_END, i);
+        await(eq, &t, PTL_EVENT_ACK, i);
+    }
+    mp_expect_none(eq, 20, "after the ping-pong");
+    MP_CHECK(PtlMEUnlink(mea));
+    MP_CHECK(PtlMEUnlink(meg));
+    MP_CHECK(PtlMDUnlink(smd));
+    MP_CHECK(PtlMDUnlink(gmd));
+    MP_CHECK(PtlEQFree(eq));
+    free(rbuf);
+    free(sbuf);
+    free(gsrc);
+    free(gdst);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned rounds = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 300;
+    const char *rid = getenv("PTL_MY_RID");
+    unsigned rank = rid ? (unsigned)atoi(rid) : 0;
+    map_region();
+    if (rank == 2) {
+        forge(0, false); /* before ranks 0 and 1 use (rank 1: attach to) the queues */
+        ST_RELEASE(&flags()->forged, 1); /* pairs with rank 1's LD_ACQUIRE below */
+    } else if (rank == 1) {
+        for (int i = 0; i < 10000 && !LD_ACQUIRE(&flags()->forged); i++)
+            usleep(1000);
+        if (!LD_ACQUIRE(&flags()->forged))
+            mp_die("rank 2 did not rewrite the queue headers within 10 s");
+    }
+    struct mp m;
+    mp_init(&m, 3);
+    if (m.size != 3)
+        mp_die("run me with exactly 3 ranks");
+    if (rank == 2) {
+        mp_barrier(&m); /* = the ping-pong's first barrier */
+        mp_doing("rewriting queue headers");
+        uint32_t round = 1;
+        struct timespec ts = {0, 20000};
+        while (!LD_ACQUIRE(&flags()->done)) {
+            forge(round++, true);
+            nanosleep(&ts, NULL);
+        }
+        printf("mp_forged_qhdr: %u rewrites of 4 queue headers\n", round);
+    } else {
+        ping_pong(&m, rounds);
+        if (rank == 0) {
+            ST_RELEASE(&flags()->done, 1);
+            printf("mp_forged_qhdr: %u rounds over forged queue headers OK\n", rounds);
+        }
+    }
+    mp_fini(&m);
+    return 0;
+}
