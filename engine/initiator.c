@@ -160,7 +160,8 @@ static void rsp_ev_init(ptl_event_t *ev, const struct pt_wire_hdr *h)
     ev->link = h->link;
 }
 
-static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wire_hdr *h)
+static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wire_hdr *h,
+                        ptl_ni_fail_t fail)
 {
     if (!pt_md_active(md))
         return; /* §6.6: an ACK to an inactive MD is discarded (not a dropped request) */
@@ -173,6 +174,7 @@ static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wi
     ev.rlength = h->mlength;
     ev.mlength = h->mlength;
     ev.offset = h->remote_offset;
+    ev.ni_fail_type = fail;
     pt_ev_post(nic, md, PTL_EVENT_ACK, &ev);
     pt_md_check_unlink(nic, md, &ev);
 }
@@ -182,7 +184,7 @@ int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (!md)
         return PT_OK; /* §6.2: late ACKs are silently discarded (not counted) */
-    deliver_ack(nic, md, h);
+    deliver_ack(nic, md, h, PTL_NI_OK);
     return PT_OK;
 }
 
@@ -203,10 +205,11 @@ int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h)
     ev.offset = h->remote_offset;
     ev.hdr_data = h->hdr_data;
     ev.link = h->link;
-    ev.ni_fail_type = PTL_NI_OK;
+    /* The target's pull failed: so did the send (its ACK: what arrived). */
+    ev.ni_fail_type = (h->flags & PT_WF_FAIL) ? PTL_NI_FAIL : PTL_NI_OK;
     pt_ev_post(nic, md, PTL_EVENT_SEND_END, &ev);
     if (h->flags & PT_WF_ACK)
-        deliver_ack(nic, md, h);
+        deliver_ack(nic, md, h, ev.ni_fail_type);
     pt_md_check_unlink(nic, md, &ev);
     return PT_OK;
 }
@@ -303,6 +306,7 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         ev.ni_fail_type = PTL_NI_FAIL;
         pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
         rfin_fill(nic, rfin, h);
+        rfin->flags = PT_WF_FAIL;
         pt_xmit(nic, peer, PT_CLS_RSP, rfin);
         pt_md_check_unlink(nic, md, &ev);
         return PT_OK;

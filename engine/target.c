@@ -190,11 +190,14 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         }
         {
             struct pt_op *op = pt_op_get(nic);
-            if (!op) {
+            if (!op) { /* cannot track the pull: fail it, nothing delivered */
                 ev.ni_fail_type = PTL_NI_FAIL;
                 pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
                 rsp_init(nic, rsp, PT_W_FIN, h);
-                rsp->flags = PT_WF_DROPPED;
+                rsp->flags = PT_WF_FAIL;
+                if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE))
+                    rsp->flags |= PT_WF_ACK;
+                rsp->tgt_offset = off;
                 pt_xmit(nic, peer, PT_CLS_RSP, rsp);
                 pt_md_check_unlink(nic, md, &ev);
                 return PT_OK;
@@ -279,6 +282,8 @@ int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
     ptl_event_t ev;
     target_event(&ev, h, h->mlength, h->tgt_offset, 0 /* as GET_START */);
     ev.link = h->tgt_link;
+    if (h->flags & PT_WF_FAIL)
+        ev.ni_fail_type = PTL_NI_FAIL; /* the initiator's pull failed */
     pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev);
     pt_md_check_unlink(nic, md, &ev);
     return PT_OK;
@@ -358,8 +363,11 @@ int pt_ops_progress(struct pt_nic *nic)
             continue;
         }
         pt_wire_copy(r, &op->rsp);
-        if (op->failed)
-            r->flags |= PT_WF_DROPPED;
+        if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
+            r->flags |= PT_WF_FAIL;
+            if (op->kind == PT_OP_RNDV_PUT)
+                r->mlength = op->rv.done;
+        }
         pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
     done:
         md->pending--;

@@ -16,6 +16,9 @@
  *   REPLY (rendezvous) -> the initiator pulls, then sends RFIN (a response,
  *              sent only on the response class, which never blocks: see below);
  *              the RFIN echoes the reply's event fields, as FIN does the put's
+ * A rendezvous pull that fails (memory of either side that cannot be read or
+ * written) still gets its FIN/RFIN, flagged PT_WF_FAIL: the other side's END
+ * events (SEND_END and ACK, or GET_END) then carry PTL_NI_FAIL as well.
  * NACK is internal: the spec's "dropped, no event" stays true for the user; it
  * only releases the initiator's pending state for the MD.
  */
@@ -43,6 +46,8 @@ enum pt_wire_flag {
     PT_WF_ACK = 1u << 2,      /* FIN: an ACK is due after SEND_END                 */
     PT_WF_COPY = 1u << 3,     /* rendezvous in copy mode: DATA fragments follow    */
     PT_WF_DROPPED = 1u << 4,  /* FIN: the target dropped the put                   */
+    PT_WF_FAIL = 1u << 5,     /* FIN/RFIN: the pull failed; a FIN's mlength is the
+                               * bytes delivered (the ACK's), an RFIN's the echo   */
 };
 
 struct pt_wire_hdr {
