@@ -157,6 +157,12 @@ int main(int argc, char **argv)
         perror("mp_driver: memfd_create");
         return 1;
     }
+    /* O_APPEND: the command and its ranks share these files, and a memfd's
+     * file position is not updated atomically (no FMODE_ATOMIC_POS): two
+     * processes writing at once could overwrite each other's lines (ptlrun's
+     * own message was lost that way under ctest -j2). */
+    fcntl(out, F_SETFL, fcntl(out, F_GETFL) | O_APPEND);
+    fcntl(err, F_SETFL, fcntl(err, F_GETFL) | O_APPEND);
     sigset_t chld, old;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
