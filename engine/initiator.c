@@ -253,16 +253,20 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     bool rndv = h->flags & PT_WF_RNDV;
     struct pt_wire_hdr *rfin = NULL;
+    struct pt_md *md = pt_md_lookup(nic, h->init_md);
+    bool expected = md && md->pending; /* an MD of ours with a get outstanding */
     if (rndv) {
-        /* The RFIN slot must exist before we commit to anything. */
+        /* The RFIN slot must exist before we commit to anything. A reply we
+         * do not expect (late, or forged) is dropped even when the slot is
+         * not there: waiting for a sender that never drains its responses
+         * would hold that sender's queues for ever. */
         rfin = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
-        if (!rfin)
+        if (!rfin && expected)
             return PT_E_AGAIN;
     }
-    struct pt_md *md = pt_md_lookup(nic, h->init_md);
-    if (md && md->pending)
+    if (expected)
         md->pending--; /* the outstanding get is answered */
-    if (!md || !pt_md_active(md)) {
+    if (!expected || !pt_md_active(md)) {
         nic->sr[PTL_SR_DROP_COUNT]++; /* a reply nobody can take is dropped */
         if (md)
             pt_md_check_unlink(nic, md, NULL);

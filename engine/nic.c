@@ -96,9 +96,15 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
     return PT_OK;
 }
 
+/* A message that cannot be handled yet (AGAIN: a response slot to its
+ * sender is full) stays queued, and its sender is held for the rest of this
+ * poll: nothing later from that peer overtakes it (order per peer), and
+ * every other peer is still served (one peer that never drains our answers
+ * must not stop us serving the rest). */
 static int drain_rx(struct pt_nic *nic)
 {
     int work = 0;
+    bool held = false;
     for (int b = 0; b < PT_RX_BATCH; b++) {
         uint32_t peer;
         enum pt_cls cls;
@@ -108,12 +114,16 @@ static int drain_rx(struct pt_nic *nic)
             break;
         PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
         if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {
-            break; /* cannot answer yet: leave it queued */
+            nic->xo->hold(nic->x, peer); /* retried next poll */
+            held = true;
+            continue;
         }
         nic->xo->release(nic->x, peer, cls);
         nic->tm.msgs++;
         work++;
     }
+    if (held)
+        nic->xo->unhold_all(nic->x);
     return work;
 }
 

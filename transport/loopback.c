@@ -21,6 +21,7 @@ struct pt_xport {
     struct pt_waitword bell;
     uint32_t nid, pid;
     bool no_cma; /* process_vm_readv refused: copy directly */
+    bool held;   /* hold(): peek returns nothing until unhold_all */
 };
 
 static void *lo_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
@@ -38,6 +39,8 @@ static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32
 
 static void *lo_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
+    if (x->held)
+        return NULL;
     for (int c = PT_CLS_RSP; c >= PT_CLS_REQ; c--) {
         void *s = spsc_peek_seq(&x->q[c], &x->v[c], PT_XPORT_SEQ_OFF);
         if (s) {
@@ -48,6 +51,14 @@ static void *lo_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
     }
     return NULL;
 }
+
+static void lo_hold(struct pt_xport *x, uint32_t peer)
+{
+    (void)peer;
+    x->held = true;
+}
+
+static void lo_unhold_all(struct pt_xport *x) { x->held = false; }
 
 static void lo_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
@@ -108,6 +119,8 @@ static const struct pt_xport_ops g_loopback_ops = {
     .reserve = lo_reserve,
     .commit = lo_commit,
     .peek = lo_peek,
+    .hold = lo_hold,
+    .unhold_all = lo_unhold_all,
     .release = lo_release,
     .rx_pending = lo_rx_pending,
     .pull = lo_pull,

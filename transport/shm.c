@@ -544,6 +544,8 @@ struct pt_xport {
     struct pt_shm_hdr *hdr;
     uint32_t me, n;
     uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
+    uint8_t *held;                /* [n] peek skips these senders (hold/unhold_all)  */
+    uint32_t *held_list, nheld;   /* which ones, to clear them                      */
     uint32_t *nids, *pids;        /* private copy of the (immutable) id map         */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
     bool cma_allowed;             /* PTL_CMA != 0                                   */
@@ -611,6 +613,8 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
         for (uint32_t i = 0; i < n; i++) {
             if (++s == n)
                 s = 0;
+            if (PT_UNLIKELY(x->nheld) && x->held[s])
+                continue;
             struct shm_q *q = &x->in[s * 2 + c];
             void *slot = spsc_peek_seq(q->h, &q->v, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
             if (slot) {
@@ -636,6 +640,20 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
         }
     }
     return NULL;
+}
+
+static void shm_hold(struct pt_xport *x, uint32_t peer)
+{
+    if (peer < x->n && !x->held[peer]) {
+        x->held[peer] = 1;
+        x->held_list[x->nheld++] = peer;
+    }
+}
+
+static void shm_unhold_all(struct pt_xport *x)
+{
+    while (x->nheld)
+        x->held[x->held_list[--x->nheld]] = 0;
 }
 
 static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
@@ -742,6 +760,8 @@ static void xport_free(struct pt_xport *x)
     free(x->nids);
     free(x->pids);
     free(x->alive_until);
+    free(x->held);
+    free(x->held_list);
     free(x);
 }
 
@@ -758,6 +778,8 @@ static const struct pt_xport_ops g_shm_ops = {
     .reserve = shm_reserve,
     .commit = shm_commit,
     .peek = shm_peek,
+    .hold = shm_hold,
+    .unhold_all = shm_unhold_all,
     .release = shm_release,
     .rx_pending = shm_rx_pending,
     .pull = shm_pull,
@@ -1119,7 +1141,10 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->nids = calloc(n, sizeof *x->nids);
     x->pids = calloc(n, sizeof *x->pids);
     x->alive_until = calloc(n, sizeof *x->alive_until);
-    if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until)
+    x->held = calloc(n, sizeof *x->held);
+    x->held_list = calloc(n, sizeof *x->held_list);
+    if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until || !x->held ||
+        !x->held_list)
         goto fail;
     x->base = base;
     x->size = size;
