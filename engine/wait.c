@@ -6,6 +6,7 @@
  */
 #include "wait.h"
 
+#include "config.h"
 #include "log.h"
 #include "nic.h"
 #include "perturb.h"
@@ -26,6 +27,51 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     pt_waitword_init(&w->evw, false);
     w->ev = nic_thread ? &w->evw : bell;
     ST_RELAXED(&w->nic_state, nic_thread ? PT_NIC_IDLE : PT_NIC_STOP);
+    ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
+}
+
+/* ---- the hostile-peer backstop (wait.h; not part of the protocol) ---------- */
+
+/* Before an engine sleeper sleeps: a bell->polled above our own pollers'
+ * count was written by another process; put it right, or peers keep
+ * skipping the ring. Only a CAS from the value seen: a waiter's own RMW in
+ * between wins, and we look again next time. */
+static void repair_bell(struct pt_wait *w)
+{
+    uint32_t seen = LD_RELAXED(&w->bell->polled), mine = LD_RELAXED(&w->polled_mine);
+    if (PT_LIKELY(seen <= mine))
+        return;
+    if (RMW_CAS(&w->bell->polled, &seen, mine)) {
+        RMW_ADD(&w->st.bell_repairs, 1);
+        pt_log_once(PT_LOG_WARN, "doorbell word `polled` read %u with %u waiters polling: "
+                                 "written by another process of the job; put right",
+                    seen, mine);
+    }
+}
+
+/* An engine sleeper's bounded sleep: the backstop (0: none). */
+static int64_t backstop(const struct pt_wait *w)
+{
+    uint64_t b = LD_RELAXED(&w->backstop_ns);
+    return b ? (int64_t)b : -1;
+}
+
+/* After a sleep that ended by the backstop: work that nobody rang for means
+ * a forged bell (the protocol itself never leaves work unannounced). */
+static bool check_missed(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    if (LD_RELAXED(&w->token) != 0 || !pt_nic_has_work(nic))
+        return false;
+    RMW_ADD(&w->st.missed_wakes, 1);
+    if (LD_RELAXED(&w->backstop_ns) > 1000000u)
+        ST_RELAXED(&w->backstop_ns, 1000000u);
+    pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending when the engine's "
+                             "%lld ms backstop ended its sleep (a process of the job wrote this "
+                             "rank's doorbell); sleeping at most 1 ms from now on",
+                (long long)pt_config()->wake_backstop_ms);
+    repair_bell(w);
+    return true;
 }
 
 const char *pt_nic_state_name(uint32_t s)
@@ -185,8 +231,11 @@ void *pt_wait_nic_thread(void *arg)
          * If the token is held, its holder checks for us when it releases. */
         set_state(w, PT_NIC_SLEEP);
         RMW_ADD(&w->st.nic_sleeps, 1);
-        pt_futex_wait(b, seq, -1);
+        repair_bell(w);
+        bool rung = pt_futex_wait(b, seq, backstop(w));
         RMW_SUB(&b->sleepers, 1);
+        if (PT_UNLIKELY(!rung))
+            check_missed(nic);
     }
     set_state(w, PT_NIC_STOP);
     return NULL;
@@ -231,6 +280,7 @@ static void waiter_leave(struct pt_nic *nic, struct waiter *me)
     want_drop(w, me);
     if (me->polling) {
         RMW_SUB(&w->bell->polled, 1); /* D4: full fence; peers ring again from here */
+        RMW_SUB(&w->polled_mine, 1);
         me->polling = false;
         PT_PERTURB();
         if (!me->holding && LD_RELAXED(&w->bell->sleepers))
@@ -271,6 +321,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
     for (uint32_t it = 0;; it++) {
         /* [W1] spin: run the engine when we can take it */
         if (w->nic_thread && !me.polling) {
+            RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
             RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
             me.polling = true;
         }
@@ -320,13 +371,27 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         bool skip = got || job_failed(nic) ||
                     (!w->nic_thread && LD_RELAXED(&w->token) == 0 && pt_nic_has_work(nic));
         if (!skip) {
-            int64_t left = -1;
-            if (timeout_ns >= 0) {
-                int64_t rem = timeout_ns - (int64_t)(pt_now_ns() - start);
-                left = rem > 0 ? rem : 0;
-            }
             RMW_ADD(&w->st.waiter_sleeps, 1);
-            pt_futex_wait(ev, seq, left); /* [W3] */
+            bool engine_sleeper = !w->nic_thread; /* host mode: ev is the bell */
+            if (engine_sleeper)
+                repair_bell(w);
+            for (;;) {
+                int64_t left = -1;
+                if (timeout_ns >= 0) {
+                    int64_t rem = timeout_ns - (int64_t)(pt_now_ns() - start);
+                    left = rem > 0 ? rem : 0;
+                }
+                int64_t bs = engine_sleeper ? backstop(w) : -1;
+                bool by_backstop = bs >= 0 && (left < 0 || left > bs);
+                if (by_backstop)
+                    left = bs;
+                if (pt_futex_wait(ev, seq, left) || !by_backstop) /* [W3] */
+                    break;
+                /* The backstop ended the sleep, nobody rang (seq unchanged):
+                 * sleep on unless work is pending (a forged bell). */
+                if (check_missed(nic))
+                    break;
+            }
         }
         RMW_SUB(&ev->sleepers, 1);
         if (got) {
@@ -347,6 +412,10 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
             w->nic_thread ? pt_nic_state_name(LD_RELAXED(&w->nic_state)) : "none",
             LD_RELAXED(&w->token), LD_RELAXED(&w->want), LD_RELAXED(&w->bell->sleepers),
             LD_RELAXED(&w->bell->polled), LD_RELAXED(&w->ev->sleepers));
+    if (LD_RELAXED(&w->st.missed_wakes) || LD_RELAXED(&w->st.bell_repairs))
+        fprintf(f, "  wait: FAULT: backstop wake-ups that found work %llu, doorbell repairs %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.missed_wakes),
+                (unsigned long long)LD_RELAXED(&w->st.bell_repairs));
     fprintf(f, "  wait: NIC sleeps %llu (arms cancelled %llu), waiter sleeps %llu, "
                "kicks drained %llu rung %llu\n",
             (unsigned long long)LD_RELAXED(&w->st.nic_sleeps),

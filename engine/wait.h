@@ -82,6 +82,8 @@ struct pt_wait_stats {
     _Atomic uint64_t waiter_sleeps;  /* API waiter futex sleeps                     */
     _Atomic uint64_t kicks_drained;  /* D3/D4 found work for a sleeper and drained it */
     _Atomic uint64_t kicks_rung;     /* D3/D4 rang the bell                         */
+    _Atomic uint64_t missed_wakes;   /* backstop wake-ups that found work (a fault)  */
+    _Atomic uint64_t bell_repairs;   /* forged `polled` words put right              */
 };
 
 struct pt_wait {
@@ -96,6 +98,16 @@ struct pt_wait {
     uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
     uint64_t wait_spin_ns;             /* PTL_WAIT_SPIN_US                          */
     struct pt_waitword evw;            /* offload: event sleepers                   */
+    /* Hostile-peer backstop (not part of the protocol: SPIN proves it without).
+     * Any rank of the job can write the bell; a forged sleepers/polled makes
+     * peers skip the ring. polled_mine is the true count of our own polling
+     * waiters (raised before bell->polled, lowered after: polled_mine >=
+     * the legitimate bell->polled at every instant), so a bell->polled above
+     * it was written by somebody else and is put right (repair_bell). Engine
+     * sleepers sleep at most backstop_ns (PTL_WAKE_BACKSTOP_MS); one that
+     * wakes to find work nobody rang for logs it and uses 1 ms from then on. */
+    _Atomic uint32_t polled_mine;
+    _Atomic uint64_t backstop_ns;      /* 0: none (relaxed; shortened once)         */
     struct pt_wait_stats st;
 };
 

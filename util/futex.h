@@ -36,11 +36,15 @@ void pt_wake_all(struct pt_waitword *w);
 /* D1 (engine/wait.h), a peer's half: after publishing a message, wake the
  * receiver's engine sleepers unless somebody polls its engine. Includes the
  * fence (pairs with the sleeper's S2 RMW and the poller's D4 RMW). */
+#define PT_POLLED_MAX 4096u /* more pollers than a process has threads: the word was forged */
 static inline void pt_wake_if_sleeping(struct pt_waitword *w)
 {
     FENCE_FULL(); /* orders the caller's publish before reading sleepers */
-    if (LD_RELAXED(&w->sleepers) && !LD_RELAXED(&w->polled))
-        pt_wake_all(w);
+    if (LD_RELAXED(&w->sleepers)) {
+        uint32_t p = LD_RELAXED(&w->polled);
+        if (p == 0 || p > PT_POLLED_MAX)
+            pt_wake_all(w);
+    }
 }
 
 /* Block until the word's seq differs from `seq` or timeout_ns passes

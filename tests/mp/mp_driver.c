@@ -16,6 +16,11 @@
  *   --skip N          if the command (every copy) exits N, the test is
  *                     skipped: the other checks but --no-residue are waived
  *                     and mp_driver exits 77 (CTest's SKIP_RETURN_CODE)
+ *   --fault-ok        the engine's wake-up backstop may fire (a test that
+ *                     forges a doorbell); without it, "a wake-up did not
+ *                     come" on stderr fails the check: the backstop
+ *                     (PTL_WAKE_BACKSTOP_MS) would otherwise hide a lost
+ *                     wake-up of the waiting protocol from every test
  *   --spawn N         run N copies of the command as one job WITHOUT ptlrun:
  *                     PTL_JOB=mpd<pid>, PTL_NRANKS=N, PTL_MY_RID=r and the
  *                     maps PTL_NIDMAP=0:..., PTL_PIDMAP=0:1:... (the ranks
@@ -118,7 +123,7 @@ static int shm_residue(const char *job)
 int main(int argc, char **argv)
 {
     int want_exit = 0, spawn = 0, skip_code = -1;
-    bool nonzero = false, residue = false;
+    bool nonzero = false, residue = false, fault_ok = false;
     double within = 100;
     const char *err_has = NULL, *out_has = NULL;
     int i;
@@ -135,6 +140,8 @@ int main(int argc, char **argv)
             out_has = argv[++i];
         else if (!strcmp(argv[i], "--no-residue"))
             residue = true;
+        else if (!strcmp(argv[i], "--fault-ok"))
+            fault_ok = true;
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
             skip_code = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spawn") && i + 1 < argc)
@@ -258,6 +265,11 @@ int main(int argc, char **argv)
                     nonzero ? 0 : want_exit);
             bad++;
         }
+    }
+    if (!fault_ok && e && strstr(e, "a wake-up did not come")) {
+        fprintf(stderr, "mp_driver: the engine's backstop found work nobody woke it for: a "
+                        "lost wake-up\n");
+        bad++;
     }
     if (!skipped && err_has && (!e || !strstr(e, err_has))) {
         fprintf(stderr, "mp_driver: stderr does not contain \"%s\"\n", err_has);
