@@ -41,17 +41,7 @@ static struct flags *flags(void)
     return (struct flags *)(g_base + offsetof(struct pt_shm_hdr, pad_));
 }
 
-static void map_region(void)
-{
-    const char *fds = getenv("PTL_JOB_FD"), *ss = getenv("PTL_JOB_SIZE");
-    if (!fds || !ss)
-        mp_die("needs ptlrun's memfd region (PTL_JOB_FD, PTL_JOB_SIZE)");
-    size_t size = strtoull(ss, NULL, 10);
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(fds), 0);
-    if (p == MAP_FAILED)
-        mp_die("cannot map the job region");
-    g_base = p;
-}
+static void map_region(void) { g_base = mp_map_job_region(); }
 
 /* Rewrite the headers of the queues 0 -> 1 and 1 -> 0. */
 static void forge(uint32_t round, bool heads)

@@ -42,13 +42,7 @@ static _Atomic uint32_t *g_done;
 
 static void map_flag(void)
 {
-    const char *fds = getenv("PTL_JOB_FD"), *ss = getenv("PTL_JOB_SIZE");
-    if (!fds || !ss)
-        mp_die("needs ptlrun's memfd region (PTL_JOB_FD, PTL_JOB_SIZE)");
-    size_t size = strtoull(ss, NULL, 10);
-    char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(fds), 0);
-    if (p == MAP_FAILED)
-        mp_die("cannot map the job region");
+    char *p = mp_map_job_region();
     g_done = (_Atomic uint32_t *)(p + offsetof(struct pt_shm_hdr, pad_) + 64);
 }
 

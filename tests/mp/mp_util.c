@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -369,4 +370,16 @@ void mp_fini(struct mp *m)
     PtlFini();
     free(m->ids);
     free(m->seen);
+}
+
+char *mp_map_job_region(void)
+{
+    const char *fds = getenv("PTL_JOB_FD"), *ss = getenv("PTL_JOB_SIZE");
+    if (!fds || !ss)
+        mp_die("needs ptlrun's memfd region (PTL_JOB_FD, PTL_JOB_SIZE)");
+    size_t size = strtoull(ss, NULL, 10);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(fds), 0);
+    if (p == MAP_FAILED)
+        mp_die("cannot map the job region");
+    return p;
 }

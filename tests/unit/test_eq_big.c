@@ -15,14 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CHECK(x)                                                                             \
-    do {                                                                                     \
-        int rc_ = (x);                                                                       \
-        if (rc_ != PTL_OK) {                                                                 \
-            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, PtlErrorStr(rc_));             \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "ut_check.h"
 
 static ptl_handle_ni_t ni;
 static volatile int done;

@@ -13,14 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(x)                                                                             \
-    do {                                                                                     \
-        int rc_ = (x);                                                                       \
-        if (rc_ != PTL_OK) {                                                                 \
-            fprintf(stdout, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, PtlErrorStr(rc_));    \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "ut_check.h"
 
 static ptl_handle_ni_t ni;
 static ptl_handle_eq_t eq;

@@ -21,14 +21,7 @@
 #define NT 4
 #define PER_THREAD 64
 
-#define CHECK(x)                                                                             \
-    do {                                                                                     \
-        int rc_ = (x);                                                                       \
-        if (rc_ != PTL_OK) {                                                                 \
-            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, PtlErrorStr(rc_));             \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "ut_check.h"
 
 static ptl_handle_ni_t ni;
 static ptl_process_id_t me;

@@ -20,14 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(x)                                                                             \
-    do {                                                                                     \
-        int rc_ = (x);                                                                       \
-        if (rc_ != PTL_OK) {                                                                 \
-            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, PtlErrorStr(rc_));             \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "ut_check.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
