@@ -9,19 +9,24 @@ ptlrun=$1 prog=$2 runs=${3:-50}
 shift 3 || shift $#
 fail=0
 for seed in $(seq 1 "$runs"); do
-  before=$(ls /dev/shm 2>/dev/null | grep -c '^ptl-' || true)
   start=$(date +%s%N)
-  out=$(timeout 60 "$ptlrun" -n 3 --grace 10 "$@" -- "$prog" "$seed" 2>&1)
+  outf=$(mktemp)
+  "$ptlrun" --timeout 60 -n 3 --grace 10 "$@" -- "$prog" "$seed" >"$outf" 2>&1 &
+  job=$!
+  wait $job
   rc=$?
+  out=$(cat "$outf")
+  rm -f "$outf"
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   survivors=$(grep -c "survivor" <<<"$out")
-  after=$(ls /dev/shm 2>/dev/null | grep -c '^ptl-' || true)
+  # this job's own entries only (ptl-<uid>-<ptlrun pid>*): other jobs may run
+  after=$(ls /dev/shm 2>/dev/null | grep -c "^ptl-$(id -u)-$job" || true)
   why=""
   [ "$rc" = 137 ] || why="$why exit=$rc(want 137)"
   [ "$ms" -le 15000 ] || why="$why took=${ms}ms"
   [ "$survivors" = 2 ] || why="$why survivors=$survivors(want 2)"
   grep -q "terminating" <<<"$out" && why="$why ptlrun-had-to-terminate"
-  [ "$after" -le "$before" ] || why="$why shm-residue"
+  [ "$after" = 0 ] || why="$why shm-residue"
   if [ -n "$why" ]; then
     fail=$((fail + 1))
     echo "seed $seed (victim $((seed % 3)), phase $(( (seed / 3) % 3 ))): FAIL:$why"
