@@ -470,7 +470,7 @@ int pt_shm_clean_stale(bool verbose)
                         !S_ISREG(st.st_mode) ? "not a regular file" : "another uid's");
             continue;
         }
-        char name[128];
+        char name[sizeof e->d_name + 1];
         snprintf(name, sizeof name, "/%s", e->d_name);
         bool stale = false;
         const char *tmp = strchr(e->d_name + plen, PT_SHM_TMP_SEP);

@@ -23,6 +23,8 @@ static int leave(struct mp *m)
     fflush(stdout);
     PtlNIFini(m->ni);
     PtlFini();
+    free(m->ids);
+    free(m->seen);
     return 0;
 }
 
