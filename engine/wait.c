@@ -61,7 +61,10 @@ static int64_t backstop(const struct pt_wait *w)
 static bool check_missed(struct pt_nic *nic)
 {
     struct pt_wait *w = &nic->w;
-    if (LD_RELAXED(&w->token) != 0 || !pt_nic_has_work(nic))
+    /* Not a miss: the engine is held, or one of our API threads polls (peers
+     * rightly skipped the ring; it takes the engine at its next try). */
+    if (LD_RELAXED(&w->token) != 0 || LD_RELAXED(&w->polled_mine) != 0 ||
+        !pt_nic_has_work(nic))
         return false;
     RMW_ADD(&w->st.missed_wakes, 1);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
