@@ -32,9 +32,9 @@
 #             with the 16 MiB region, 2 threads spinning 200 us, get stream
 #             fresh                                                    4 tests
 #   order     causal order per peer (issue 12 item 16), window 16 with ACKs:
-#             put 64 KiB (CMA, and copy mode), 256 KiB, 8 B; get 64 KiB, with
-#             1,000-5,000 windows                                      5 tests
-# 67 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
+#             put 64 KiB (CMA, copy mode, 4 queue slots), 256 KiB, 8 B; get
+#             64 KiB, with 1,000-5,000 windows                         6 tests
+# 68 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
 # threads or --think; more for "order"), 0.05-2 s each: about 2 min for both
 # modes on 2 cores (1 min with ctest -j2).
 
@@ -128,13 +128,16 @@ ptl_pattern(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eq
 # ---- causal order per peer (issue 12 item 16): window 16, the answer after the window --
 # A must read SEND_END and ACK of all 16 puts before the answer's PUT_START, B the
 # answer's ACK before the next window (one EQ: --check's causal-order rule). 64 KiB
-# (CMA pull; copy through the queues with PTL_RNDV_MODE=2), 256 KiB, and 8 B (eager
-# ACKs); more iterations than the matrix: the old order broke about once in 1,000-4,000
-# windows in offload mode.
+# (CMA pull; copy through the queues with PTL_RNDV_MODE=2; 4 queue slots), 256 KiB,
+# and 8 B (eager ACKs); more iterations than the matrix: the old order broke about once
+# in 1,000-4,000 windows in offload mode.
 ptl_pattern(order_stream_put_65536_w16 ARGS --shape stream --window 16 --size 65536 --ack on -n 3000)
 ptl_pattern(order_stream_put_262144_w16 ARGS --shape stream --window 16 --size 262144 --ack on -n 1000)
 ptl_pattern(order_stream_put_65536_w16_copy ARGS --shape stream --window 16 --size 65536 --ack on -n 1500
             ENV PTL_RNDV_MODE=2)
+# 4 queue slots: FINs wait for credits; PUT_END must wait with them (engine/target.c)
+ptl_pattern(order_stream_put_65536_w16_q4 ARGS --shape stream --window 16 --size 65536 --ack on -n 1000
+            ENV PTL_QUEUE_SLOTS=4)
 ptl_pattern(order_stream_put_8_w16 ARGS --shape stream --window 16 --size 8 --ack on -n 5000)
 ptl_pattern(order_stream_get_65536_w16 ARGS --shape stream --window 16 --op get --size 65536 -n 1000)
 
