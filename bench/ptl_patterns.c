@@ -66,7 +66,12 @@
  * Events: every operation registers the events it must produce (kind, MD,
  * EQ, rlength, mlength, offset, match bits, pt index, hdr_data, initiator,
  * md.user_ptr, md.threshold) and their order within the operation (START <
- * END < UNLINK, END.link == START.link); each event received must match one
+ * END < UNLINK, END.link == START.link); across operations, causal order per
+ * peer (issue 12 item 16): the events of the peer's operation that it started
+ * only after it saw mine arrive (the pong, the stream's answer, the next
+ * window) come after my operation's own events (SEND_END, ACK, REPLY_END),
+ * checked where both go to one EQ (with several EQs the order in which the
+ * program reads them is its own); each event received must match one
  * of them, each EQ's sequence must grow by one, PTL_EQ_DROPPED or
  * ni_fail_type != PTL_NI_OK fails the run. Nothing is left over at the end
  * (the EQs are empty, no message was dropped).
@@ -210,6 +215,9 @@ typedef struct {
     ptl_hdr_data_t hdr;
     ptl_process_id_t initiator;
     int after;   /* entry that must have been seen first (-1: none) */
+    int grp;     /* my operation's events: its group (0: none)              */
+    int follow;  /* the peer's operation's events: the group of mine that
+                  * the peer saw complete before it started (0: none)       */
     int link_of; /* END: its START entry, whose link it must carry (-1: none) */
     ptl_seq_t link;
     chan_t *fresh_ch; /* UNLINK of a fresh target MD: slot to mark unposted */
@@ -241,6 +249,8 @@ typedef struct xs {
     chan_t data, ctl;
     expect_t exp[MAX_EXPECT];
     int nexp, unseen;
+    int grp_mark, grp_follow; /* set while expect_initiator / expect_target push */
+    int grp_next;             /* the next group id (> 0)                          */
     long iter, events, empty_polls, slow_waits, ms_waits;
     double max_wait_ms;
     long max_wait_iter;
@@ -640,6 +650,8 @@ static int expect_push(xs_t *x, expect_t e)
     if (x->nexp >= MAX_EXPECT)
         xfail(x, "internal: too many expected events");
     e.seen = 0;
+    e.grp = x->grp_mark;
+    e.follow = x->grp_follow;
     x->exp[x->nexp] = e;
     x->unseen++;
     return x->nexp++;
@@ -668,8 +680,12 @@ static void expect_op(xs_t *x, expect_t t, ptl_event_kind_t ks, ptl_event_kind_t
     }
 }
 
-/* Events of the peer's operation on my slot k. */
-static void expect_target(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr)
+/* A new group id for the events of one or more of my operations. */
+static int new_grp(xs_t *x) { return ++x->grp_next; }
+
+/* Events of the peer's operation on my slot k; the peer starts it only after
+ * it saw my operations of group `follow` arrive (0: none). */
+static void expect_target(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr, int follow)
 {
     int fresh = x->r->recv == RV_FRESH;
     expect_t t = {0};
@@ -689,17 +705,20 @@ static void expect_target(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr)
         xfail(x, "internal: expecting a message on slot %d with no receive posted", k);
     ptl_event_kind_t ks = c->op == OP_PUT ? PTL_EVENT_PUT_START
                           : c->op == OP_GET ? PTL_EVENT_GET_START : PTL_EVENT_GETPUT_START;
+    x->grp_follow = follow;
     expect_op(x, t, ks, ks + 1, fresh);
+    x->grp_follow = 0;
     if (fresh) { /* the UNLINK entry frees the slot */
         x->exp[x->nexp - 1].fresh_ch = c;
         x->exp[x->nexp - 1].fresh_slot = k;
     }
 }
 
-/* Events of my own operation on slot k at my MDs. */
-static void expect_initiator(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr)
+/* Events of my own operation on slot k at my MDs, in group grp. */
+static void expect_initiator(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr, int grp)
 {
     const run_t *r = x->r;
+    x->grp_mark = grp;
     if (c->op != OP_GET && r->send_end) { /* put source / getput put MD */
         expect_t t = {0};
         t.eqi = c->eq_i;
@@ -734,11 +753,28 @@ static void expect_initiator(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr)
         t.initiator = x->peer;
         expect_op(x, t, PTL_EVENT_REPLY_START, PTL_EVENT_REPLY_END, 0);
     }
+    x->grp_mark = 0;
 }
 
 static int is_reply(ptl_event_kind_t k)
 {
     return k == PTL_EVENT_REPLY_START || k == PTL_EVENT_REPLY_END;
+}
+
+/* Causal order per peer: an event of the peer's operation e comes after my
+ * operation's events that the peer had to see complete first (same EQ). */
+static void check_causal(xs_t *x, const expect_t *e, const ptl_event_t *ev, int which)
+{
+    for (int i = 0; i < x->nexp; i++) {
+        const expect_t *p = &x->exp[i];
+        if (p->seen || p->grp != e->follow || p->eqi != which)
+            continue;
+        char b[400];
+        ev_str(ev, b, sizeof b);
+        xfail(x, "causal order: the peer's %s (of an operation it started after mine completed "
+                 "at its side) before my %s (md %#" PRIx32 " mb %#" PRIx64 "): %s",
+              kind_str(e->type), kind_str(p->type), p->md, p->mb, b);
+    }
 }
 
 static void consume(xs_t *x, const ptl_event_t *ev, int which)
@@ -776,6 +812,8 @@ static void consume(xs_t *x, const ptl_event_t *ev, int which)
         ev_str(ev, b, sizeof b);
         xfail(x, "unexpected event on EQ %d: %s", which, b);
     }
+    if (e->follow > 0)
+        check_causal(x, e, ev, which);
     /* the event is formatted only when something differs */
     int differs = e->eqi != which || (e->after >= 0 && !x->exp[e->after].seen) ||
                   ev->rlength != e->rlength || ev->mlength != e->mlength ||
@@ -1019,8 +1057,9 @@ static void sample(xs_t *x, long i, double t0, double t1, double div)
 /*
  * B registers the peer's next operation before it waits for its own to
  * complete: the peer may start it as soon as it has seen B's operation, so
- * its events can come before B's SEND_END / ACK / REPLY_END (one wait covers
- * both; B checks its reply data after it).
+ * its events can come before B's SEND_END / ACK / REPLY_END are read when they
+ * go to other EQs (one wait covers both; B checks its reply data after it).
+ * On one EQ they come after them (causal order, expect_target's `follow`).
  */
 static void run_pingpong(xs_t *x)
 {
@@ -1028,15 +1067,16 @@ static void run_pingpong(xs_t *x)
     unsigned me = C.rank, peer = C.rank ^ 1u;
     long total = x->r->warmup + x->r->iters;
     if (!x->a)
-        expect_target(x, c, 0, hdr_of(CH_DATA, peer, x->t, 0, 0));
+        expect_target(x, c, 0, hdr_of(CH_DATA, peer, x->t, 0, 0), 0);
     for (long i = 0; i < total; i++) {
         int k = (int)(i & 1), k1 = (int)((i + 1) & 1);
         x->iter = i;
+        int g = new_grp(x); /* my operation of this turn; the peer's next follows it */
         if (x->a) {
             prep_recv(x, c, k, i);
-            expect_target(x, c, k, hdr_of(CH_DATA, peer, x->t, i, k));
+            expect_target(x, c, k, hdr_of(CH_DATA, peer, x->t, i, k), g);
             prep_send(x, c, k, i);
-            expect_initiator(x, c, k, hdr_of(CH_DATA, me, x->t, i, k));
+            expect_initiator(x, c, k, hdr_of(CH_DATA, me, x->t, i, k), g);
             think(x);
             double t0 = pb_now_ns();
             initiate(x, c, k, hdr_of(CH_DATA, me, x->t, i, k));
@@ -1053,10 +1093,10 @@ static void run_pingpong(xs_t *x)
             if (i + 1 < total)
                 prep_recv(x, c, k1, i + 1);
             prep_send(x, c, k, i);
-            expect_initiator(x, c, k, hdr_of(CH_DATA, me, x->t, i, k));
+            expect_initiator(x, c, k, hdr_of(CH_DATA, me, x->t, i, k), g);
             initiate(x, c, k, hdr_of(CH_DATA, me, x->t, i, k));
             if (i + 1 < total)
-                expect_target(x, c, k1, hdr_of(CH_DATA, peer, x->t, i + 1, k1));
+                expect_target(x, c, k1, hdr_of(CH_DATA, peer, x->t, i + 1, k1), g);
             think(x);
         }
     }
@@ -1075,15 +1115,16 @@ static void run_stream(xs_t *x)
     long total = x->r->warmup + x->r->iters;
     if (!x->a)
         for (int w = 0; w < W; w++)
-            expect_target(x, d, w, hdr_of(CH_DATA, peer, x->t, 0, w));
+            expect_target(x, d, w, hdr_of(CH_DATA, peer, x->t, 0, w), 0);
     for (long j = 0; j < total; j++) {
         x->iter = j;
+        int g = new_grp(x); /* A: the window; B: the answer; the peer's next follows it */
         if (x->a) {
             prep_recv(x, c, 0, j);
-            expect_target(x, c, 0, hdr_of(CH_CTL, peer, x->t, j, 0));
+            expect_target(x, c, 0, hdr_of(CH_CTL, peer, x->t, j, 0), g);
             for (int w = 0; w < W; w++) {
                 prep_send(x, d, w, j);
-                expect_initiator(x, d, w, hdr_of(CH_DATA, me, x->t, j, w));
+                expect_initiator(x, d, w, hdr_of(CH_DATA, me, x->t, j, w), g);
             }
             think(x);
             double t0 = pb_now_ns();
@@ -1103,11 +1144,11 @@ static void run_stream(xs_t *x)
                 for (int w = 0; w < W; w++)
                     prep_recv(x, d, w, j + 1);
             prep_send(x, c, 0, j);
-            expect_initiator(x, c, 0, hdr_of(CH_CTL, me, x->t, j, 0));
+            expect_initiator(x, c, 0, hdr_of(CH_CTL, me, x->t, j, 0), g);
             initiate(x, c, 0, hdr_of(CH_CTL, me, x->t, j, 0));
             if (j + 1 < total)
                 for (int w = 0; w < W; w++)
-                    expect_target(x, d, w, hdr_of(CH_DATA, peer, x->t, j + 1, w));
+                    expect_target(x, d, w, hdr_of(CH_DATA, peer, x->t, j + 1, w), g);
             think(x);
         }
     }

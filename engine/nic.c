@@ -23,6 +23,8 @@ _Static_assert(PT_XPORT_RNDV_DESC == (PT_MAX_IOV + 1) * sizeof(struct pt_wire_io
 _Static_assert(PT_XPORT_GETPUT_MAX == 64, "max_getput_md must fit every slot");
 _Static_assert(PT_XPORT_SEQ_OFF == __builtin_offsetof(struct pt_wire_hdr, xseq),
                "the transport's slot sequence word is the wire header's xseq");
+_Static_assert(PT_XPORT_ORD_OFF == __builtin_offsetof(struct pt_wire_hdr, xord),
+               "the transport's order stamp is the wire header's xord");
 
 /* ---- the loop body ------------------------------------------------------- */
 
@@ -114,7 +116,11 @@ static int drain_rx(struct pt_nic *nic)
             break;
         PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
         if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {
-            nic->xo->hold(nic->x, peer); /* retried next poll */
+            /* Cannot answer yet: leave it queued. A request lets that peer's
+             * later responses pass it (xport.h, "Order"); for the rest of
+             * this poll the peer is held, and the other peers are served. */
+            nic->xo->defer(nic->x, peer, cls);
+            nic->xo->hold(nic->x, peer);
             held = true;
             continue;
         }

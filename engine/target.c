@@ -345,31 +345,32 @@ int pt_ops_progress(struct pt_nic *nic)
             if (op->failed)
                 op->ev.ni_fail_type = nic->xo->peer_alive(nic->x, op->rsp_peer)
                                           ? PTL_NI_FAIL : PTL_NI_PEER_DIED;
-            if (op->post_end) {
-                pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END
-                                                               : PTL_EVENT_REPLY_END,
-                           &op->ev);
-                op->post_end = 0;
-            }
             op->rsp_pending = 1;
             work++;
         }
-        /* Send the FIN/RFIN. If the peer's response queue is full, retry next poll. */
+        /* Send the FIN/RFIN, then post PUT_END/REPLY_END: what our application
+         * sends on seeing END must not overtake the FIN/RFIN (causal order per
+         * peer, xport.h). If the peer's response queue is full, both wait for
+         * a later poll. */
         struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
         if (!r) {
-            if (!nic->xo->peer_alive(nic->x, op->rsp_peer))
-                goto done; /* nobody to tell */
-            op = next;
-            continue;
+            if (nic->xo->peer_alive(nic->x, op->rsp_peer)) {
+                op = next;
+                continue;
+            }
+        } else { /* (a dead peer: nobody to tell) */
+            pt_wire_copy(r, &op->rsp);
+            if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
+                r->flags |= PT_WF_FAIL;
+                if (op->kind == PT_OP_RNDV_PUT)
+                    r->mlength = op->rv.done;
+            }
+            pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
         }
-        pt_wire_copy(r, &op->rsp);
-        if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
-            r->flags |= PT_WF_FAIL;
-            if (op->kind == PT_OP_RNDV_PUT)
-                r->mlength = op->rv.done;
-        }
-        pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
-    done:
+        if (op->post_end)
+            pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END
+                                                           : PTL_EVENT_REPLY_END,
+                       &op->ev);
         md->pending--;
         pt_md_check_unlink(nic, md, &op->ev);
         pt_op_put(nic, op);

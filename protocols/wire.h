@@ -81,7 +81,9 @@ struct pt_wire_hdr {
                               * rlength, mlength, tgt_offset), so the target
                               * posts GET_END for the get it finishes and keeps
                               * no per-get state while several are outstanding */
-    uint32_t reserved1;
+    uint32_t xord;           /* owned by the transport: the message's place among
+                              * everything its sender sent to this receiver, both
+                              * classes (written at commit; see xport.h, "Order") */
 };
 _Static_assert(sizeof(struct pt_wire_hdr) == 128, "pt_wire_hdr must stay 128 bytes (2 cache lines)");
 
@@ -94,10 +96,12 @@ struct pt_wire_iov {
 #define PT_WIRE_BODY_OFF 4u /* everything after the transport's xseq word */
 
 _Static_assert(__builtin_offsetof(struct pt_wire_hdr, xseq) == 0, "xseq must lead the header");
+_Static_assert(__builtin_offsetof(struct pt_wire_hdr, xord) == 124, "xord ends the header");
 _Static_assert(__builtin_offsetof(struct pt_wire_hdr, match_bits) == 48,
                "matching fields must stay in the first cache line");
 
-/* Clear / copy a header without touching the transport's sequence word. */
+/* Clear / copy a header without touching the transport's sequence word
+ * (xord is cleared or copied: the transport rewrites it at commit). */
 static inline void pt_wire_clear(struct pt_wire_hdr *h)
 {
     __builtin_memset((char *)h + PT_WIRE_BODY_OFF, 0, PT_WIRE_HDR_SIZE - PT_WIRE_BODY_OFF);

@@ -22,7 +22,13 @@ struct pt_xport {
     uint32_t nid, pid;
     bool no_cma; /* process_vm_readv refused: copy directly */
     bool held;   /* hold(): peek returns nothing until unhold_all */
+    bool req_waits; /* the head request was deferred (xport.h, "Order") */
 };
+
+static inline uint32_t *slot_ord(void *slot)
+{
+    return (uint32_t *)((char *)slot + PT_XPORT_ORD_OFF);
+}
 
 static void *lo_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
@@ -32,24 +38,32 @@ static void *lo_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 static void lo_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     (void)len;
+    *slot_ord(spsc_prod_slot(&x->p[cls], x->p[cls].head)) = x->p[0].head + x->p[1].head;
     spsc_commit_seq(&x->q[cls], &x->p[cls], PT_XPORT_SEQ_OFF);
     /* Sender and receiver are the same engine: the token holder will see the
      * message in its own poll, so there is nobody to wake. */
 }
 
+/* Commit order across the classes (xport.h, "Order"); both heads are ours,
+ * so the earlier one is delivered, unless it is a deferred request. */
 static void *lo_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     if (x->held)
         return NULL;
-    for (int c = PT_CLS_RSP; c >= PT_CLS_REQ; c--) {
-        void *s = spsc_peek_seq(&x->q[c], &x->v[c], PT_XPORT_SEQ_OFF);
-        if (s) {
-            *peer_p = 0;
-            *cls_p = (enum pt_cls)c;
-            return s;
-        }
-    }
-    return NULL;
+    void *rsp = spsc_peek_seq(&x->q[PT_CLS_RSP], &x->v[PT_CLS_RSP], PT_XPORT_SEQ_OFF);
+    void *req = spsc_peek_seq(&x->q[PT_CLS_REQ], &x->v[PT_CLS_REQ], PT_XPORT_SEQ_OFF);
+    if (req && rsp && (x->req_waits || (int32_t)(*slot_ord(req) - *slot_ord(rsp)) > 0))
+        req = NULL;
+    *peer_p = 0;
+    *cls_p = req ? PT_CLS_REQ : PT_CLS_RSP;
+    return req ? req : rsp;
+}
+
+static void lo_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    (void)peer;
+    if (cls == PT_CLS_REQ)
+        x->req_waits = true;
 }
 
 static void lo_hold(struct pt_xport *x, uint32_t peer)
@@ -62,6 +76,8 @@ static void lo_unhold_all(struct pt_xport *x) { x->held = false; }
 
 static void lo_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
+    if (cls == PT_CLS_REQ)
+        x->req_waits = false;
     spsc_release(&x->q[cls]);
 }
 
@@ -122,6 +138,7 @@ static const struct pt_xport_ops g_loopback_ops = {
     .hold = lo_hold,
     .unhold_all = lo_unhold_all,
     .release = lo_release,
+    .defer = lo_defer,
     .rx_pending = lo_rx_pending,
     .pull = lo_pull,
     .peer_alive = lo_peer_alive,

@@ -535,6 +535,15 @@ struct shm_q {
      * we last sent to the peer (the first one is an answer). See shm_commit
      * and shm_peek for what each decides. */
     uint32_t streak;
+    uint32_t ord;                 /* receive queues: the order stamp of the message
+                                   * peek returned (xport.h, "Order")            */
+};
+
+/* Per sender, receiving: the stamp due next in order (the one after the last
+ * message released), and whether its head request was deferred. */
+struct shm_rx_ord {
+    uint32_t next;
+    uint32_t req_waits;
 };
 
 struct pt_xport {
@@ -546,6 +555,7 @@ struct pt_xport {
     uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
     uint8_t *held;                /* [n] peek skips these senders (hold/unhold_all)  */
     uint32_t *held_list, nheld;   /* which ones, to clear them                      */
+    struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two queues       */
     uint32_t *nids, *pids;        /* private copy of the (immutable) id map         */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
     bool cma_allowed;             /* PTL_CMA != 0                                   */
@@ -572,9 +582,18 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     return spsc_reserve_seq(q->h, &q->p);
 }
 
+static inline uint32_t *slot_ord(void *slot)
+{
+    return (uint32_t *)((char *)slot + PT_XPORT_ORD_OFF);
+}
+
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_q *oq = &x->out[peer * 2 + cls];
+    /* Order stamp: messages committed to this peer so far, both classes (the
+     * two heads resume together after a re-attach). R1s below publishes it. */
+    *slot_ord(spsc_prod_slot(&oq->p, oq->p.head)) =
+        x->out[peer * 2].p.head + x->out[peer * 2 + 1].p.head;
     spsc_commit_seq(oq->h, &oq->p, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
     x->in[peer * 2].streak = x->in[peer * 2 + 1].streak = 0;
     if (++oq->streak >= 2 && len <= PT_XPORT_PF_BYTES) {
@@ -602,27 +621,51 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     pt_wake_if_sleeping(&x->ranks[peer].bell);
 }
 
+/* Sender s's head in class c has stamp `ord`, not the one due next: its
+ * other queue may hold an earlier message, visible since A1s of this head
+ * (the sender committed it first). Returns the class to deliver from. */
+static int order_pick(struct pt_xport *x, uint32_t s, int c, uint32_t ord, void **slot_p)
+{
+    int o = c ^ 1;
+    if (o == PT_CLS_REQ && x->rxo[s].req_waits)
+        return c; /* a deferred request lets later responses pass */
+    struct shm_q *oq = &x->in[s * 2 + o];
+    void *other = spsc_peek_seq(oq->h, &oq->v, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
+    if (!other || (int32_t)(*slot_ord(other) - ord) > 0)
+        return c;
+    *slot_p = other;
+    return o;
+}
+
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     const uint32_t n = x->n;
-    /* Responses first (handling one never sends, so they always drain), then
-     * requests; within a class, round-robin from the sender after the one
-     * served last, so a busy sender cannot starve the others. */
-    for (int c = PT_CLS_RSP; c >= PT_CLS_REQ; c--) {
-        uint32_t s = x->rr[c];
+    /* Responses first, then requests; within a class, round-robin from the
+     * sender after the one served last, so a busy sender cannot starve the
+     * others. Per sender, commit order across the classes (xport.h, "Order"). */
+    for (int c0 = PT_CLS_RSP; c0 >= PT_CLS_REQ; c0--) {
+        uint32_t s = x->rr[c0];
         for (uint32_t i = 0; i < n; i++) {
             if (++s == n)
                 s = 0;
             if (PT_UNLIKELY(x->nheld) && x->held[s])
                 continue;
+            int c = c0;
             struct shm_q *q = &x->in[s * 2 + c];
             void *slot = spsc_peek_seq(q->h, &q->v, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
             if (slot) {
                 /* The sequence word's line has arrived; fetch the rest of the
-                 * header and the first payload line in parallel rather than
-                 * one miss after another as the engine reads them. */
+                 * header (the order stamp is there) and the first payload
+                 * line in parallel rather than one miss after another. */
                 __builtin_prefetch((char *)slot + 64);
                 __builtin_prefetch((char *)slot + 128);
+                uint32_t ord = *slot_ord(slot);
+                if (PT_UNLIKELY(ord != x->rxo[s].next)) {
+                    c = order_pick(x, s, c, ord, &slot);
+                    q = &x->in[s * 2 + c];
+                    ord = *slot_ord(slot);
+                }
+                q->ord = ord;
                 /* The first message since we last sent to this peer is an
                  * answer: read the next slot's sequence line now, while the
                  * engine handles this one (8 B half round trip -0.035 us;
@@ -658,7 +701,17 @@ static void shm_unhold_all(struct pt_xport *x)
 
 static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    spsc_release(x->in[peer * 2 + cls].h); /* R2 (spsc.h) hands the slot back */
+    struct shm_q *q = &x->in[peer * 2 + cls];
+    x->rxo[peer].next = q->ord + 1;
+    if (cls == PT_CLS_REQ)
+        x->rxo[peer].req_waits = 0;
+    spsc_release(q->h); /* R2 (spsc.h) hands the slot back */
+}
+
+static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    if (cls == PT_CLS_REQ)
+        x->rxo[peer].req_waits = 1;
 }
 
 static bool shm_rx_pending(struct pt_xport *x)
@@ -757,6 +810,7 @@ static void xport_free(struct pt_xport *x)
 {
     free(x->in);
     free(x->out);
+    free(x->rxo);
     free(x->nids);
     free(x->pids);
     free(x->alive_until);
@@ -781,6 +835,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .hold = shm_hold,
     .unhold_all = shm_unhold_all,
     .release = shm_release,
+    .defer = shm_defer,
     .rx_pending = shm_rx_pending,
     .pull = shm_pull,
     .peer_alive = shm_peer_alive,
@@ -1143,8 +1198,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->alive_until = calloc(n, sizeof *x->alive_until);
     x->held = calloc(n, sizeof *x->held);
     x->held_list = calloc(n, sizeof *x->held_list);
+    x->rxo = calloc(n, sizeof *x->rxo);
     if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until || !x->held ||
-        !x->held_list)
+        !x->held_list || !x->rxo)
         goto fail;
     x->base = base;
     x->size = size;

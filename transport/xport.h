@@ -6,9 +6,9 @@
  * single-consumer queues of slots, owned by r's engine on the consuming side
  * and by s's engine on the producing side:
  *   PT_CLS_REQ  requests (put, get, getput, and their data fragments)
- *   PT_CLS_RSP  responses (ack, reply, fin, nack); handling a response never
- *               sends a message, so responses can always drain and the
- *               request/response dependency cannot deadlock.
+ *   PT_CLS_RSP  responses (ack, reply, fin, nack, rfin); a response never
+ *               waits for a request, so responses can drain and the
+ *               request/response dependency cannot deadlock (see "Order").
  * A queue's free slots are the sender's credits towards that receiver: a
  * receiver that stops draining stalls only the senders that target it.
  * Messages of one class between one pair are delivered in order.
@@ -22,7 +22,22 @@
  *
  * Receiving: slot = peek(x, &peer, &cls) returns the next message from some
  * sender (round-robin over senders, responses first); release(x, peer, cls)
- * frees it. One message is outstanding at a time.
+ * frees it, or defer(x, peer, cls) leaves it queued for a later peek. One
+ * message is outstanding at a time.
+ *
+ * Order (issue 12 item 16). What one sender sent to one receiver is delivered
+ * in the order it was committed, across both classes: a peer's FIN, ACK or
+ * REPLY is handled before a request it sent later (the put its application
+ * sent on seeing the END event the response completed), and its request
+ * before a response it sent later. Commit stamps each message with its place
+ * in the pair's sequence (the wire header's xord: the sum of the pair's two
+ * producer heads, so it resumes with them); peek, when a head's stamp is not
+ * the one due next from that sender, compares it with the head of the other
+ * class and returns the earlier. One exception keeps two peers from waiting
+ * on each other's credits: a request the engine deferred (it needs a
+ * response slot towards that sender, or resources, that are not free) lets
+ * the same sender's later responses pass it until it is released. A deferred
+ * response holds everything behind it.
  */
 #ifndef PT_XPORT_H
 #define PT_XPORT_H
@@ -62,6 +77,9 @@ struct pt_xport_ops {
      * class, until unhold_all (per-peer order kept; other peers go on). */
     void (*hold)(struct pt_xport *x, uint32_t peer);
     void (*unhold_all)(struct pt_xport *x);
+    /* The message peek returned cannot be handled yet: it stays queued (see
+     * "Order" above for what may pass it meanwhile). */
+    void (*defer)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
     /* Any thread: is a message waiting for this rank? (sleep rechecks) */
     bool (*rx_pending)(struct pt_xport *x);
     /* Bulk: copy from the peer's address space into local iovecs (CMA or a
@@ -108,6 +126,7 @@ void pt_launcher_watch(void);
  * static_assert that its constants equal these. */
 #define PT_XPORT_HDR_BYTES   128u
 #define PT_XPORT_SEQ_OFF     0u    /* the slot's sequence word (wire header's xseq) */
+#define PT_XPORT_ORD_OFF     124u  /* the message's order stamp (wire header's xord) */
 #define PT_XPORT_GETPUT_MAX  64u
 #define PT_XPORT_RNDV_DESC   (65u * 16u)
 #define PT_XPORT_MIN_SLOT    ((PT_XPORT_HDR_BYTES + PT_XPORT_RNDV_DESC + 63u) & ~63u)

@@ -31,9 +31,12 @@
 #             threads sleep and are woken): eqwait sleep 1.5 ms, eqwait-split
 #             with the 16 MiB region, 2 threads spinning 200 us, get stream
 #             fresh                                                    4 tests
-# 62 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
-# threads or --think), 0.2-2 s each: about 2 min for both modes on 2 cores
-# (1 min with ctest -j2).
+#   order     causal order per peer (issue 12 item 16), window 16 with ACKs:
+#             put 64 KiB (CMA, copy mode, 4 queue slots), 256 KiB, 8 B; get
+#             64 KiB, with 1,000-5,000 windows                         6 tests
+# 68 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
+# threads or --think; more for "order"), 0.05-2 s each: about 2 min for both
+# modes on 2 cores (1 min with ctest -j2).
 
 set(PTL_PATTERNS_TIMEOUT 60 CACHE STRING "Per-test CTest timeout of the pattern matrix (seconds)")
 
@@ -42,19 +45,19 @@ add_executable(mp_patterns ${PROJECT_SOURCE_DIR}/bench/ptl_patterns.c
 target_include_directories(mp_patterns PRIVATE ${PROJECT_SOURCE_DIR}/bench)
 target_link_libraries(mp_patterns PRIVATE portals m Threads::Threads)
 
-# ptl_pattern(<name> [NP n] ARGS a...): mp_pat_<name>_offload and _host.
+# ptl_pattern(<name> [NP n] ARGS a... [ENV VAR=v...]): mp_pat_<name>_offload and _host.
 function(ptl_pattern name)
-  cmake_parse_arguments(T "" "NP" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "NP" "ARGS;ENV" ${ARGN})
   if(NOT T_NP)
     set(T_NP 2)
   endif()
   foreach(mode offload host)
     if(mode STREQUAL "offload")
       set(hm "")
-      set(env PTL_OFFLOAD=1)
+      set(env PTL_OFFLOAD=1 ${T_ENV})
     else()
       set(hm --host-matching)
-      set(env PTL_OFFLOAD=0)
+      set(env PTL_OFFLOAD=0 ${T_ENV})
     endif()
     add_test(NAME mp_pat_${name}_${mode}
       COMMAND ${MP_DRV} --no-residue --within 50 --stdout-has "ptl_patterns: OK" --
@@ -121,6 +124,22 @@ endforeach()
 ptl_pattern(stream_put_4033_fresh ARGS --shape stream --size 4033 --recv fresh --ack on)
 ptl_pattern(stream_put_65536 ARGS --shape stream --size 65536 --region on --wait eqpoll-multi -n 50)
 ptl_pattern(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eqpoll-multi -n 50)
+
+# ---- causal order per peer (issue 12 item 16): window 16, the answer after the window --
+# A must read SEND_END and ACK of all 16 puts before the answer's PUT_START, B the
+# answer's ACK before the next window (one EQ: --check's causal-order rule). 64 KiB
+# (CMA pull; copy through the queues with PTL_RNDV_MODE=2; 4 queue slots), 256 KiB,
+# and 8 B (eager ACKs); more iterations than the matrix: the old order broke about once
+# in 1,000-4,000 windows in offload mode.
+ptl_pattern(order_stream_put_65536_w16 ARGS --shape stream --window 16 --size 65536 --ack on -n 3000)
+ptl_pattern(order_stream_put_262144_w16 ARGS --shape stream --window 16 --size 262144 --ack on -n 1000)
+ptl_pattern(order_stream_put_65536_w16_copy ARGS --shape stream --window 16 --size 65536 --ack on -n 1500
+            ENV PTL_RNDV_MODE=2)
+# 4 queue slots: FINs wait for credits; PUT_END must wait with them (engine/target.c)
+ptl_pattern(order_stream_put_65536_w16_q4 ARGS --shape stream --window 16 --size 65536 --ack on -n 1000
+            ENV PTL_QUEUE_SLOTS=4)
+ptl_pattern(order_stream_put_8_w16 ARGS --shape stream --window 16 --size 8 --ack on -n 5000)
+ptl_pattern(order_stream_get_65536_w16 ARGS --shape stream --window 16 --op get --size 65536 -n 1000)
 
 # ---- 2 application threads per rank ---------------------------------------------------
 ptl_pattern(threads2_put_eqwait ARGS --threads 2 --wait eqwait)
