@@ -79,6 +79,7 @@ PTL_API int PtlNIStatus(ptl_handle_ni_t ni_handle, ptl_sr_index_t register_index
                         ptl_sr_value_t *status)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -99,6 +100,7 @@ PTL_API int PtlNIDist(ptl_handle_ni_t ni_handle, ptl_process_id_t process,
                       unsigned long *distance)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -116,6 +118,7 @@ PTL_API int PtlNIDist(ptl_handle_ni_t ni_handle, ptl_process_id_t process,
 PTL_API int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     if (!ni_handle)
         return PTL_SEGV;
     struct pt_nic *nic = pt_api_nic_of(handle);
@@ -138,6 +141,7 @@ PTL_API int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
 PTL_API int PtlGetUid(ptl_handle_ni_t ni_handle, ptl_uid_t *uid)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -150,6 +154,7 @@ PTL_API int PtlGetUid(ptl_handle_ni_t ni_handle, ptl_uid_t *uid)
 PTL_API int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_id_t *id)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -162,6 +167,7 @@ PTL_API int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_id_t *id)
 PTL_API int PtlGetJid(ptl_handle_ni_t ni_handle, ptl_jid_t *jid)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -176,6 +182,7 @@ PTL_API int PtlACEntry(ptl_handle_ni_t ni_handle, ptl_ac_index_t ac_index,
                        ptl_pt_index_t pt_index)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -195,6 +202,7 @@ PTL_API int PtlACEntry(ptl_handle_ni_t ni_handle, ptl_ac_index_t ac_index,
 PTL_API int PtlProgress(ptl_handle_any_t handle, ptl_time_t timeout)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(handle);
     if (!nic)
         return PTL_HANDLE_INVALID;

@@ -126,6 +126,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
     work += drain_rx(nic);
     if (nic->ops)
         work += pt_ops_progress(nic);
+    if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
+        pt_eq_reclaim(nic, false); /* freed EQs' rings, once nobody can read them */
     if (nic->events_posted) {
         nic->events_posted = false;
         pt_wait_events_posted(&nic->w); /* D6, once per poll, not per event */
@@ -393,6 +395,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     for (uint32_t i = 0; i < nic->eq_hwm; i++)
         if (LD_RELAXED(&nic->eqs[i].tag) & 1u)
             pt_eq_destroy(nic->eqs[i].q);
+    pt_eq_reclaim(nic, true);
     uint32_t n = LD_RELAXED(&nic->ncmdq);
     for (uint32_t i = 0; i < n; i++) {
         struct pt_cmdq *q = LD_RELAXED(&nic->cmdq[i]);

@@ -213,31 +213,44 @@ int pt_nic_call_out(struct pt_nic *nic, struct pt_cmd *cmd, struct pt_done *out)
 }
 
 struct eqwait {
-    struct pt_eq **qs;
+    struct pt_nic *nic;
+    const uint32_t *hs;
     int n;
     ptl_event_t *ev;
     int which;
     int rc;
+    struct pt_eq *q;
 };
 
+/* The handles are resolved on every call: after a sleep (PARKED, life.h)
+ * a ring seen before may have been freed. An EQ freed ends the wait with
+ * PT_E_BADEQ. */
 static bool eq_ready(void *arg)
 {
     struct eqwait *w = arg;
     for (int i = 0; i < w->n; i++) {
-        enum pt_eq_rc rc = pt_eq_get(w->qs[i], w->ev);
+        struct pt_eqo *e = pt_eqo_lookup(w->nic, w->hs[i]);
+        if (PT_UNLIKELY(!e)) {
+            w->which = i;
+            w->rc = PT_E_BADEQ;
+            return true;
+        }
+        struct pt_eq *q = e->q;
+        enum pt_eq_rc rc = pt_eq_get(q, w->ev);
         if (rc != PT_EQ_EMPTY) {
             w->which = i;
             w->rc = rc;
+            w->q = q;
             return true;
         }
     }
     return false;
 }
 
-int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t timeout_ms,
-                   ptl_event_t *ev, int *which)
+int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
+                   ptl_event_t *ev, int *which, struct pt_eq **q_p)
 {
-    struct eqwait w = {qs, n, ev, -1, PT_EQ_EMPTY};
+    struct eqwait w = {nic, hs, n, ev, -1, PT_EQ_EMPTY, NULL};
     if (eq_ready(&w))
         goto got;
     if (timeout_ms == 0) {
@@ -256,5 +269,6 @@ int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t time
 got:
     if (which)
         *which = w.which;
+    *q_p = w.q;
     return w.rc;
 }

@@ -326,7 +326,12 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
                 left = rem > 0 ? rem : 0;
             }
             RMW_ADD(&w->st.waiter_sleeps, 1);
+            /* Asleep, the caller holds the NIC but no EQ ring: ready()
+             * resolves its handles again after the wake (life.h). Not a
+             * word of this protocol. */
+            pt_life_park(nic->ni_index);
             pt_futex_wait(ev, seq, left); /* [W3] */
+            pt_life_unpark();
         }
         RMW_SUB(&ev->sleepers, 1);
         if (got) {
