@@ -1,6 +1,9 @@
 /* ni.c - network interfaces and identification (§5.2, §5.3, §5.7). */
 #include "api_int.h"
 
+#include "config.h"
+#include "log.h"
+
 #include <limits.h>
 #include <p3nal_shm.h>
 #include <p3nal_utcp.h>
@@ -58,7 +61,16 @@ int pt_api_ni_fini_locked(uint32_t idx)
     struct pt_nic *nic = LD_RELAXED(&g_pt_nis[idx].nic);
     if (!nic)
         return PTL_NI_INVALID;
-    ST_RELEASE(&g_pt_nis[idx].nic, NULL);
+    ST_RELEASE(&g_pt_nis[idx].nic, NULL); /* calls that enter from here find no NI */
+    if (!pt_nic_quiesce(nic)) {
+        /* A thread stayed inside a call on it: leave its memory (and the job
+         * region) as they are rather than free them under that thread. */
+        pt_nic_stop_thread(nic);
+        pt_log(PT_LOG_WARN, "PtlNIFini: a thread is still inside a call on the NI after "
+                            "PTL_PEER_TIMEOUT_MS (%lld ms); the NI is left allocated",
+               (long long)pt_config()->ni_fail_grace_ms);
+        return PTL_OK;
+    }
     void pt_api_timing_dump(struct pt_nic *nic);
     pt_nic_stop_thread(nic); /* first: its counters become ours */
     pt_api_timing_dump(nic);

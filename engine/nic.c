@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PT_MAX_OPS 1024   /* in-flight rendezvous operations per NI */
@@ -376,6 +377,30 @@ static void flush(struct pt_nic *nic)
         pt_nic_poll_once(nic);
         pt_wait_give(&nic->w);
     }
+}
+
+bool pt_nic_quiesce(struct pt_nic *nic)
+{
+    ST_RELEASE(&nic->dead, 1);
+    /* L-F: the caller's unpublished NI slot and `dead` before reading the
+     * words; pairs with each thread's L-E (life.h). A thread that enters
+     * after this finds no NI; one inside is seen below. */
+    FENCE_FULL();
+    /* Sleepers wake (the seq bump: one that read seq before it never
+     * blocks) and recheck; EQ waiters then see `dead`, synchronous callers
+     * get their completion from the engine, which runs until they leave. */
+    pt_wait_wake_everyone(&nic->w);
+    uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+    long nap_ns = 1000;
+    while (!pt_life_quiet(nic->ni_index)) {
+        if (pt_now_ns() - t0 >= limit)
+            return false;
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 1000000)
+            nap_ns *= 2;
+    }
+    return true;
 }
 
 void pt_nic_destroy(struct pt_nic *nic)

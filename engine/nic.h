@@ -232,6 +232,8 @@ struct pt_cmdq {
 struct pt_nic {
     struct pt_wait w;                     /* the waiting protocol (wait.h)             */
     _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed      */
+    _Atomic uint32_t dead;                /* [A] PtlNIFini began: ST_RELEASE 1 by it, before
+                                           * its wake-up; waiters read it after theirs */
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
@@ -297,10 +299,15 @@ struct pt_nic {
 
 /* ---- engine API ------------------------------------------------------------ */
 
-/* Create/destroy (API thread, no other thread uses the NI meanwhile). */
+/* Create/destroy (API thread). Destroy after pt_nic_quiesce: no other API
+ * thread is inside a call on the NI. */
 int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
                   uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p);
 void pt_nic_destroy(struct pt_nic *nic);   /* flushes posted commands first */
+/* PtlNIFini, after the NI was unpublished: mark it dead, wake every waiter,
+ * wait (bounded by PTL_PEER_TIMEOUT_MS) until no thread is inside a call on
+ * it. False: one stayed; the NI must then be leaked, not destroyed. */
+bool pt_nic_quiesce(struct pt_nic *nic);
 void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent) */
 
 /* One pass over every work source, bounded. Returns the amount of work done.
@@ -320,7 +327,7 @@ int pt_nic_call(struct pt_nic *nic, struct pt_cmd *cmd);           /* sync: retu
 /* Wait for an event on any of n EQs, given by handles of this NI (PtlEQPoll
  * semantics), inside a call (life.h). timeout_ms: 0 = one pass,
  * PTL_TIME_FOREVER = no limit. Returns PT_EQ_OK/DROPPED/EMPTY, PT_E_BADEQ (an
- * EQ is not, or no longer, valid), or PT_E_FAIL
+ * EQ is not, or no longer, valid; or the NI is being finalized), or PT_E_FAIL
  * (the job failed). With an event, *q_p is its ring (valid until the caller
  * leaves its call). */
 int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,

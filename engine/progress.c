@@ -168,6 +168,8 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
             }
             if (pt_now_ns() - t0 > limit || LD_RELAXED(&nic->failed))
                 return PT_E_NOSPACE;
+            if (LD_RELAXED(&nic->dead))
+                return PT_E_BADNI; /* PtlNIFini waits for us to leave */
             struct timespec ts = {0, nap_ns};
             nanosleep(&ts, NULL);
             if (nap_ns < 1000000)
@@ -223,8 +225,8 @@ struct eqwait {
 };
 
 /* The handles are resolved on every call: after a sleep (PARKED, life.h)
- * a ring seen before may have been freed. An EQ freed ends the wait with
- * PT_E_BADEQ. */
+ * a ring seen before may have been freed. An EQ freed, or the NI finalized,
+ * ends the wait with PT_E_BADEQ. */
 static bool eq_ready(void *arg)
 {
     struct eqwait *w = arg;
@@ -243,6 +245,13 @@ static bool eq_ready(void *arg)
             w->q = q;
             return true;
         }
+    }
+    /* PtlNIFini began: read after this waiter's wake-up or entry, which
+     * follow its ST_RELEASE (pt_nic_quiesce) */
+    if (PT_UNLIKELY(LD_RELAXED(&w->nic->dead))) {
+        w->which = 0;
+        w->rc = PT_E_BADEQ;
+        return true;
     }
     return false;
 }
