@@ -73,9 +73,10 @@ static void overflow_warn(struct pt_eq *q)
 /* The next event of any of n EQs (all on one NI), inside the call: the rings
  * stay allocated until it returns (engine/life.h). An EQ freed meanwhile, or
  * the NI finalized, gives PTL_EQ_INVALID. The EQ's handler, if any, comes
- * back in *handler: the caller runs it after leaving (it may call Portals). */
+ * back in *handler: the caller runs it after leaving (it may call Portals).
+ * timed: the wait counts in the initiator's stage timing. */
 static int eq_take(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout, ptl_event_t *event,
-                   int *which_eq, ptl_eq_handler_t *handler)
+                   int *which_eq, ptl_eq_handler_t *handler, bool timed)
 {
     PT_API_INSIDE();
     struct pt_nic *nic = NULL;
@@ -84,6 +85,9 @@ static int eq_take(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout, ptl_eve
         if (!ni || (nic && ni != nic))
             return PTL_EQ_INVALID; /* all EQs must be on one NI */
         nic = ni;
+        /* One EQ: the wait's first look checks it, before reading it. */
+        if (n > 1 && !pt_eqo_lookup(nic, hs[i]))
+            return PTL_EQ_INVALID;
     }
     if (!event) /* PtlEQGet/Wait: an invalid handle is reported first */
         return pt_eqo_lookup(nic, hs[0]) ? PTL_SEGV : PTL_EQ_INVALID;
@@ -91,7 +95,7 @@ static int eq_take(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout, ptl_eve
     struct pt_eq *q = NULL;
     PT_TM_BEGIN(t0);
     int rc = pt_nic_eq_wait(nic, hs, n, timeout, event, &which, &q);
-    if (timeout != 0)
+    if (timed)
         tm_wait(t0, rc, event);
     if (rc < 0)
         return pt_ptl_err(rc); /* PT_E_BADEQ: PTL_EQ_INVALID; the NI failed: PTL_FAIL */
@@ -113,7 +117,7 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
     if (size <= 0 || size > 1024)
         return PTL_EQ_INVALID;
     ptl_eq_handler_t handler = NULL;
-    int rc = eq_take(eq_handles, size, timeout, event, which_eq, &handler);
+    int rc = eq_take(eq_handles, size, timeout, event, which_eq, &handler, true);
     if (handler)
         handler(event); /* REF: after dequeue, in the caller's thread */
     return rc;
@@ -126,7 +130,7 @@ static int eq_next(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t tim
     PT_CHECK_INIT();
     ptl_eq_handler_t handler = NULL;
     int which;
-    int rc = eq_take(&eq_handle, 1, timeout, event, &which, &handler);
+    int rc = eq_take(&eq_handle, 1, timeout, event, &which, &handler, timeout != 0);
     if (handler)
         handler(event); /* REF: after dequeue, in the caller's thread */
     return rc;
