@@ -23,9 +23,11 @@ extern pthread_mutex_t g_pt_ni_lock;          /* NIInit/NIFini/PtlFini only */
 /* Map an internal error to the PTL_* code of the call (err.c). */
 int pt_ptl_err(int rc);
 
-/* The NI that owns handle h (any type), or NULL. */
+/* The NI that owns handle h (any type), or NULL. Inside a call only
+ * (PT_API_INSIDE), or under g_pt_ni_lock: the NI is not freed before the call
+ * returns. */
 struct pt_nic *pt_api_nic_of(uint32_t h);
-/* The NI named by an NI handle, or NULL. */
+/* The NI named by an NI handle, or NULL. The same rule. */
 struct pt_nic *pt_api_ni(ptl_handle_ni_t h);
 
 #define PT_CHECK_INIT()                         \
@@ -33,6 +35,23 @@ struct pt_nic *pt_api_ni(ptl_handle_ni_t h);
         if (!LD_ACQUIRE(&g_pt_inited))          \
             return PTL_NO_INIT;                 \
     } while (0)
+
+/* Every call that resolves a handle is inside from here to the end of the
+ * enclosing block (engine/life.h): no NI, EQ ring or other object it resolves
+ * is freed before it returns. Leaving is the block's cleanup, so every return
+ * path leaves. Only when no per-thread record could be made: PTL_NO_SPACE. */
+struct pt_api_in {
+    struct pt_life *rec;
+};
+static inline void pt_api_out(struct pt_api_in *in)
+{
+    if (in->rec)
+        pt_life_leave(in->rec);
+}
+#define PT_API_INSIDE()                                                                 \
+    struct pt_api_in pt_api_in_ __attribute__((cleanup(pt_api_out))) = {pt_life_enter()}; \
+    if (PT_UNLIKELY(!pt_api_in_.rec))                                                   \
+        return PTL_NO_SPACE
 
 /* Per-thread initiator stage timing (PTL_TIMING=1). */
 extern __thread struct pt_itiming {

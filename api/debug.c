@@ -30,6 +30,7 @@ static int dump(struct pt_nic *nic, int what)
 PTL_API int PtlTblDump(ptl_handle_ni_t ni, int pt_index)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni);
     if (!nic)
         return PTL_NI_INVALID;
@@ -39,6 +40,7 @@ PTL_API int PtlTblDump(ptl_handle_ni_t ni, int pt_index)
 PTL_API int PtlMEDump(ptl_handle_me_t me)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(me);
     struct pt_me *m = nic ? pt_me_lookup(nic, me) : NULL;
     if (!m)
@@ -49,6 +51,7 @@ PTL_API int PtlMEDump(ptl_handle_me_t me)
 PTL_API int PtlNIEqDump(ptl_handle_ni_t ni)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni);
     if (!nic)
         return PTL_NI_INVALID;

@@ -6,6 +6,7 @@ PTL_API int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_eq_handl
                        ptl_handle_eq_t *eq_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -32,6 +33,7 @@ PTL_API int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_eq_handl
 PTL_API int PtlEQFree(ptl_handle_eq_t eq_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(eq_handle);
     if (!nic || !pt_eqo_lookup(nic, eq_handle))
         return PTL_EQ_INVALID;
@@ -52,14 +54,6 @@ static void tm_wait(uint64_t t0, int rc, const ptl_event_t *ev)
     tls_pt_itm.count[st]++;
 }
 
-/* The EQ object of a handle, or NULL (any thread, lock-free tag check). */
-static struct pt_eqo *resolve_eq(ptl_handle_eq_t h, struct pt_nic **nic_p)
-{
-    struct pt_nic *nic = pt_api_nic_of(h);
-    *nic_p = nic;
-    return nic ? pt_eqo_lookup(nic, h) : NULL;
-}
-
 /* The first overflow of an EQ is logged once: in offload mode the NIC thread
  * accepts messages while the application computes, so an EQ sized for the
  * events between two calls of an API-driven library overflows here. */
@@ -76,16 +70,41 @@ static void overflow_warn(struct pt_eq *q)
            (unsigned long long)q->size);
 }
 
-static int ret_event(int rc, struct pt_eq *q, ptl_event_t *event)
+/* The next event of any of n EQs (all on one NI), inside the call: the rings
+ * stay allocated until it returns (engine/life.h). An EQ freed meanwhile, or
+ * the NI finalized, gives PTL_EQ_INVALID. The EQ's handler, if any, comes
+ * back in *handler: the caller runs it after leaving (it may call Portals).
+ * timed: the wait counts in the initiator's stage timing. */
+static int eq_take(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout, ptl_event_t *event,
+                   int *which_eq, ptl_eq_handler_t *handler, bool timed)
 {
+    PT_API_INSIDE();
+    struct pt_nic *nic = NULL;
+    for (int i = 0; i < n; i++) {
+        struct pt_nic *ni = pt_api_nic_of(hs[i]);
+        if (!ni || (nic && ni != nic))
+            return PTL_EQ_INVALID; /* all EQs must be on one NI */
+        nic = ni;
+        /* One EQ: the wait's first look checks it, before reading it. */
+        if (n > 1 && !pt_eqo_lookup(nic, hs[i]))
+            return PTL_EQ_INVALID;
+    }
+    if (!event) /* PtlEQGet/Wait: an invalid handle is reported first */
+        return pt_eqo_lookup(nic, hs[0]) ? PTL_SEGV : PTL_EQ_INVALID;
+    int which = 0;
+    struct pt_eq *q = NULL;
+    PT_TM_BEGIN(t0);
+    int rc = pt_nic_eq_wait(nic, hs, n, timeout, event, &which, &q);
+    if (timed)
+        tm_wait(t0, rc, event);
     if (rc < 0)
-        return pt_ptl_err(rc); /* the NI failed (a peer died): PTL_FAIL */
+        return pt_ptl_err(rc); /* PT_E_BADEQ: PTL_EQ_INVALID; the NI failed: PTL_FAIL */
     if (rc == PT_EQ_EMPTY)
         return PTL_EQ_EMPTY;
+    *which_eq = which;
     if (PT_UNLIKELY(rc == PT_EQ_DROPPED))
         overflow_warn(q);
-    if (q->handler)
-        q->handler(event); /* REF: after dequeue, in the caller's thread */
+    *handler = q->handler;
     return rc == PT_EQ_DROPPED ? PTL_EQ_DROPPED : PTL_OK;
 }
 
@@ -97,28 +116,11 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
         return PTL_SEGV;
     if (size <= 0 || size > 1024)
         return PTL_EQ_INVALID;
-    struct pt_eq *qs_small[16], **qs = qs_small;
-    struct pt_eq *qs_big[1024];
-    if (size > 16)
-        qs = qs_big;
-    struct pt_nic *nic = NULL;
-    for (int i = 0; i < size; i++) {
-        struct pt_nic *n = pt_api_nic_of(eq_handles[i]);
-        struct pt_eqo *e = n ? pt_eqo_lookup(n, eq_handles[i]) : NULL;
-        if (!e || (nic && n != nic))
-            return PTL_EQ_INVALID; /* all EQs must be on one NI */
-        nic = n;
-        qs[i] = e->q;
-    }
-    int which = 0;
-    PT_TM_BEGIN(t0);
-    int rc = pt_nic_eq_wait(nic, qs, size, timeout, event, &which);
-    tm_wait(t0, rc, event);
-    if (rc < 0)
-        return pt_ptl_err(rc);
-    if (rc != PT_EQ_EMPTY)
-        *which_eq = which;
-    return ret_event(rc, qs[rc == PT_EQ_EMPTY ? 0 : which], event);
+    ptl_eq_handler_t handler = NULL;
+    int rc = eq_take(eq_handles, size, timeout, event, which_eq, &handler, true);
+    if (handler)
+        handler(event); /* REF: after dequeue, in the caller's thread */
+    return rc;
 }
 
 /* PtlEQGet (timeout 0) and PtlEQWait (forever): the next event of one EQ.
@@ -126,18 +128,12 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
 static int eq_next(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t timeout)
 {
     PT_CHECK_INIT();
-    struct pt_nic *nic;
-    struct pt_eqo *e = resolve_eq(eq_handle, &nic);
-    if (!e)
-        return PTL_EQ_INVALID;
-    if (!event)
-        return PTL_SEGV;
+    ptl_eq_handler_t handler = NULL;
     int which;
-    PT_TM_BEGIN(t0);
-    int rc = pt_nic_eq_wait(nic, &e->q, 1, timeout, event, &which);
-    if (timeout != 0)
-        tm_wait(t0, rc, event);
-    return ret_event(rc, e->q, event);
+    int rc = eq_take(&eq_handle, 1, timeout, event, &which, &handler, timeout != 0);
+    if (handler)
+        handler(event); /* REF: after dequeue, in the caller's thread */
+    return rc;
 }
 
 PTL_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
@@ -153,8 +149,9 @@ PTL_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 PTL_API int PtlEQPeek(ptl_handle_eq_t eq_handle, ptl_event_t *event)
 {
     PT_CHECK_INIT();
-    struct pt_nic *nic;
-    struct pt_eqo *e = resolve_eq(eq_handle, &nic);
+    PT_API_INSIDE();
+    struct pt_nic *nic = pt_api_nic_of(eq_handle);
+    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
     if (!e)
         return PTL_EQ_INVALID;
     if (!event)

@@ -30,6 +30,7 @@ PTL_API int PtlMDAttach(ptl_handle_me_t me_handle, ptl_md_t md, ptl_unlink_t unl
                         ptl_handle_md_t *md_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(me_handle);
     if (!nic || !pt_me_lookup(nic, me_handle))
         return PTL_ME_INVALID;
@@ -48,6 +49,7 @@ PTL_API int PtlMDBind(ptl_handle_ni_t ni_handle, ptl_md_t md, ptl_unlink_t unlin
                       ptl_handle_md_t *md_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -59,6 +61,7 @@ PTL_API int PtlMDBind(ptl_handle_ni_t ni_handle, ptl_md_t md, ptl_unlink_t unlin
 PTL_API int PtlMDUnlink(ptl_handle_md_t md_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(md_handle);
     if (!nic || !pt_md_lookup(nic, md_handle))
         return PTL_MD_INVALID;
@@ -70,6 +73,7 @@ PTL_API int PtlMDUpdate(ptl_handle_md_t md_handle, ptl_md_t *old_md, ptl_md_t *n
                         ptl_handle_eq_t eq_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(md_handle);
     if (!nic || !pt_md_lookup(nic, md_handle))
         return PTL_MD_INVALID;

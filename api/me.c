@@ -20,6 +20,7 @@ PTL_API int PtlMEAttach(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
                         ptl_ins_pos_t position, ptl_handle_me_t *me_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -38,6 +39,7 @@ PTL_API int PtlMEAttachAny(ptl_handle_ni_t ni_handle, ptl_pt_index_t *pt_index,
                            ptl_handle_me_t *me_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -53,6 +55,7 @@ PTL_API int PtlMEInsert(ptl_handle_me_t base, ptl_process_id_t match_id,
                         ptl_unlink_t unlink, ptl_ins_pos_t position, ptl_handle_me_t *me_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(base);
     if (!nic || !pt_me_lookup(nic, base))
         return PTL_ME_INVALID;
@@ -66,6 +69,7 @@ PTL_API int PtlMEInsert(ptl_handle_me_t base, ptl_process_id_t match_id,
 PTL_API int PtlMEUnlink(ptl_handle_me_t me_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(me_handle);
     if (!nic || !pt_me_lookup(nic, me_handle))
         return PTL_ME_INVALID;
@@ -83,6 +87,7 @@ PTL_API int PtlMEMDPost(ptl_handle_ni_t ni_handle, ptl_handle_me_t base, ptl_pro
                         ptl_handle_md_t *md_handle, ptl_handle_eq_t eq_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -111,6 +116,7 @@ PTL_API int PtlMEMDAttach(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
                           ptl_handle_me_t *me_handle, ptl_handle_md_t *md_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;

@@ -74,6 +74,7 @@ PTL_API int PtlPutRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl
                          ptl_hdr_data_t hdr_data)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic;
     struct pt_md *md;
     int rc = resolve_md(md_handle, &nic, &md);
@@ -88,6 +89,7 @@ PTL_API int PtlPut(ptl_handle_md_t md_handle, ptl_ack_req_t ack_req, ptl_process
                    ptl_size_t remote_offset, ptl_hdr_data_t hdr_data)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic;
     struct pt_md *md;
     int rc = resolve_md(md_handle, &nic, &md);
@@ -115,6 +117,7 @@ PTL_API int PtlGetRegion(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl
                          ptl_size_t remote_offset)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic;
     struct pt_md *md;
     int rc = resolve_md(md_handle, &nic, &md);
@@ -128,6 +131,7 @@ PTL_API int PtlGet(ptl_handle_md_t md_handle, ptl_process_id_t target_id, ptl_pt
                    ptl_ac_index_t ac_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic;
     struct pt_md *md;
     int rc = resolve_md(md_handle, &nic, &md);
@@ -145,6 +149,7 @@ PTL_API int PtlGetPutRegion(ptl_handle_md_t get_md_handle, ptl_size_t local_get_
                             ptl_hdr_data_t hdr_data)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic, *nic2;
     struct pt_md *gmd, *pmd;
     int rc = resolve_md(get_md_handle, &nic, &gmd);
@@ -170,6 +175,7 @@ PTL_API int PtlGetPut(ptl_handle_md_t get_md_handle, ptl_handle_md_t put_md_hand
                       ptl_size_t remote_offset, ptl_hdr_data_t hdr_data)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic;
     struct pt_md *pmd;
     int rc = resolve_md(put_md_handle, &nic, &pmd);

@@ -1,6 +1,9 @@
 /* ni.c - network interfaces and identification (§5.2, §5.3, §5.7). */
 #include "api_int.h"
 
+#include "config.h"
+#include "log.h"
+
 #include <limits.h>
 #include <p3nal_shm.h>
 #include <p3nal_utcp.h>
@@ -58,7 +61,16 @@ int pt_api_ni_fini_locked(uint32_t idx)
     struct pt_nic *nic = LD_RELAXED(&g_pt_nis[idx].nic);
     if (!nic)
         return PTL_NI_INVALID;
-    ST_RELEASE(&g_pt_nis[idx].nic, NULL);
+    ST_RELEASE(&g_pt_nis[idx].nic, NULL); /* calls that enter from here find no NI */
+    if (!pt_nic_quiesce(nic)) {
+        /* A thread stayed inside a call on it: leave its memory (and the job
+         * region) as they are rather than free them under that thread. */
+        pt_nic_stop_thread(nic);
+        pt_log(PT_LOG_WARN, "PtlNIFini: a thread is still inside a call on the NI after "
+                            "PTL_PEER_TIMEOUT_MS (%lld ms); the NI is left allocated",
+               (long long)pt_config()->ni_fail_grace_ms);
+        return PTL_OK;
+    }
     void pt_api_timing_dump(struct pt_nic *nic);
     pt_nic_stop_thread(nic); /* first: its counters become ours */
     pt_api_timing_dump(nic);
@@ -79,6 +91,7 @@ PTL_API int PtlNIStatus(ptl_handle_ni_t ni_handle, ptl_sr_index_t register_index
                         ptl_sr_value_t *status)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -99,6 +112,7 @@ PTL_API int PtlNIDist(ptl_handle_ni_t ni_handle, ptl_process_id_t process,
                       unsigned long *distance)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -116,6 +130,7 @@ PTL_API int PtlNIDist(ptl_handle_ni_t ni_handle, ptl_process_id_t process,
 PTL_API int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     if (!ni_handle)
         return PTL_SEGV;
     struct pt_nic *nic = pt_api_nic_of(handle);
@@ -138,6 +153,7 @@ PTL_API int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
 PTL_API int PtlGetUid(ptl_handle_ni_t ni_handle, ptl_uid_t *uid)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -150,6 +166,7 @@ PTL_API int PtlGetUid(ptl_handle_ni_t ni_handle, ptl_uid_t *uid)
 PTL_API int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_id_t *id)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -162,6 +179,7 @@ PTL_API int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_id_t *id)
 PTL_API int PtlGetJid(ptl_handle_ni_t ni_handle, ptl_jid_t *jid)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -176,6 +194,7 @@ PTL_API int PtlACEntry(ptl_handle_ni_t ni_handle, ptl_ac_index_t ac_index,
                        ptl_pt_index_t pt_index)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni_handle);
     if (!nic)
         return PTL_NI_INVALID;
@@ -195,6 +214,7 @@ PTL_API int PtlACEntry(ptl_handle_ni_t ni_handle, ptl_ac_index_t ac_index,
 PTL_API int PtlProgress(ptl_handle_any_t handle, ptl_time_t timeout)
 {
     PT_CHECK_INIT();
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(handle);
     if (!nic)
         return PTL_HANDLE_INVALID;

@@ -103,6 +103,7 @@ PTL_API int PtlSetRank(ptl_handle_ni_t ni, unsigned rank, unsigned group_size)
 
 PTL_API int PtlSetJID(ptl_handle_ni_t ni, ptl_jid_t jid)
 {
+    PT_API_INSIDE();
     struct pt_nic *nic = pt_api_ni(ni);
     if (!nic)
         return PTL_NI_INVALID;
@@ -150,6 +151,7 @@ PTL_API int PtlGetRank(ptl_handle_ni_t ni, unsigned *rank, unsigned *group_size)
 
 PTL_API int PtlGetRankId(ptl_handle_ni_t ni, unsigned rank, ptl_process_id_t *id)
 {
+    PT_API_INSIDE();
     if (!id)
         return PTL_SEGV;
     pthread_mutex_lock(&g_rt_lock);

@@ -1,4 +1,17 @@
-/* eqobj.c - EQ objects of an NI: create and free (the ring itself is eq/). */
+/*
+ * eqobj.c - EQ objects of an NI: create and free (the ring itself is eq/).
+ *
+ * API threads read an EQ's ring without the token (PtlEQGet/Wait/Poll/Peek),
+ * so PtlEQFree cannot free it at once. It retires the EQ: the tag dies (no
+ * thread resolves the handle from then on) and the slot joins `eq_retired`.
+ * The ring is freed, and the slot queued for reuse, after a grace period
+ * (life.h): the engine fences (L-F), notes every thread that is IN a call,
+ * and waits until each has left that call. A thread not noted entered after
+ * the fence and sees the tag dead (L-E / L-F); a thread asleep in a wait is
+ * PARKED, holds no ring, and resolves its handles again when it wakes. The
+ * slot is not reused before then, so a reader that saw the tag live reads
+ * the same `q` until it leaves.
+ */
 #include "nic.h"
 
 /* API thread, outside the engine: the ring of a new EQ. Its memory can be
@@ -18,6 +31,10 @@ void pt_eq_discard(struct pt_eq *q) { pt_eq_destroy(q); }
 int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p)
 {
     struct pt_eqo *e = pt_eqo_alloc(nic);
+    if (!e && (nic->eq_retired || nic->eq_waiting)) {
+        pt_eq_reclaim(nic, false); /* every slot used, some retired: try to free them */
+        e = pt_eqo_alloc(nic);
+    }
     if (!e)
         return PT_E_NOSPACE;
     e->q = q;
@@ -32,11 +49,55 @@ int pt_eq_cmd_free(struct pt_nic *nic, uint32_t h)
     struct pt_eqo *e = pt_eqo_lookup(nic, h);
     if (!e)
         return PT_E_BADEQ;
-    struct pt_eq *q = e->q;
-    pt_eqo_release(nic, e);
     /* REF frees regardless of MDs still naming it; events for it are then
      * dropped at post time (event.c looks the handle up). */
-    pt_eq_destroy(q);
-    e->q = NULL;
+    pt_eqo_retire(nic, e);
+    e->next_free = nic->eq_retired;
+    nic->eq_retired = e->idx + 1;
+    /* Waiters on it must return PTL_EQ_INVALID: the tag is their event (D6
+     * at the end of this poll wakes the sleepers; they recheck). */
+    nic->events_posted = true;
+    pt_eq_reclaim(nic, false);
     return PT_OK;
+}
+
+/* Free a list of retired EQs: the rings, and the slots to the free queue. */
+static void free_list(struct pt_nic *nic, uint32_t head, bool requeue)
+{
+    while (head) {
+        struct pt_eqo *e = &nic->eqs[head - 1];
+        head = e->next_free;
+        pt_eq_destroy(e->q);
+        e->q = NULL;
+        if (requeue)
+            pt_eqo_enqueue(nic, e);
+    }
+}
+
+void pt_eq_reclaim(struct pt_nic *nic, bool all)
+{
+    if (all) { /* teardown: no thread is inside any more */
+        free_list(nic, nic->eq_waiting, false);
+        free_list(nic, nic->eq_retired, false);
+        nic->eq_waiting = nic->eq_retired = 0;
+        pt_life_snap_free(&nic->eq_grace);
+        return;
+    }
+    for (;;) {
+        if (nic->eq_waiting) {
+            if (!pt_life_snap_passed(&nic->eq_grace))
+                return;
+            free_list(nic, nic->eq_waiting, true);
+            nic->eq_waiting = 0;
+        }
+        if (!nic->eq_retired)
+            return;
+        /* L-F: the retired tags (obj_free's ST_RELEASE) before reading the
+         * words; pairs with each thread's L-E. */
+        FENCE_FULL();
+        if (!pt_life_snap_take(&nic->eq_grace))
+            return; /* no memory for the note: next time */
+        nic->eq_waiting = nic->eq_retired;
+        nic->eq_retired = 0;
+    }
 }

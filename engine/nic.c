@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PT_MAX_OPS 1024   /* in-flight rendezvous operations per NI */
@@ -142,6 +143,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
     work += drain_rx(nic);
     if (nic->ops)
         work += pt_ops_progress(nic);
+    if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
+        pt_eq_reclaim(nic, false); /* freed EQs' rings, once nobody can read them */
     if (nic->events_posted) {
         nic->events_posted = false;
         pt_wait_events_posted(&nic->w); /* D6, once per poll, not per event */
@@ -392,6 +395,30 @@ static void flush(struct pt_nic *nic)
     }
 }
 
+bool pt_nic_quiesce(struct pt_nic *nic)
+{
+    ST_RELEASE(&nic->dead, 1);
+    /* L-F: the caller's unpublished NI slot and `dead` before reading the
+     * words; pairs with each thread's L-E (life.h). A thread that enters
+     * after this finds no NI; one inside is seen below. */
+    FENCE_FULL();
+    /* Sleepers wake (the seq bump: one that read seq before it never
+     * blocks) and recheck; EQ waiters then see `dead`, synchronous callers
+     * get their completion from the engine, which runs until they leave. */
+    pt_wait_wake_everyone(&nic->w);
+    uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+    long nap_ns = 1000;
+    while (!pt_life_quiet(nic->ni_index)) {
+        if (pt_now_ns() - t0 >= limit)
+            return false;
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 1000000)
+            nap_ns *= 2;
+    }
+    return true;
+}
+
 void pt_nic_destroy(struct pt_nic *nic)
 {
     pt_nic_stop_thread(nic);
@@ -409,6 +436,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     for (uint32_t i = 0; i < nic->eq_hwm; i++)
         if (LD_RELAXED(&nic->eqs[i].tag) & 1u)
             pt_eq_destroy(nic->eqs[i].q);
+    pt_eq_reclaim(nic, true);
     uint32_t n = LD_RELAXED(&nic->ncmdq);
     for (uint32_t i = 0; i < n; i++) {
         struct pt_cmdq *q = LD_RELAXED(&nic->cmdq[i]);

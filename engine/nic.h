@@ -16,6 +16,7 @@
 #include "eq.h"
 #include "futex.h"
 #include "handle.h"
+#include "life.h"
 #include "perr.h"
 #include "proto.h"
 #include "pt_atomic.h"
@@ -73,8 +74,11 @@ struct pt_md {
 struct pt_eqo {
     _Atomic uint32_t tag;         /* [A] gen<<1|live; q valid while live     */
     uint32_t idx;
-    struct pt_eq *q;              /* [A] written before tag (R1)             */
-    uint32_t next_free;
+    struct pt_eq *q;              /* [A] written before tag (R1); a reader that
+                                   * saw the tag live reads it until it leaves
+                                   * its call: the slot is not reused (and q not
+                                   * rewritten) before then (eqobj.c)        */
+    uint32_t next_free;           /* free queue, or the retired list          */
 };
 
 /* Free slots of one table, oldest first: index + 1 (0 = none), linked
@@ -228,6 +232,8 @@ struct pt_cmdq {
 struct pt_nic {
     struct pt_wait w;                     /* the waiting protocol (wait.h)             */
     _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed      */
+    _Atomic uint32_t dead;                /* [A] PtlNIFini began: ST_RELEASE 1 by it, before
+                                           * its wake-up; waiters read it after theirs */
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
@@ -258,6 +264,11 @@ struct pt_nic {
     struct pt_freeq me_fq, md_fq, eq_fq;  /* FIFO free lists (obj.c)                 */
     uint32_t me_hwm, md_hwm, eq_hwm;      /* slots ever used                          */
     uint32_t me_cnt, md_cnt, eq_cnt;
+    /* Freed EQs whose ring a thread may still read (eqobj.c): `eq_retired`
+     * since the grace period `eq_grace` began, `eq_waiting` before it; slot
+     * index + 1 lists through next_free. */
+    uint32_t eq_retired, eq_waiting;
+    struct pt_life_snap eq_grace;
     uint32_t me_slots, md_slots, eq_slots; /* table sizes: limit + PT_H_FREE_DEPTH    */
     struct pt_portal *portals;
     uint32_t npt;
@@ -294,10 +305,15 @@ struct pt_nic {
 
 /* ---- engine API ------------------------------------------------------------ */
 
-/* Create/destroy (API thread, no other thread uses the NI meanwhile). */
+/* Create/destroy (API thread). Destroy after pt_nic_quiesce: no other API
+ * thread is inside a call on the NI. */
 int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
                   uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p);
 void pt_nic_destroy(struct pt_nic *nic);   /* flushes posted commands first */
+/* PtlNIFini, after the NI was unpublished: mark it dead, wake every waiter,
+ * wait (bounded by PTL_PEER_TIMEOUT_MS) until no thread is inside a call on
+ * it. False: one stayed; the NI must then be leaked, not destroyed. */
+bool pt_nic_quiesce(struct pt_nic *nic);
 void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent) */
 
 /* One pass over every work source, bounded. Returns the amount of work done.
@@ -314,10 +330,14 @@ bool pt_nic_local_work(struct pt_nic *nic);
 /* API side: post commands and wait (progress.c). */
 int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd);   /* async */
 int pt_nic_call(struct pt_nic *nic, struct pt_cmd *cmd);           /* sync: returns done->rc */
-/* Wait for an event on any of n EQs (PtlEQPoll semantics). timeout_ms: 0 = one
- * pass, PTL_TIME_FOREVER = no limit. Returns PT_EQ_OK/DROPPED/EMPTY or <0. */
-int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t timeout_ms,
-                   ptl_event_t *ev, int *which);
+/* Wait for an event on any of n EQs, given by handles of this NI (PtlEQPoll
+ * semantics), inside a call (life.h). timeout_ms: 0 = one pass,
+ * PTL_TIME_FOREVER = no limit. Returns PT_EQ_OK/DROPPED/EMPTY, PT_E_BADEQ (an
+ * EQ is not, or no longer, valid; or the NI is being finalized), or PT_E_FAIL
+ * (the job failed). With an event, *q_p is its ring (valid until the caller
+ * leaves its call). */
+int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
+                   ptl_event_t *ev, int *which, struct pt_eq **q_p);
 int pt_nic_call_out(struct pt_nic *nic, struct pt_cmd *cmd, struct pt_done *out);
 /* The NI is (not) alive for thread-exit ring hand-back (progress.c). */
 void pt_nic_register_live(struct pt_nic *nic, bool live);
@@ -344,7 +364,6 @@ void pt_me_release(struct pt_nic *nic, struct pt_me *me);
 struct pt_md *pt_md_alloc(struct pt_nic *nic);
 void pt_md_release(struct pt_nic *nic, struct pt_md *md);
 struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic);
-void pt_eqo_release(struct pt_nic *nic, struct pt_eqo *e);
 void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md);
 struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h);
 struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h);
@@ -352,10 +371,15 @@ struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h);
 uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me);
 uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md);
 uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e);
+void pt_eqo_retire(struct pt_nic *nic, struct pt_eqo *e);
+void pt_eqo_enqueue(struct pt_nic *nic, struct pt_eqo *e);
 /* PtlEQAlloc's ring, made and (on failure) freed by the API thread, outside
  * the engine (eqobj.c). NULL: count above 2^24 or no memory. */
 struct pt_eq *pt_eq_prepare(uint64_t count, ptl_eq_handler_t handler);
 void pt_eq_discard(struct pt_eq *q);
+/* Free the rings of freed EQs that no thread can still read (token holder,
+ * or teardown: `all` frees every one). */
+void pt_eq_reclaim(struct pt_nic *nic, bool all);
 /* Make a filled object visible to handle validation (R1 pairs with A1). */
 static inline void pt_obj_publish(_Atomic uint32_t *tag)
 {

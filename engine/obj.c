@@ -59,7 +59,9 @@ void pt_obj_tables_fini(struct pt_nic *nic)
             o_->idx = (nic)->hwm++;                                                \
             ST_RELAXED(&o_->tag, 0);                                               \
         } else {                                                                   \
-            return NULL; /* unreachable: slots = max + PT_H_FREE_DEPTH */          \
+            /* slots = max + PT_H_FREE_DEPTH: reached only while EQ                \
+             * slots wait out a grace period (eqobj.c) */                          \
+            return NULL;                                                           \
         }                                                                          \
         (nic)->cnt++;                                                              \
         return o_;                                                                 \
@@ -126,13 +128,16 @@ void pt_md_release(struct pt_nic *nic, struct pt_md *md)
     nic->md_cnt--;
     nic->sr[PTL_SR_MDS_FREED]++;
 }
-void pt_eqo_release(struct pt_nic *nic, struct pt_eqo *e)
+/* An EQ dies in two steps: its handle at PtlEQFree, its slot (and ring) once
+ * no thread can still read the ring (eqobj.c). Until then the slot is on
+ * neither list and counts against no limit but the table's. */
+void pt_eqo_retire(struct pt_nic *nic, struct pt_eqo *e)
 {
     obj_free(&e->tag);
-    OBJ_ENQUEUE(nic, eqs, eq_fq, e);
     nic->eq_cnt--;
     nic->sr[PTL_SR_EQS_FREED]++;
 }
+void pt_eqo_enqueue(struct pt_nic *nic, struct pt_eqo *e) { OBJ_ENQUEUE(nic, eqs, eq_fq, e); }
 
 #define OBJ_LOOKUP(nic, h, htype, tab, slots)                                       \
     do {                                                                            \

@@ -168,6 +168,8 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
             }
             if (pt_now_ns() - t0 > limit || LD_RELAXED(&nic->failed))
                 return PT_E_NOSPACE;
+            if (LD_RELAXED(&nic->dead))
+                return PT_E_BADNI; /* PtlNIFini waits for us to leave */
             struct timespec ts = {0, nap_ns};
             nanosleep(&ts, NULL);
             if (nap_ns < 1000000)
@@ -216,31 +218,51 @@ int pt_nic_call_out(struct pt_nic *nic, struct pt_cmd *cmd, struct pt_done *out)
 }
 
 struct eqwait {
-    struct pt_eq **qs;
+    struct pt_nic *nic;
+    const uint32_t *hs;
     int n;
     ptl_event_t *ev;
     int which;
     int rc;
+    struct pt_eq *q;
 };
 
+/* The handles are resolved on every call: after a sleep (PARKED, life.h)
+ * a ring seen before may have been freed. An EQ freed, or the NI finalized,
+ * ends the wait with PT_E_BADEQ. */
 static bool eq_ready(void *arg)
 {
     struct eqwait *w = arg;
     for (int i = 0; i < w->n; i++) {
-        enum pt_eq_rc rc = pt_eq_get(w->qs[i], w->ev);
+        struct pt_eqo *e = pt_eqo_lookup(w->nic, w->hs[i]);
+        if (PT_UNLIKELY(!e)) {
+            w->which = i;
+            w->rc = PT_E_BADEQ;
+            return true;
+        }
+        struct pt_eq *q = e->q;
+        enum pt_eq_rc rc = pt_eq_get(q, w->ev);
         if (rc != PT_EQ_EMPTY) {
             w->which = i;
             w->rc = rc;
+            w->q = q;
             return true;
         }
+    }
+    /* PtlNIFini began: read after this waiter's wake-up or entry, which
+     * follow its ST_RELEASE (pt_nic_quiesce) */
+    if (PT_UNLIKELY(LD_RELAXED(&w->nic->dead))) {
+        w->which = 0;
+        w->rc = PT_E_BADEQ;
+        return true;
     }
     return false;
 }
 
-int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t timeout_ms,
-                   ptl_event_t *ev, int *which)
+int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
+                   ptl_event_t *ev, int *which, struct pt_eq **q_p)
 {
-    struct eqwait w = {qs, n, ev, -1, PT_EQ_EMPTY};
+    struct eqwait w = {nic, hs, n, ev, -1, PT_EQ_EMPTY, NULL};
     if (eq_ready(&w))
         goto got;
     if (timeout_ms == 0) {
@@ -259,5 +281,6 @@ int pt_nic_eq_wait(struct pt_nic *nic, struct pt_eq **qs, int n, ptl_time_t time
 got:
     if (which)
         *which = w.which;
+    *q_p = w.q;
     return w.rc;
 }

@@ -388,7 +388,13 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
                 bool by_backstop = bs >= 0 && (left < 0 || left > bs);
                 if (by_backstop)
                     left = bs;
-                if (pt_futex_wait(ev, seq, left) || !by_backstop) /* [W3] */
+                /* Asleep, the caller holds the NIC but no EQ ring: ready()
+                 * resolves its handles again after the wake (life.h). Not a
+                 * word of this protocol. */
+                pt_life_park(nic->ni_index);
+                bool rung = pt_futex_wait(ev, seq, left); /* [W3] */
+                pt_life_unpark();
+                if (rung || !by_backstop)
                     break;
                 /* The backstop ended the sleep, nobody rang (seq unchanged):
                  * sleep on unless work is pending (a forged bell). */

@@ -11,6 +11,7 @@
 #include <portals3.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -18,7 +19,7 @@
 #include "ut_check.h"
 
 static ptl_handle_ni_t ni;
-static volatile int done;
+static atomic_int done; /* the allocator is finished (TSan: not a volatile) */
 
 static double now_s(void)
 {
@@ -37,7 +38,7 @@ static void *allocator(void *arg)
         printf("eq_big: PtlEQAlloc(2^24) took %.3f s\n", now_s() - t0);
         CHECK(PtlEQFree(big));
     }
-    done = 1;
+    atomic_store(&done, 1);
     return NULL;
 }
 
@@ -67,7 +68,7 @@ int main(void)
     pthread_create(&t, NULL, allocator, NULL);
     double worst = 0;
     long n = 0;
-    while (!done) {
+    while (!atomic_load(&done)) {
         double t0 = now_s();
         CHECK(PtlPut(smdh, PTL_NO_ACK_REQ, me, 4, 0, 7, 0, 0));
         ptl_event_t ev;

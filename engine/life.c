@@ -1,0 +1,139 @@
+/*
+ * life.c - per-thread records of who is inside a call (see life.h): the
+ * registry, thread exit, parking, and the reclaimers' scans.
+ *
+ * Registry: a push-only list of records. A record is published by the CAS
+ * that makes it the head (R-L, after its fields are set); scanners
+ * LD_ACQUIRE the head and then follow `next`, which never changes. A record
+ * is never freed: when its thread exits it is marked unused (its word OUT)
+ * and the next new thread claims it, so the list is as long as the most
+ * threads that were ever alive at once.
+ */
+#include "life.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+__thread struct pt_life *pt_life_self;
+
+static struct pt_life *_Atomic g_life_head; /* R-L: published by CAS; scanners acquire */
+static pthread_key_t g_life_key;
+static pthread_once_t g_life_once = PTHREAD_ONCE_INIT;
+
+/* Thread exit: the thread can no longer hold anything, wherever it was. */
+static void life_exit(void *arg)
+{
+    struct pt_life *l = arg;
+    uint64_t w = LD_RELAXED(&l->word);
+    l->depth = 0;
+    if (w & PT_LIFE_STATE)
+        ST_RELEASE(&l->word, w & ~(uint64_t)7); /* L-R */
+    pt_life_self = NULL;
+    ST_RELEASE(&l->used, 0); /* R-U: the next owner's CAS sees our last word */
+}
+
+static void life_key_init(void) { pthread_key_create(&g_life_key, life_exit); }
+
+struct pt_life *pt_life_register(void)
+{
+    pthread_once(&g_life_once, life_key_init);
+    struct pt_life *l;
+    for (l = LD_ACQUIRE(&g_life_head); l; l = l->next) { /* pairs with R-L */
+        uint32_t z = 0;
+        if (LD_RELAXED(&l->used) == 0 && RMW_CAS(&l->used, &z, 1)) /* pairs with R-U */
+            break;
+    }
+    if (!l) {
+        l = aligned_alloc(PT_CACHELINE, sizeof *l);
+        if (!l)
+            return NULL;
+        memset(l, 0, sizeof *l);
+        ST_RELAXED(&l->word, 0);
+        ST_RELAXED(&l->used, 1);
+        struct pt_life *h = LD_RELAXED(&g_life_head);
+        do
+            l->next = h;
+        while (!RMW_CAS(&g_life_head, &h, l)); /* R-L */
+    }
+    l->depth = 0;
+    pthread_setspecific(g_life_key, l);
+    pt_life_self = l;
+    return l;
+}
+
+void pt_life_park(uint32_t ni)
+{
+    struct pt_life *l = pt_life_self;
+    if (!l || l->depth != 1)
+        return;
+    uint64_t w = LD_RELAXED(&l->word);
+    ST_RELEASE(&l->word, (w & ~(uint64_t)7) | (uint64_t)(ni & 1u) << 2 | PT_LIFE_PARKED); /* L-R */
+}
+
+void pt_life_unpark(void)
+{
+    struct pt_life *l = pt_life_self;
+    if (!l || l->depth != 1)
+        return;
+    uint64_t w = LD_RELAXED(&l->word);
+    RMW_XCHG(&l->word, (w & ~(uint64_t)7) + PT_LIFE_SEQ1 + PT_LIFE_IN); /* L-E pairs with L-F */
+}
+
+bool pt_life_quiet(uint32_t ni)
+{
+    for (struct pt_life *l = LD_ACQUIRE(&g_life_head); l; l = l->next) { /* pairs with R-L */
+        uint64_t w = LD_ACQUIRE(&l->word); /* L-A pairs with L-R */
+        uint64_t st = w & PT_LIFE_STATE;
+        if (st == PT_LIFE_IN || (st == PT_LIFE_PARKED && PT_LIFE_NI(w) == (ni & 1u)))
+            return false;
+    }
+    return true;
+}
+
+bool pt_life_snap_take(struct pt_life_snap *s)
+{
+    s->n = 0;
+    for (struct pt_life *l = LD_ACQUIRE(&g_life_head); l; l = l->next) { /* pairs with R-L */
+        uint64_t w = LD_ACQUIRE(&l->word); /* L-A pairs with L-R */
+        if ((w & PT_LIFE_STATE) != PT_LIFE_IN)
+            continue;
+        if (s->n == s->cap) {
+            uint32_t cap = s->cap ? 2 * s->cap : 16;
+            struct pt_life **rec = realloc(s->rec, cap * sizeof *rec);
+            if (rec)
+                s->rec = rec;
+            uint64_t *word = rec ? realloc(s->word, cap * sizeof *word) : NULL;
+            if (!word)
+                return false;
+            s->word = word;
+            s->cap = cap;
+        }
+        s->rec[s->n] = l;
+        s->word[s->n] = w;
+        s->n++;
+    }
+    return true;
+}
+
+bool pt_life_snap_passed(struct pt_life_snap *s)
+{
+    /* Drop the records that moved on; the grace period ends with the last. */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (LD_ACQUIRE(&s->rec[i]->word) == s->word[i]) { /* L-A pairs with L-R */
+            s->rec[k] = s->rec[i];
+            s->word[k] = s->word[i];
+            k++;
+        }
+    }
+    s->n = k;
+    return k == 0;
+}
+
+void pt_life_snap_free(struct pt_life_snap *s)
+{
+    free(s->rec);
+    free(s->word);
+    memset(s, 0, sizeof *s);
+}

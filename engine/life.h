@@ -1,0 +1,126 @@
+/*
+ * life.h - when memory that API threads read without locks may be freed: an
+ * EQ's ring after PtlEQFree, the NIC structure (and everything it owns) after
+ * PtlNIFini. The rule: only when no thread can still be inside a call that
+ * took a pointer to it. docs/architecture.md ("Object lifetimes") has the
+ * argument in full.
+ *
+ * Every API thread owns one record (struct pt_life, made on its first call,
+ * handed to a later thread when it exits, never freed). Its `word` says
+ * where the thread is:
+ *
+ *   OUT     not inside a call
+ *   IN      inside a call: may hold any pointer it resolved from a handle
+ *   PARKED  inside a call on NI `ni`, asleep in the waiting protocol's futex
+ *           wait: holds the NIC, but no EQ ring (it resolves its EQ handles
+ *           again after it wakes)
+ *
+ *   word = seq << 3 | ni << 2 | state     seq counts entries into IN
+ *
+ *   written by: its owner only: RMW_XCHG into IN (L-E: entry, unpark),
+ *               ST_RELEASE to OUT or PARKED (L-R: leave, park)
+ *   read by:    reclaimers, LD_ACQUIRE (L-A): the engine freeing EQ rings
+ *               (eqobj.c), PtlNIFini (pt_nic_quiesce)
+ *
+ * The pairs:
+ *   L-E / L-F  a thread enters (RMW_XCHG: a full fence), then resolves a handle
+ *              (LD_ACQUIRE of the NI slot, of an object tag). A reclaimer
+ *              unpublishes (NULL NI slot and nic->dead; a dead EQ tag),
+ *              FENCE_FULL (L-F), then reads every word. Store buffering:
+ *              either the thread sees the object gone, or the reclaimer sees
+ *              the thread IN. Unparking is an entry too: a waiter that wakes
+ *              resolves its EQ handles again after it.
+ *   L-R / L-A  leaving or parking is a ST_RELEASE; the reclaimer's LD_ACQUIRE
+ *              that sees it (or any later word) orders every access the thread
+ *              made inside before the free.
+ *
+ * So an EQ ring retired before the reclaimer read the words W is freed once
+ * every word that was IN in W has changed (each change ends that IN; a
+ * PARKED or OUT thread holds no ring); the NIC is freed once no word is IN or
+ * PARKED on it. Seq makes a word never repeat. Calls nest (the depth
+ * counter): only the outermost entry and exit write the word.
+ *
+ * Cost per call: one RMW on the thread's own line and one release store; no
+ * shared line is written.
+ */
+#ifndef PT_LIFE_H
+#define PT_LIFE_H
+
+#include "pt_atomic.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PT_LIFE_OUT    0u
+#define PT_LIFE_IN     1u
+#define PT_LIFE_PARKED 2u
+#define PT_LIFE_STATE  3u
+#define PT_LIFE_NI(w)  (((w) >> 2) & 1u)
+#define PT_LIFE_SEQ1   8u  /* one entry */
+
+struct pt_life {
+    PT_ALIGNED _Atomic uint64_t word; /* see above                                    */
+    uint32_t depth;                   /* owner only: calls nested inside the outer one */
+    _Atomic uint32_t used;            /* 1 while a thread owns it: CAS 0->1 (claim),
+                                       * ST_RELEASE 0 at thread exit (R-U pairs with the
+                                       * claimer's CAS)                              */
+    struct pt_life *next;             /* registry link: set before the record is
+                                       * published (R-L), never changed              */
+};
+
+/* The calling thread's record (NULL before its first call). */
+extern __thread struct pt_life *pt_life_self;
+/* Slow path of the first call: claim or make a record, publish it. NULL when
+ * out of memory. */
+struct pt_life *pt_life_register(void);
+
+/* Enter a call (outermost: L-E). Pointers resolved from handles after this
+ * stay valid until the matching pt_life_leave. Returns the caller's record
+ * for pt_life_leave; NULL (nothing entered, the call must not resolve
+ * handles) only when no record could be made. */
+static inline struct pt_life *pt_life_enter(void)
+{
+    struct pt_life *l = pt_life_self;
+    if (PT_UNLIKELY(!l) && !(l = pt_life_register()))
+        return NULL;
+    if (l->depth++)
+        return l;
+    uint64_t w = LD_RELAXED(&l->word);
+    RMW_XCHG(&l->word, (w & ~(uint64_t)7) + PT_LIFE_SEQ1 + PT_LIFE_IN); /* L-E pairs with L-F */
+    return l;
+}
+
+/* Leave (outermost: OUT). l: what pt_life_enter returned. */
+static inline void pt_life_leave(struct pt_life *l)
+{
+    if (--l->depth)
+        return;
+    uint64_t w = LD_RELAXED(&l->word);
+    ST_RELEASE(&l->word, w & ~(uint64_t)7); /* L-R: OUT; pairs with the reclaimer's L-A */
+}
+
+/* The waiting protocol's futex sleep (wait.c): park before it, unpark after.
+ * After unparking, EQ handles must be resolved again. A nested call stays IN. */
+void pt_life_park(uint32_t ni);
+void pt_life_unpark(void);
+
+/* Reclaimers, after their L-F fence. */
+
+/* No thread is IN, or PARKED on NI ni (PtlNIFini may free that NI). */
+bool pt_life_quiet(uint32_t ni);
+
+/* A grace period: the records that were IN when it started (an engine-owned
+ * array; grows as threads come). */
+struct pt_life_snap {
+    struct pt_life **rec;
+    uint64_t *word;
+    uint32_t n, cap;
+};
+/* Start: note every record that is IN. False when out of memory (try later). */
+bool pt_life_snap_take(struct pt_life_snap *s);
+/* Has every noted record left that IN (its word changed)? Forgets those
+ * that did. */
+bool pt_life_snap_passed(struct pt_life_snap *s);
+void pt_life_snap_free(struct pt_life_snap *s);
+
+#endif

@@ -1,0 +1,530 @@
+/*
+ * test_life - objects freed while other threads are inside calls that use
+ * them (issue 12, items 1 and 2).
+ *
+ *   eqfree   PtlEQFree while threads wait on the EQ in PtlEQWait, PtlEQPoll
+ *            with a timeout and with PTL_TIME_FOREVER, alone and several at
+ *            once, over one EQ and over two: every waiter returns
+ *            PTL_EQ_INVALID (before: SIGSEGV, a hang, a heap use after free).
+ *            An optional second argument 0-3 runs one way of waiting only.
+ *   eqreuse  after the free, new EQs are made until one reuses the freed
+ *            EQ's table slot, and a put delivers an event into it: threads
+ *            still waiting on the old handle never return that event (only
+ *            PTL_EQ_INVALID); the new EQ's owner gets it.
+ *   nifini   PtlNIFini while threads are in PtlEQWait, PtlEQPoll, PtlPut
+ *            loops, PtlMEAttach/PtlMDBind and PtlEQAlloc/PtlEQFree loops:
+ *            each call returns PTL_OK (or PTL_EQ_DROPPED) before, and an
+ *            *_INVALID code after; nothing crashes or hangs. 12 rounds.
+ *   fini     the same with PtlFini (after it, PTL_NO_INIT is also right).
+ *   stuck    white-box: a thread stays inside a call (engine/life.h) across
+ *            PtlNIFini: PtlNIFini returns after PTL_PEER_TIMEOUT_MS (set
+ *            short by the test's environment) and leaves the NI allocated; a
+ *            waiter on the NI still returns; a new NI works afterwards.
+ *
+ * A watchdog ends the process (exit 3, naming the step) if a step hangs.
+ * The mode comes from the environment (PTL_OFFLOAD).
+ */
+#include "api_int.h"
+#include "handle.h"
+#include "life.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(x)                                                                             \
+    do {                                                                                     \
+        int rc_ = (x);                                                                       \
+        if (rc_ != PTL_OK) {                                                                 \
+            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, PtlErrorStr(rc_));             \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+static void fail(const char *fmt, const char *a, int b)
+{
+    printf("FAIL: ");
+    printf(fmt, a, b);
+    printf("\n");
+    fflush(stdout);
+    exit(1);
+}
+
+/* ---- watchdog --------------------------------------------------------------- */
+
+static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
+static char wd_step[192];
+static unsigned wd_gen;
+static int wd_secs = 20;
+
+static void step(const char *s)
+{
+    pthread_mutex_lock(&wd_mu);
+    snprintf(wd_step, sizeof wd_step, "%s", s);
+    wd_gen++;
+    pthread_cond_broadcast(&wd_cv);
+    pthread_mutex_unlock(&wd_mu);
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wd_mu);
+    for (;;) {
+        unsigned g = wd_gen;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += wd_secs;
+        while (g == wd_gen)
+            if (pthread_cond_timedwait(&wd_cv, &wd_mu, &ts) != 0)
+                break;
+        if (g == wd_gen) {
+            printf("FAIL: watchdog: step \"%s\" hung for %d s\n", wd_step, wd_secs);
+            fflush(stdout);
+            _exit(3);
+        }
+    }
+    return NULL;
+}
+
+static void nap_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the NI --------------------------------------------------------------- */
+
+static ptl_handle_ni_t ni;
+static ptl_process_id_t self;
+
+static void ni_up(void)
+{
+    int n;
+    CHECK(PtlInit(&n));
+    CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
+    CHECK(PtlGetId(ni, &self));
+}
+
+/* A portal whose ME+MD deliver PUT_END events into eq; returns the source MD
+ * of 8-byte puts to ourselves. */
+static char dst[8], src[8] = "payload";
+static ptl_handle_md_t put_path(ptl_pt_index_t pt, ptl_handle_eq_t eq)
+{
+    ptl_handle_me_t me;
+    ptl_handle_md_t t, s;
+    CHECK(PtlMEAttach(ni, pt, (ptl_process_id_t){PTL_NID_ANY, PTL_PID_ANY}, 7, 0, PTL_RETAIN,
+                      PTL_INS_AFTER, &me));
+    ptl_md_t tmd = {.start = dst, .length = sizeof dst, .threshold = PTL_MD_THRESH_INF,
+                    .options = PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE,
+                    .eq_handle = eq};
+    CHECK(PtlMDAttach(me, tmd, PTL_RETAIN, &t));
+    ptl_md_t smd = {.start = src, .length = sizeof src, .threshold = PTL_MD_THRESH_INF,
+                    .eq_handle = PTL_EQ_NONE};
+    CHECK(PtlMDBind(ni, smd, PTL_RETAIN, &s));
+    return s;
+}
+
+/* ---- eqfree / eqreuse: waiters on an EQ that is freed ------------------------ */
+
+enum how { W_WAIT, W_POLL_TIMEOUT, W_POLL_FOREVER, W_POLL_TWO, W_HOW_NR };
+static const char *how_name[] = {"PtlEQWait", "PtlEQPoll(5 s)", "PtlEQPoll(forever)",
+                                 "PtlEQPoll(2 EQs)"};
+
+struct waiter {
+    pthread_t t;
+    enum how how;
+    ptl_handle_eq_t eq, other;
+    bool loop;               /* eqreuse: wait again on the stale handle until told to stop */
+    int rc;                  /* the first return that is not PTL_EQ_INVALID, or it */
+    ptl_event_t ev;
+    long calls;
+};
+
+static atomic_int waiters_in, stop_waiters;
+
+static int wait_once(struct waiter *w)
+{
+    int which;
+    ptl_handle_eq_t two[2] = {w->other, w->eq};
+    switch (w->how) {
+    case W_WAIT: return PtlEQWait(w->eq, &w->ev);
+    case W_POLL_TIMEOUT: return PtlEQPoll(&w->eq, 1, 5000, &w->ev, &which);
+    case W_POLL_FOREVER: return PtlEQPoll(&w->eq, 1, PTL_TIME_FOREVER, &w->ev, &which);
+    default: return PtlEQPoll(two, 2, PTL_TIME_FOREVER, &w->ev, &which);
+    }
+}
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    atomic_fetch_add(&waiters_in, 1);
+    do {
+        w->rc = wait_once(w);
+        w->calls++;
+        if (w->rc != PTL_EQ_INVALID)
+            break;
+    } while (w->loop && !atomic_load(&stop_waiters));
+    return NULL;
+}
+
+static void start_waiters(struct waiter *ws, int n)
+{
+    atomic_store(&waiters_in, 0);
+    for (int i = 0; i < n; i++)
+        pthread_create(&ws[i].t, NULL, waiter_main, &ws[i]);
+    while (atomic_load(&waiters_in) < n)
+        nap_us(50);
+}
+
+static void check_waiters(struct waiter *ws, int n, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        pthread_join(ws[i].t, NULL);
+        if (ws[i].rc != PTL_EQ_INVALID) {
+            printf("FAIL: %s: waiter %d (%s) returned %s after PtlEQFree (event type %d)\n",
+                   what, i, how_name[ws[i].how], PtlErrorStr(ws[i].rc), (int)ws[i].ev.type);
+            exit(1);
+        }
+    }
+}
+
+static void test_eqfree(int only)
+{
+    ni_up();
+    ptl_handle_eq_t quiet;
+    CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &quiet));
+    /* 0: the waiters spin; 300 us: around the spin limit; 30 ms: asleep. */
+    static const long delays[] = {0, 300, 30000};
+    char what[160];
+    for (int how = 0; how < W_HOW_NR; how++) {
+        if (only >= 0 && how != only)
+            continue;
+        for (int d = 0; d < 3; d++) {
+            for (int nw = 1; nw <= 4; nw += 3) {
+                snprintf(what, sizeof what, "%s x%d, freed after %ld us", how_name[how], nw,
+                         delays[d]);
+                step(what);
+                ptl_handle_eq_t eq;
+                CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &eq));
+                struct waiter ws[4];
+                memset(ws, 0, sizeof ws);
+                for (int i = 0; i < nw; i++) {
+                    /* several waiters mix the ways of waiting */
+                    ws[i].how = nw == 1 ? (enum how)how : (enum how)((how + i) % W_HOW_NR);
+                    ws[i].eq = eq;
+                    ws[i].other = quiet;
+                }
+                start_waiters(ws, nw);
+                nap_us(delays[d]);
+                CHECK(PtlEQFree(eq));
+                check_waiters(ws, nw, what);
+            }
+        }
+    }
+    step("PtlNIFini");
+    CHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("life eqfree: OK\n");
+}
+
+static void test_eqreuse(void)
+{
+    ni_up();
+    ptl_handle_eq_t quiet;
+    CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &quiet));
+    step("eqreuse: waiters on the old EQ");
+    ptl_handle_eq_t old;
+    CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &old));
+    struct waiter ws[W_HOW_NR];
+    memset(ws, 0, sizeof ws);
+    for (int i = 0; i < W_HOW_NR; i++) {
+        ws[i].how = (enum how)i;
+        ws[i].eq = old;
+        ws[i].other = quiet;
+        ws[i].loop = true;
+    }
+    start_waiters(ws, W_HOW_NR);
+    nap_us(20000);
+    CHECK(PtlEQFree(old));
+
+    /* Free slots are reused oldest first once more than PT_H_FREE_DEPTH are
+     * queued (engine/handle.h): cycle until an EQ lands in the old slot. */
+    step("eqreuse: cycling EQs until the old slot is reused");
+    ptl_handle_eq_t neq = PTL_EQ_NONE;
+    long cycles = 0;
+    for (; cycles < 4L * PT_H_FREE_DEPTH; cycles++) {
+        CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &neq));
+        if (pt_h_idx(neq) == pt_h_idx(old))
+            break;
+        CHECK(PtlEQFree(neq));
+        neq = PTL_EQ_NONE;
+    }
+    if (neq == PTL_EQ_NONE)
+        fail("%s: the old slot was not reused in %d cycles", "eqreuse", (int)cycles);
+    if (neq == old)
+        fail("%s: the new EQ got the freed handle back after %d cycles", "eqreuse", (int)cycles);
+    printf("eqreuse: slot %u reused after %ld cycles (old %#x, new %#x)\n", pt_h_idx(old),
+           cycles, old, neq);
+
+    step("eqreuse: put into the new EQ");
+    ptl_handle_md_t s = put_path(3, neq);
+    CHECK(PtlPut(s, PTL_NO_ACK_REQ, self, 3, 0, 7, 0, 0xbeef));
+    ptl_event_t ev;
+    CHECK(PtlEQWait(neq, &ev));
+    if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 0xbeef)
+        fail("%s: the new EQ's owner got event type %d, not its PUT_END", "eqreuse",
+             (int)ev.type);
+    nap_us(20000); /* the stale waiters keep trying meanwhile */
+    atomic_store(&stop_waiters, 1);
+    step("eqreuse: joining the stale waiters");
+    check_waiters(ws, W_HOW_NR, "eqreuse");
+    for (int i = 0; i < W_HOW_NR; i++)
+        if (ws[i].calls < 1)
+            fail("%s: waiter %d never returned", "eqreuse", i);
+    step("PtlNIFini");
+    CHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("life eqreuse: OK\n");
+}
+
+/* ---- nifini / fini: the NI goes away under calls ------------------------------ */
+
+enum role { R_EQWAIT, R_EQPOLL, R_PUT, R_ME, R_MD, R_EQ, R_NR };
+static const char *role_name[] = {"PtlEQWait", "PtlEQPoll", "PtlPut", "PtlMEAttach/Unlink",
+                                  "PtlMDBind/Unlink", "PtlEQAlloc/Free"};
+
+struct worker {
+    pthread_t t;
+    enum role role;
+    ptl_handle_eq_t eq;
+    ptl_handle_md_t md;
+    bool whole_fini;  /* PtlFini: PTL_NO_INIT is also a right answer after it */
+    int bad;          /* a return that is wrong before or after */
+    const char *bad_call;
+    long ok, after;
+};
+
+static atomic_int workers_in;
+
+/* Before the fini: the call's success codes. After it: an *_INVALID code. */
+static bool after_code(int rc, bool whole_fini)
+{
+    return rc == PTL_NI_INVALID || rc == PTL_EQ_INVALID || rc == PTL_MD_INVALID ||
+           rc == PTL_ME_INVALID || (whole_fini && rc == PTL_NO_INIT);
+}
+
+/* One call's outcome: false once the NI has gone (stop). */
+static bool note(struct worker *w, const char *call, int rc)
+{
+    if (rc == PTL_OK || (rc == PTL_EQ_DROPPED && w->role <= R_EQPOLL)) {
+        if (w->after) { /* a call that succeeds after one saw the NI gone */
+            w->bad = rc;
+            w->bad_call = call;
+            return false;
+        }
+        w->ok++;
+        return true;
+    }
+    if (!after_code(rc, w->whole_fini)) {
+        w->bad = rc;
+        w->bad_call = call;
+    }
+    w->after++;
+    return false;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    static char buf[64];
+    ptl_event_t ev;
+    int which;
+    atomic_fetch_add(&workers_in, 1);
+    for (bool go = true; go;) {
+        switch (w->role) {
+        case R_EQWAIT:
+            go = note(w, "PtlEQWait", PtlEQWait(w->eq, &ev));
+            break;
+        case R_EQPOLL:
+            go = note(w, "PtlEQPoll", PtlEQPoll(&w->eq, 1, PTL_TIME_FOREVER, &ev, &which));
+            break;
+        case R_PUT:
+            go = note(w, "PtlPut", PtlPut(w->md, PTL_NO_ACK_REQ, self, 5, 0, 7, 0, 0));
+            break;
+        case R_ME: {
+            ptl_handle_me_t me;
+            go = note(w, "PtlMEAttach",
+                      PtlMEAttach(ni, 6, (ptl_process_id_t){PTL_NID_ANY, PTL_PID_ANY}, 1, 0,
+                                  PTL_RETAIN, PTL_INS_AFTER, &me));
+            if (go)
+                go = note(w, "PtlMEUnlink", PtlMEUnlink(me));
+            break;
+        }
+        case R_MD: {
+            ptl_md_t md = {.start = buf, .length = sizeof buf, .threshold = PTL_MD_THRESH_INF,
+                           .eq_handle = PTL_EQ_NONE};
+            ptl_handle_md_t h;
+            go = note(w, "PtlMDBind", PtlMDBind(ni, md, PTL_RETAIN, &h));
+            if (go)
+                go = note(w, "PtlMDUnlink", PtlMDUnlink(h));
+            break;
+        }
+        default: {
+            ptl_handle_eq_t e;
+            go = note(w, "PtlEQAlloc", PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &e));
+            if (go)
+                go = note(w, "PtlEQFree", PtlEQFree(e));
+            break;
+        }
+        }
+    }
+    return NULL;
+}
+
+static void test_fini(bool whole)
+{
+    const char *name = whole ? "fini" : "nifini";
+    char what[128];
+    for (int round = 0; round < 12; round++) {
+        snprintf(what, sizeof what, "%s round %d: set-up", name, round);
+        step(what);
+        ni_up();
+        ptl_handle_eq_t eq, quiet;
+        CHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+        CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &quiet));
+        ptl_handle_md_t s = put_path(5, eq);
+        struct worker ws[R_NR];
+        memset(ws, 0, sizeof ws);
+        atomic_store(&workers_in, 0);
+        for (int i = 0; i < R_NR; i++) {
+            ws[i].role = (enum role)i;
+            ws[i].eq = i == R_EQPOLL ? quiet : eq;
+            ws[i].md = s;
+            ws[i].whole_fini = whole;
+            pthread_create(&ws[i].t, NULL, worker_main, &ws[i]);
+        }
+        while (atomic_load(&workers_in) < R_NR)
+            nap_us(50);
+        /* Vary where the calls are when the NI goes: spinning or asleep. */
+        nap_us(round % 3 == 0 ? 200 : round % 3 == 1 ? 5000 : 40000);
+        snprintf(what, sizeof what, "%s round %d: %s", name, round,
+                 whole ? "PtlFini" : "PtlNIFini");
+        step(what);
+        if (whole)
+            PtlFini();
+        else
+            CHECK(PtlNIFini(ni));
+        snprintf(what, sizeof what, "%s round %d: joining the callers", name, round);
+        step(what);
+        for (int i = 0; i < R_NR; i++) {
+            pthread_join(ws[i].t, NULL);
+            if (ws[i].bad) {
+                printf("FAIL: %s round %d: %s returned %s (%ld calls before, %ld after)\n", name,
+                       round, ws[i].bad_call, PtlErrorStr(ws[i].bad), ws[i].ok, ws[i].after);
+                exit(1);
+            }
+            if (!ws[i].after)
+                fail("%s never saw the NI go (round %d)", role_name[i], round);
+        }
+        if (!whole)
+            PtlFini();
+    }
+    printf("life %s: OK\n", name);
+}
+
+/* ---- stuck: a thread that does not leave ------------------------------------- */
+
+static atomic_int stuck_in, stuck_go;
+struct pt_nic *life_left_ni; /* keeps the left NI reachable (LeakSanitizer) */
+
+static void *stuck_main(void *arg)
+{
+    (void)arg;
+    struct pt_life *rec = pt_life_enter(); /* what every call does first */
+    atomic_store(&stuck_in, 1);
+    while (!atomic_load(&stuck_go))
+        nap_us(1000);
+    if (rec)
+        pt_life_leave(rec);
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void test_stuck(void)
+{
+    ni_up();
+    ptl_handle_eq_t eq;
+    CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &eq));
+    life_left_ni = pt_api_ni(ni);
+    struct waiter w = {.how = W_WAIT, .eq = eq};
+    start_waiters(&w, 1);
+    pthread_t st;
+    pthread_create(&st, NULL, stuck_main, NULL);
+    while (!atomic_load(&stuck_in))
+        nap_us(100);
+    nap_us(20000);
+    step("stuck: PtlNIFini with a thread inside");
+    double t0 = now_s();
+    CHECK(PtlNIFini(ni));
+    double took = now_s() - t0;
+    printf("stuck: PtlNIFini returned after %.3f s\n", took);
+    if (took < 0.15 || took > 5)
+        fail("%s: PtlNIFini took %d ms (PTL_PEER_TIMEOUT_MS=200)", "stuck", (int)(took * 1000));
+    check_waiters(&w, 1, "stuck: the waiter on the left NI");
+    atomic_store(&stuck_go, 1);
+    pthread_join(st, NULL);
+
+    step("stuck: a new NI");
+    CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
+    CHECK(PtlGetId(ni, &self));
+    CHECK(PtlEQAlloc(ni, 8, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_handle_md_t s = put_path(2, eq);
+    CHECK(PtlPut(s, PTL_NO_ACK_REQ, self, 2, 0, 7, 0, 0x5eed));
+    ptl_event_t ev;
+    CHECK(PtlEQWait(eq, &ev));
+    if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 0x5eed)
+        fail("%s: the new NI delivered event type %d", "stuck", (int)ev.type);
+    CHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("life stuck: OK\n");
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *t = argc > 1 ? argv[1] : "";
+    if (getenv("PTLT_WATCHDOG_S"))
+        wd_secs = atoi(getenv("PTLT_WATCHDOG_S"));
+    pthread_t wd;
+    step("start");
+    pthread_create(&wd, NULL, watchdog, NULL);
+    pthread_detach(wd);
+    if (!strcmp(t, "eqfree"))
+        test_eqfree(argc > 2 ? atoi(argv[2]) : -1); /* one way of waiting: 0-3 */
+    else if (!strcmp(t, "eqreuse"))
+        test_eqreuse();
+    else if (!strcmp(t, "nifini"))
+        test_fini(false);
+    else if (!strcmp(t, "fini"))
+        test_fini(true);
+    else if (!strcmp(t, "stuck"))
+        test_stuck();
+    else {
+        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck\n");
+        return 2;
+    }
+    return 0;
+}
