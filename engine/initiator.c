@@ -7,18 +7,6 @@
 
 #include <string.h>
 
-/* rsp_wait (nic.h): a response is due / has come. Engine only. */
-static inline void rsp_expect(struct pt_nic *nic)
-{
-    ST_RELAXED(&nic->rsp_wait, LD_RELAXED(&nic->rsp_wait) + 1);
-}
-static inline void rsp_came(struct pt_nic *nic)
-{
-    uint32_t n = LD_RELAXED(&nic->rsp_wait);
-    if (n)
-        ST_RELAXED(&nic->rsp_wait, n - 1);
-}
-
 static void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
                      const struct pt_cmd *c)
 {
@@ -99,8 +87,6 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     h->link = ev.link;
     if (pk == PT_PROTO_RNDV)
         md->pending++; /* the target reads our memory until its FIN */
-    if (pk == PT_PROTO_RNDV || c->u.mv.ack == PTL_ACK_REQ)
-        rsp_expect(nic);
     nic->sr[PTL_SR_SEND_COUNT]++;
     nic->sr[PTL_SR_SEND_LENGTH] += len;
     pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
@@ -129,7 +115,6 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
      * The reply (or an internal NACK) always comes back: until then the MD is
      * busy, so it cannot be unlinked under the reply. */
     md->pending++;
-    rsp_expect(nic);
     pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     return PT_OK;
 }
@@ -154,7 +139,6 @@ int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
     pt_ev_post(nic, pmd, PTL_EVENT_SEND_START, &ev);
     h->link = ev.link;
     gmd->pending++;
-    rsp_expect(nic);
     pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     pt_ev_post(nic, pmd, PTL_EVENT_SEND_END, &ev);
     pt_md_check_unlink(nic, pmd, &ev);
@@ -197,7 +181,6 @@ static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wi
 
 int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
 {
-    rsp_came(nic);
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (!md)
         return PT_OK; /* §6.2: late ACKs are silently discarded (not counted) */
@@ -207,7 +190,6 @@ int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
 
 int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h)
 {
-    rsp_came(nic);
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (!md || !md->pending)
         return PT_OK;
@@ -234,7 +216,6 @@ int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h)
 
 int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h)
 {
-    rsp_came(nic);
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (md && md->pending) {
         md->pending--;
@@ -283,10 +264,8 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         if (!rfin && expected)
             return PT_E_AGAIN;
     }
-    if (expected) {
+    if (expected)
         md->pending--; /* the outstanding get is answered */
-        rsp_came(nic);
-    }
     if (!expected || !pt_md_active(md)) {
         nic->sr[PTL_SR_DROP_COUNT]++; /* a reply nobody can take is dropped */
         if (md)

@@ -289,12 +289,6 @@ struct pt_nic {
     struct pt_op *ops, *ops_free;
     struct pt_op *ops_pool;               /* the one allocation behind both lists       */
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
-    /* Requests sent whose response (ACK, REPLY, FIN, NACK) has not come: [E]
-     * written (relaxed), read by API threads as a hint for the linger
-     * (pt_wait_linger). Not exact: a dropped put asks an ACK that never
-     * comes; the count then stays above the one the linger looks for, which
-     * only turns the linger off. */
-    _Atomic uint32_t rsp_wait;
     bool events_posted;                   /* a wake check is due at the end of poll   */
 
     pthread_t thread;

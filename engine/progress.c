@@ -182,12 +182,9 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
     /* D2: our commit before reading the token. Either we take the engine and
      * run the command, or the holder's release (D3) sees it. */
     FENCE_FULL();
-    if (nic->has_thread) {
+    if (nic->has_thread)
         pt_wait_progress(nic); /* inline when free: no NIC wake-up for a command */
-        if ((cmd->op == PT_CMD_PUT && cmd->u.mv.ack == PTL_ACK_REQ) ||
-            cmd->op == PT_CMD_GET || cmd->op == PT_CMD_GETPUT)
-            pt_wait_linger(nic); /* its response, if it is the only one due */
-    } else if (!cmd->done)
+    else if (!cmd->done)
         pt_wait_progress_host(nic, ring_pending, q);
     return PT_OK;
 }

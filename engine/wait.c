@@ -413,19 +413,6 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
     return ok;
 }
 
-static bool no_response_due(void *arg)
-{
-    return LD_RELAXED(&((struct pt_nic *)arg)->rsp_wait) == 0;
-}
-
-void pt_wait_linger(struct pt_nic *nic)
-{
-    if (LD_RELAXED(&nic->rsp_wait) != 1)
-        return; /* none due, or a stream (its NIC thread is awake anyway) */
-    if (!pt_wait_until(nic, no_response_due, nic, PT_WAIT_LINGER_NS))
-        RMW_ADD(&nic->w.st.lingers_timed_out, 1);
-}
-
 void pt_wait_dump(const struct pt_wait *w, void *file)
 {
     FILE *f = file;
@@ -438,8 +425,6 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
         fprintf(f, "  wait: FAULT: backstop wake-ups that found work %llu, doorbell repairs %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.missed_wakes),
                 (unsigned long long)LD_RELAXED(&w->st.bell_repairs));
-    fprintf(f, "  wait: lingers timed out %llu\n",
-            (unsigned long long)LD_RELAXED(&w->st.lingers_timed_out));
     fprintf(f, "  wait: NIC sleeps %llu (arms cancelled %llu), waiter sleeps %llu, "
                "kicks drained %llu rung %llu\n",
             (unsigned long long)LD_RELAXED(&w->st.nic_sleeps),

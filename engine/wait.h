@@ -84,7 +84,6 @@ struct pt_wait_stats {
     _Atomic uint64_t kicks_rung;     /* D3/D4 rang the bell                         */
     _Atomic uint64_t missed_wakes;   /* backstop wake-ups that found work (a fault)  */
     _Atomic uint64_t bell_repairs;   /* forged `polled` words put right              */
-    _Atomic uint64_t lingers_timed_out; /* pt_wait_linger ended without the response */
 };
 
 struct pt_wait {
@@ -153,16 +152,6 @@ void pt_wait_progress(struct pt_nic *nic);
 /* Host matching: as above, but a caller whose own command is queued keeps
  * trying until the command has been taken (bounded by the holder's poll). */
 void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), void *arg);
-
-/* Offload mode, after an API thread's request went out (PtlPut with an ACK,
- * PtlGet, PtlGetPut) and it is the only response due: poll as a waiter (the
- * ordinary pt_wait_until path: polled raised, engine run, D4/D3 on leaving)
- * until the response came or PT_WAIT_LINGER_NS passed. A response that
- * arrives while nobody polls wakes the sleeping NIC thread: a futex wake in
- * the peer's engine and a context switch on ours, each longer than the
- * round trip itself (put+ACK ping-pong). */
-void pt_wait_linger(struct pt_nic *nic);
-#define PT_WAIT_LINGER_NS 3000
 
 /* D6, producer half: the engine posted events or completions (token holder,
  * end of a poll). */
