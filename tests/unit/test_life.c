@@ -37,14 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(x)                                                                             \
-    do {                                                                                     \
-        int rc_ = (x);                                                                       \
-        if (rc_ != PTL_OK) {                                                                 \
-            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, PtlErrorStr(rc_));             \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "ut_check.h"
 
 static void fail(const char *fmt, const char *a, int b)
 {
