@@ -58,20 +58,42 @@ static int64_t backstop(const struct pt_wait *w)
 
 /* After a sleep that ended by the backstop: work that nobody rang for means
  * a forged bell (the protocol itself never leaves work unannounced). */
-static bool check_missed(struct pt_nic *nic)
+/* Work that nobody announced to a sleeper: the engine free, none of our API
+ * threads polling (they take the engine at their next try; peers rightly
+ * skip the ring for them), and work pending. */
+static bool unannounced_work(struct pt_nic *nic)
 {
     struct pt_wait *w = &nic->w;
-    /* Not a miss: the engine is held, or one of our API threads polls (peers
-     * rightly skipped the ring; it takes the engine at its next try). */
-    if (LD_RELAXED(&w->token) != 0 || LD_RELAXED(&w->polled_mine) != 0 ||
-        !pt_nic_has_work(nic))
+    return LD_RELAXED(&w->token) == 0 && LD_RELAXED(&w->polled_mine) == 0 &&
+           pt_nic_has_work(nic);
+}
+
+/* After a sleep that the backstop ended, still announced (sleepers counts
+ * us): work nobody rang for may be a peer between its publish and its ring
+ * (preempted there on a loaded machine), so it gets one more backstop
+ * period, on the same seq, to ring. Work still there with no ring means a
+ * forged bell (the protocol never leaves work unannounced): count it, log
+ * once, repair, and sleep at most 1 ms from then on. Returns true on a miss
+ * (the caller goes to work), false if rung meanwhile or nothing is pending
+ * (the caller decides). *rung_p: a ring came during the extra period. */
+static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t seq, bool *rung_p)
+{
+    struct pt_wait *w = &nic->w;
+    *rung_p = false;
+    if (!unannounced_work(nic))
+        return false;
+    if (pt_futex_wait(ww, seq, backstop(w))) {
+        *rung_p = true; /* the ringer was on its way */
+        return false;
+    }
+    if (!unannounced_work(nic))
         return false;
     RMW_ADD(&w->st.missed_wakes, 1);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
         ST_RELAXED(&w->backstop_ns, 1000000u);
-    pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending when the engine's "
-                             "%lld ms backstop ended its sleep (a process of the job wrote this "
-                             "rank's doorbell); sleeping at most 1 ms from now on",
+    pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending for two %lld ms "
+                             "backstop periods without a ring (a process of the job wrote "
+                             "this rank's doorbell); sleeping at most 1 ms from now on",
                 (long long)pt_config()->wake_backstop_ms);
     repair_bell(w);
     return true;
@@ -236,9 +258,9 @@ void *pt_wait_nic_thread(void *arg)
         RMW_ADD(&w->st.nic_sleeps, 1);
         repair_bell(w);
         bool rung = pt_futex_wait(b, seq, backstop(w));
-        RMW_SUB(&b->sleepers, 1);
         if (PT_UNLIKELY(!rung))
-            check_missed(nic);
+            check_missed(nic, b, seq, &rung); /* still announced */
+        RMW_SUB(&b->sleepers, 1);
     }
     set_state(w, PT_NIC_STOP);
     return NULL;
@@ -393,13 +415,13 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
                  * word of this protocol. */
                 pt_life_park(nic->ni_index);
                 bool rung = pt_futex_wait(ev, seq, left); /* [W3] */
+                bool missed = false;
+                if (!rung && by_backstop) /* nobody rang (seq unchanged) */
+                    missed = check_missed(nic, ev, seq, &rung);
                 pt_life_unpark();
-                if (rung || !by_backstop)
+                if (rung || !by_backstop || missed)
                     break;
-                /* The backstop ended the sleep, nobody rang (seq unchanged):
-                 * sleep on unless work is pending (a forged bell). */
-                if (check_missed(nic))
-                    break;
+                /* nothing pending: sleep on */
             }
         }
         RMW_SUB(&ev->sleepers, 1);
