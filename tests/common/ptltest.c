@@ -81,6 +81,13 @@ void ptlt_ni_fini(ptlt_env_t *env)
 	env->ni = PTL_INVALID_HANDLE;
 }
 
+void ptlt_ni_release(ptlt_env_t *env)
+{
+	if (env->ni != PTL_INVALID_HANDLE)
+		PtlNIFini(env->ni);
+	env->ni = PTL_INVALID_HANDLE;
+}
+
 void ptlt_fini(ptlt_env_t *env)
 {
 	ptlt_ni_fini(env);

@@ -42,6 +42,9 @@ void ptlt_ni_init(ptlt_env_t *env, ptl_ni_limits_t *desired);
 void ptlt_open_acl(const ptlt_env_t *env);
 /* PtlNIFini only / PtlNIFini + PtlFini. */
 void ptlt_ni_fini(ptlt_env_t *env);
+/* Teardown after a test that may have left the NI open or never opened it:
+ * PtlNIFini if open (result ignored), then the handle is invalid. */
+void ptlt_ni_release(ptlt_env_t *env);
 void ptlt_fini(ptlt_env_t *env);
 
 /* Printable names (never NULL). */

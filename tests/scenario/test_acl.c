@@ -100,9 +100,7 @@ static int ni_setup(void **state)
 static int ni_teardown(void **state)
 {
 	(void)state;
-	if (env.ni != PTL_INVALID_HANDLE)
-		PtlNIFini(env.ni);
-	env.ni = PTL_INVALID_HANDLE;
+	ptlt_ni_release(&env);
 	return 0;
 }
 
