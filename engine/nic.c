@@ -121,7 +121,6 @@ static int drain_rx(struct pt_nic *nic)
              * later responses pass it (xport.h, "Order"); for the rest of
              * this poll the peer is held, and the other peers are served. */
             nic->xo->defer(nic->x, peer, cls);
-            nic->xo->hold(nic->x, peer);
             held = true;
             continue;
         }

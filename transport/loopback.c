@@ -21,7 +21,7 @@ struct pt_xport {
     struct pt_waitword bell;
     uint32_t nid, pid;
     bool no_cma; /* process_vm_readv refused: copy directly */
-    bool held;   /* hold(): peek returns nothing until unhold_all */
+    bool held;   /* defer(): peek returns nothing until unhold_all */
     bool req_waits; /* the head request was deferred (xport.h, "Order") */
 };
 
@@ -64,11 +64,6 @@ static void lo_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     (void)peer;
     if (cls == PT_CLS_REQ)
         x->req_waits = true;
-}
-
-static void lo_hold(struct pt_xport *x, uint32_t peer)
-{
-    (void)peer;
     x->held = true;
 }
 
@@ -135,7 +130,6 @@ static const struct pt_xport_ops g_loopback_ops = {
     .reserve = lo_reserve,
     .commit = lo_commit,
     .peek = lo_peek,
-    .hold = lo_hold,
     .unhold_all = lo_unhold_all,
     .release = lo_release,
     .defer = lo_defer,

@@ -544,6 +544,7 @@ struct shm_q {
 struct shm_rx_ord {
     uint32_t next;
     uint32_t req_waits;
+    uint32_t held;                /* defer: peek skips the sender until unhold_all  */
 };
 
 struct pt_xport {
@@ -553,8 +554,7 @@ struct pt_xport {
     struct pt_shm_hdr *hdr;
     uint32_t me, n;
     uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
-    uint8_t *held;                /* [n] peek skips these senders (hold/unhold_all)  */
-    uint32_t *held_list, nheld;   /* which ones, to clear them                      */
+    uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two queues       */
     uint32_t *nids, *pids;        /* private copy of the (immutable) id map         */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
@@ -648,7 +648,7 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
         for (uint32_t i = 0; i < n; i++) {
             if (++s == n)
                 s = 0;
-            if (PT_UNLIKELY(x->nheld) && x->held[s])
+            if (PT_UNLIKELY(x->nheld) && x->rxo[s].held)
                 continue;
             int c = c0;
             struct shm_q *q = &x->in[s * 2 + c];
@@ -685,18 +685,10 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
     return NULL;
 }
 
-static void shm_hold(struct pt_xport *x, uint32_t peer)
-{
-    if (peer < x->n && !x->held[peer]) {
-        x->held[peer] = 1;
-        x->held_list[x->nheld++] = peer;
-    }
-}
-
 static void shm_unhold_all(struct pt_xport *x)
 {
     while (x->nheld)
-        x->held[x->held_list[--x->nheld]] = 0;
+        x->rxo[x->held_list[--x->nheld]].held = 0;
 }
 
 static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
@@ -712,6 +704,10 @@ static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
     if (cls == PT_CLS_REQ)
         x->rxo[peer].req_waits = 1;
+    if (!x->rxo[peer].held) {
+        x->rxo[peer].held = 1;
+        x->held_list[x->nheld++] = peer;
+    }
 }
 
 static bool shm_rx_pending(struct pt_xport *x)
@@ -814,7 +810,6 @@ static void xport_free(struct pt_xport *x)
     free(x->nids);
     free(x->pids);
     free(x->alive_until);
-    free(x->held);
     free(x->held_list);
     free(x);
 }
@@ -832,7 +827,6 @@ static const struct pt_xport_ops g_shm_ops = {
     .reserve = shm_reserve,
     .commit = shm_commit,
     .peek = shm_peek,
-    .hold = shm_hold,
     .unhold_all = shm_unhold_all,
     .release = shm_release,
     .defer = shm_defer,
@@ -1196,11 +1190,10 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->nids = calloc(n, sizeof *x->nids);
     x->pids = calloc(n, sizeof *x->pids);
     x->alive_until = calloc(n, sizeof *x->alive_until);
-    x->held = calloc(n, sizeof *x->held);
     x->held_list = calloc(n, sizeof *x->held_list);
     x->rxo = calloc(n, sizeof *x->rxo);
-    if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until || !x->held ||
-        !x->held_list || !x->rxo)
+    if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until || !x->held_list ||
+        !x->rxo)
         goto fail;
     x->base = base;
     x->size = size;

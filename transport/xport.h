@@ -72,14 +72,12 @@ struct pt_xport_ops {
     /* Receiving (token holder). */
     void *(*peek)(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p);
     void (*release)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
-    /* The engine cannot take the peer's oldest message yet (a response slot
-     * it needs is full): peek returns nothing more from that peer, in either
-     * class, until unhold_all (per-peer order kept; other peers go on). */
-    void (*hold)(struct pt_xport *x, uint32_t peer);
-    void (*unhold_all)(struct pt_xport *x);
-    /* The message peek returned cannot be handled yet: it stays queued (see
-     * "Order" above for what may pass it meanwhile). */
+    /* The message peek returned cannot be handled yet (a response slot it
+     * needs is full): it stays queued (see "Order" above for what may pass it
+     * later), and peek returns nothing more from that peer, in either class,
+     * until unhold_all: its order is kept, the other peers go on. */
     void (*defer)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
+    void (*unhold_all)(struct pt_xport *x);
     /* Any thread: is a message waiting for this rank? (sleep rechecks) */
     bool (*rx_pending)(struct pt_xport *x);
     /* Bulk: copy from the peer's address space into local iovecs (CMA or a

@@ -169,6 +169,7 @@ int main(int argc, char **argv)
         }
         if (c == PT_CLS_REQ && deferred != m && (rng(&r) % DEFER_EVERY) == 0) {
             xo->defer(xp, peer, c); /* as the engine does when it cannot answer yet */
+            xo->unhold_all(xp);     /* ... and at the end of its poll */
             deferred = m;
             defers++;
             continue;
