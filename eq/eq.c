@@ -36,18 +36,40 @@ void pt_eq_destroy(struct pt_eq *eq)
     free(eq);
 }
 
+/* The event's words go straight from the caller's struct into the slot (no
+ * staging copy): each is read with memcpy (no aliasing question) and stored
+ * relaxed, as a racing reader may load it. */
+static inline void ev_store_words(uint64_t *dst, const ptl_event_t *ev)
+{
+    for (size_t i = 0; i < PT_EV_WORDS; i++) {
+        uint64_t x;
+        memcpy(&x, (const char *)ev + 8 * i, 8);
+        __atomic_store_n(&dst[i], x, __ATOMIC_RELAXED);
+    }
+}
+
+/* The reader's copy goes straight into the caller's event; it is only
+ * returned once the stamp check below says it is whole (on a failed check
+ * the next try overwrites it). */
+static inline void ev_load_words(ptl_event_t *ev, const uint64_t *src)
+{
+    for (size_t i = 0; i < PT_EV_WORDS; i++) {
+        uint64_t x = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+        memcpy((char *)ev + 8 * i, &x, 8);
+    }
+}
+
+_Static_assert(sizeof(ptl_event_t) % 8 == 0, "events are copied in whole words");
+
 void pt_eq_post(struct pt_eq *eq, ptl_event_t *ev)
 {
     uint64_t w = LD_RELAXED(&eq->write_count);
     struct pt_eq_slot *s = &eq->slots[w & eq->mask];
-    uint64_t words[PT_EV_WORDS];
 
     ev->sequence = (ptl_seq_t)w;
-    memset(words, 0, sizeof words);
-    memcpy(words, ev, sizeof *ev);
     ST_RELAXED(&s->stamp, 2 * w + 1);
     FENCE_RELEASE(); /* W1 pairs with A3: a reader racing the copy sees the busy stamp */
-    copy_words_relaxed(s->words, words, PT_EV_WORDS);
+    ev_store_words(s->words, ev);
     ST_RELEASE(&s->stamp, 2 * w + 2);       /* R1 pairs with A1 */
     ST_RELEASE(&eq->write_count, w + 1);    /* R2 pairs with A2 */
 }
@@ -72,14 +94,12 @@ static enum pt_eq_rc eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)
             CPU_RELAX(); /* being written, or overwritten since we looked: look again */
             continue;
         }
-        uint64_t words[PT_EV_WORDS];
-        copy_words_relaxed(words, s->words, PT_EV_WORDS);
+        ev_load_words(ev, s->words);
         FENCE_ACQUIRE(); /* A3 pairs with W1 */
         if (LD_RELAXED(&s->stamp) != s1)
             continue; /* overwritten while we copied: the next try skips ahead */
         if (consume && !RMW_CAS(&eq->read_count, &r, want + 1))
             continue; /* another reader took it (and reports any drop it skipped) */
-        memcpy(ev, words, sizeof *ev);
         return dropped ? PT_EQ_DROPPED : PT_EQ_OK;
     }
 }
