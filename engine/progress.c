@@ -260,15 +260,20 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
                    ptl_event_t *ev, int *which, struct pt_eq **q_p)
 {
     struct eqwait w = {nic, hs, n, ev, -1, PT_EQ_EMPTY, NULL};
-    if (eq_ready(&w))
+    if (eq_ready(&w)) {
+        if (timeout_ms == 0)
+            pt_wait_polled_empty(false);
         goto got;
+    }
     if (timeout_ms == 0) {
         /* One pass: progress once if the engine is free, look again. A
          * thread that holds it polls every source anyway; waiting for it
          * would make PtlEQGet block (in host mode, for a whole spin phase of
          * another thread's PtlEQWait). */
         pt_wait_progress(nic);
-        if (eq_ready(&w))
+        bool found = eq_ready(&w);
+        pt_wait_polled_empty(!found);
+        if (found)
             goto got;
         return PT_EQ_EMPTY;
     }

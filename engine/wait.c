@@ -196,6 +196,26 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
     }
 }
 
+static __thread uint32_t tls_empty_polls;   /* consecutive empty polls      */
+static __thread uint64_t tls_empty_since;   /* clock at the first of them    */
+
+void pt_wait_polled_empty(bool empty)
+{
+    if (!empty) {
+        tls_empty_polls = 0;
+        return;
+    }
+    uint32_t n = tls_empty_polls++;
+    if (n == 0) {
+        tls_empty_since = pt_now_ns();
+        return;
+    }
+    if (n % PT_WAIT_CLOCK_EVERY)
+        return;
+    if (pt_now_ns() - tls_empty_since >= PT_WAIT_YIELD_NS)
+        sched_yield();
+}
+
 /* ---- the NIC thread --------------------------------------------------------- */
 
 /* RUN: hold the token and poll until idle for nic_spin_ns, stopped, or (yield)

@@ -153,6 +153,16 @@ void pt_wait_progress(struct pt_nic *nic);
  * trying until the command has been taken (bounded by the holder's poll). */
 void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), void *arg);
 
+/* A caller that polls without waiting (PtlEQGet, PtlEQPoll with timeout 0)
+ * reports each result here. Clients spin on such calls (the reference
+ * implementation's handshake, locktest): after PT_WAIT_YIELD_NS of nothing
+ * but empty polls, every further empty poll yields the core, as a waiter
+ * in pt_wait_until does. Without it, two spinners sharing a core run in
+ * scheduler slices of several ms, and a partner's timer-driven resend comes
+ * that much late (REF ringtest hung in offload mode, 4 ranks on 2 cores).
+ * Thread-local state only; not a word of the protocol. */
+void pt_wait_polled_empty(bool empty);
+
 /* D6, producer half: the engine posted events or completions (token holder,
  * end of a poll). */
 static inline void pt_wait_events_posted(struct pt_wait *w)

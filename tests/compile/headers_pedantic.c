@@ -13,6 +13,7 @@
 #include <p3api/debug.h>
 #include <p3/errno.h>
 #include <p3/nal_types.h>
+#include <p3/debug.h>
 #include <p3rt/p3rt.h>
 #include <portals/portals3.h>
 #include <portals/p3nal_utcp.h>
