@@ -169,6 +169,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
             if (!st->active || nic->xo->peer_alive(nic->x, p))
                 continue;
             st->active = 0;
+            PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
             if (st->md) {
                 st->ev.ni_fail_type = code;
                 pt_ev_post(nic, st->md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END,
