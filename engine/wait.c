@@ -142,7 +142,6 @@ static void kick(struct pt_nic *nic)
             return;
         }
         RMW_ADD(&w->st.kicks_drained, 1);
-        PT_TRACE_WAIT(nic, PT_TR_KICK, 0);
         pt_nic_drain(nic, PT_WAIT_KICK_POLLS);
         PT_PERTURB();
         pt_wait_give(w);
@@ -249,7 +248,6 @@ void *pt_wait_nic_thread(void *arg)
         uint32_t seq = LD_ACQUIRE(&b->seq);
         set_state(w, PT_NIC_ARM);
         RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4 */
-        PT_TRACE_WAIT(nic, PT_TR_NIC_ARM, seq);
         PT_PERTURB();
         if (LD_RELAXED(&w->stop) || (LD_RELAXED(&w->token) == 0 && pt_nic_has_work(nic))) {
             RMW_SUB(&b->sleepers, 1);

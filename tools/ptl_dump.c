@@ -602,8 +602,10 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
             value(o, k, v, sizeof v);
             fprintf(f, "    %12.3f %+10.3f  %-12s %-12s %s", t_us, d_us, th,
                     pt_trace_sites[o->site].name, v);
-            if (o->reps > 1)
-                fprintf(f, "  (x%u)", o->reps);
+            if (o->reps > 0xffff)
+                fprintf(f, "  (x65536 or more; time of the last)");
+            else if (o->reps > 1)
+                fprintf(f, "  (x%u; time of the last)", o->reps);
             fputc('\n', f);
         }
     }

@@ -27,7 +27,6 @@ const struct pt_trace_site_info pt_trace_sites[PT_TR_NSITES] = {
     [PT_TR_XFER_END] = {"xfer.end", PT_VF_XFER, false},
     [PT_TR_XFER_FAIL] = {"xfer.FAIL", PT_VF_XFER, false},
     [PT_TR_JOB_FAIL] = {"job.FAILED", PT_VF_NUM, false},
-    [PT_TR_NIC_ARM] = {"nic.arm", PT_VF_NUM, true},
     [PT_TR_NIC_SLEEP] = {"nic.sleep", PT_VF_NUM, true},
     [PT_TR_NIC_WAKE] = {"nic.wake", PT_VF_NUM, true},
     [PT_TR_LEASE] = {"lease", PT_VF_NUM, true},
@@ -141,7 +140,7 @@ static size_t read_ring(struct pt_trace_rec *ring, uint32_t nrec, uint8_t which,
         uint16_t site = (uint16_t)(m & 0xffff);
         if (site == PT_TR_NONE || site >= PT_TR_NSITES)
             continue;
-        out[k++] = (struct pt_trace_out){s1, ts, val, site, (uint16_t)(((m >> 16) & 0xffff) + 1),
+        out[k++] = (struct pt_trace_out){s1, ts, val, site, (uint32_t)(((m >> 16) & 0xffff) + 1),
                                          which, (int32_t)(m >> 32)};
     }
     return k;

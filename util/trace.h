@@ -40,7 +40,7 @@
  * Compression (engine ring only, so that a stuck engine that retries the
  * same thing every poll does not wash the history away): a record equal
  * (site and value) to the previous one bumps that record's repeat count
- * instead; a TOKEN_TAKE by the thread whose TOKEN_GIVE is the last record
+ * instead (saturating at 65535) and moves its time to the latest one; a TOKEN_TAKE by the thread whose TOKEN_GIVE is the last record
  * removes that GIVE (the hold simply continues).
  *
  * Cost and switches: see README/bench RESULTS ("Tracing"). Compiled out with
@@ -85,14 +85,16 @@ enum pt_trace_site {
     PT_TR_XFER_END,     /* E val: PT_TV_XFER(peer, bytes done)                   */
     PT_TR_XFER_FAIL,    /* E val: PT_TV_XFER(peer, bytes done): failed           */
     PT_TR_JOB_FAIL,     /* E val: the job's PTL_NI_* failure code                */
-    PT_TR_NIC_ARM,      /* W val: bell seq: the NIC thread announced sleep [S2]   */
-    PT_TR_NIC_SLEEP,    /* W val: bell seq: into futex_wait [S3]                  */
+    PT_TR_NIC_SLEEP,    /* W val: bell seq: into futex_wait [S3] (an arm [S2] that
+                         * finds work records nothing: a NIC thread with work it
+                         * cannot do re-arms every PTL_NIC_SPIN_US)             */
     PT_TR_NIC_WAKE,     /* W val: 1 rung, 0 backstop                             */
     PT_TR_LEASE,        /* W val: bell.polled after: a waiter polls (no ring)     */
     PT_TR_LEASE_END,    /* W val: bell.polled after                               */
     PT_TR_PARK,         /* W val: event-word seq: a waiter sleeps [W3]            */
     PT_TR_UNPARK,       /* W val: 1 rung, 0 timeout or backstop                   */
-    PT_TR_KICK,         /* W val: 1 rang the bell, 0 drained for a sleeper [D3]   */
+    PT_TR_KICK,         /* W val: 1: rang the bell for a sleeper left with work [D3]
+                         * (a kick that drains the work itself records nothing) */
     PT_TR_MISSED,       /* W val: backstop found work nobody rang for (a fault)   */
     PT_TR_NSITES
 };
@@ -195,8 +197,10 @@ static inline void pt_trace_e(struct pt_trace *t, unsigned site, uint64_t val, u
         struct pt_trace_rec *r = &ring[(n - 1) & (PT_TRACE_NREC - 1)];
         uint64_t m = LD_RELAXED(&r->meta);
         if ((m & 0xffff) == site && (m >> 32) == meta_hi && LD_RELAXED(&r->val) == val) {
+            /* one more of the same: count it (saturating), time of the last */
             if (((m >> 16) & 0xffff) != 0xffff)
-                ST_RELAXED(&r->meta, m + (1u << 16)); /* one more of the same */
+                ST_RELAXED(&r->meta, m + (1u << 16));
+            ST_RELAXED(&r->ts, pt_tsc());
             return;
         }
     }
@@ -233,7 +237,7 @@ struct pt_trace_out {
     uint64_t ts;        /* ticks                                               */
     uint64_t val;
     uint16_t site;      /* < PT_TR_NSITES (others are dropped)                 */
-    uint16_t reps;      /* times it happened (1 + repeats)                     */
+    uint32_t reps;      /* times it happened (1 + repeats; 65536: at least)    */
     uint8_t ring;       /* 0 engine, 1 wait                                    */
     int32_t tid;
 };
