@@ -36,6 +36,7 @@ int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, u
     op->ev = *ev;
     md->pending++;
     nic->copy_busy[cls][peer] = 1;
+    PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, left));
     return PT_OK;
 }
 
@@ -50,6 +51,7 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
         if (!h) {
             if (!nic->xo->peer_alive(nic->x, op->rsp_peer)) {
                 op->failed = 1;
+                PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(op->rsp_peer, op->left));
                 op->left = 0;
             }
             break;

@@ -36,5 +36,6 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
     if (is_start(kind)) /* START's link is its own sequence; its END carries the same */
         ev->link = (ptl_seq_t)LD_RELAXED(&e->q->write_count);
     pt_eq_post(e->q, ev);
+    PT_TRACE(nic, PT_TR_EVENT, (uint64_t)kind | (uint64_t)ev->ni_fail_type << 8);
     nic->events_posted = true;
 }

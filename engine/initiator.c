@@ -72,6 +72,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     if (pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN; /* out of credits to that target: retry later */
     hdr_init(nic, h, PT_W_PUT, c);
@@ -107,6 +108,7 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
     if (!md)
         return cmd_dropped(nic);
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN;
     hdr_init(nic, h, PT_W_GET, c);
@@ -127,6 +129,7 @@ int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
     if (!gmd || !pmd)
         return cmd_dropped(nic);
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
+    if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN;
     uint64_t len = c->u.mv.length;
@@ -322,6 +325,7 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     rfin_fill(nic, &op->rsp, h);
     op->rsp_peer = peer;
     op->post_end = 1;
+    PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, ev.mlength));
     md->pending++;
     return PT_OK;
 }

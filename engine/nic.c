@@ -3,6 +3,7 @@
  * NIC thread's loop and everything about sleeping and waking is in wait.c.
  */
 #include "nic.h"
+#include "nic_sig.h"
 
 #include "config.h"
 #include "cpu.h"
@@ -51,6 +52,7 @@ static int drain_cmds(struct pt_nic *nic)
                 break;
             if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN)
                 break; /* head-of-line: retried next poll, order kept */
+            PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, i));
             spsc_release(&q->ring);
             work++;
             last = i;
@@ -116,10 +118,12 @@ static int drain_rx(struct pt_nic *nic)
         if (!h)
             break;
         PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
+        PT_TRACE(nic, PT_TR_RX, PT_TV_MSG(peer, cls, h->op));
         if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {
             /* Cannot answer yet: leave it queued. A request lets that peer's
              * later responses pass it (xport.h, "Order"); for the rest of
              * this poll the peer is held, and the other peers are served. */
+            PT_TRACE(nic, PT_TR_RX_DEFER, PT_TV_MSG(peer, cls, h->op));
             nic->xo->defer(nic->x, peer, cls);
             held = true;
             continue;
@@ -154,6 +158,7 @@ int pt_nic_poll_once(struct pt_nic *nic)
 void pt_nic_fail(struct pt_nic *nic, uint32_t code)
 {
     ST_RELEASE(&nic->failed, code); /* waiters LD_RELAXED it after their wake */
+    PT_TRACE(nic, PT_TR_JOB_FAIL, code);
     pt_log(PT_LOG_WARN, "NI failed: %s (a rank of the job died); in-flight operations "
                         "with dead peers complete with that failure",
            code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL");
@@ -164,6 +169,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
             if (!st->active || nic->xo->peer_alive(nic->x, p))
                 continue;
             st->active = 0;
+            PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
             if (st->md) {
                 st->ev.ni_fail_type = code;
                 pt_ev_post(nic, st->md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END,
@@ -206,6 +212,7 @@ bool pt_nic_local_work(struct pt_nic *nic)
 
 void pt_nic_thread_start(struct pt_nic *nic)
 {
+    pt_nic_trace_thread(nic);
     if (nic->nic_cpu >= 0) {
         int rc = pt_cpu_pin_self(nic->nic_cpu);
         if (rc)
@@ -316,6 +323,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     }
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
+    pt_nic_trace_start(nic);
 
     /* ACL: REF initialises every entry to "any process of my uid" (§6.14). */
     for (int i = 0; i < PT_MAX_AC; i++) {
@@ -326,6 +334,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->acl[i].pt_index = PTL_PT_INDEX_ANY;
     }
     if (pt_obj_tables_init(nic)) {
+        pt_nic_trace_stop(nic);
         nic->xo->close(nic->x);
         free(nic);
         return PT_E_NOSPACE;
@@ -333,6 +342,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     struct pt_op *ops = calloc(PT_MAX_OPS, sizeof *ops);
     if (!ops) {
         pt_obj_tables_fini(nic);
+        pt_nic_trace_stop(nic);
         nic->xo->close(nic->x);
         free(nic);
         return PT_E_NOSPACE;
@@ -355,6 +365,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             nic->offload = false;
             pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), false, cfg->nic_yield,
                          (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
+            pt_nic_trace_start(nic);
         }
     }
     pt_nic_register_live(nic, true);
@@ -450,6 +461,7 @@ void pt_nic_destroy(struct pt_nic *nic)
         free(nic->copy_busy[c]);
     }
     pt_obj_tables_fini(nic);
+    pt_nic_trace_stop(nic);
     nic->xo->close(nic->x);
     free(nic);
 }

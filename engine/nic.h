@@ -410,6 +410,7 @@ static inline uint32_t pt_slot_room(const struct pt_nic *nic) { return nic->slot
 static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
                            const struct pt_wire_hdr *h)
 {
+    PT_TRACE(nic, PT_TR_SEND, PT_TV_MSG(peer, cls, h->op));
     nic->xo->commit(nic->x, peer, cls, pt_wire_len(h));
 }
 

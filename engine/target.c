@@ -56,6 +56,7 @@ static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
 
 static void drop(struct pt_nic *nic, const struct pt_wire_hdr *h)
 {
+    PT_TRACE(nic, PT_TR_DROP, PT_TV_PTL(h->pt_index, h->rlength));
     nic->sr[PTL_SR_DROP_COUNT]++;
     nic->sr[PTL_SR_DROP_LENGTH] += h->rlength;
 }
@@ -132,6 +133,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         return PT_OK;
     }
 
+    PT_TRACE(nic, PT_TR_MATCH, PT_TV_PTL(h->pt_index, mlen));
     /* Housekeeping: threshold, local offset, max_size (§6.3-§6.5). */
     pt_md_consume(nic, md);
     if (!(md->umd.options & PTL_MD_MANAGE_REMOTE))
@@ -213,6 +215,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 op->rsp.flags |= PT_WF_ACK;
             op->rsp_peer = peer;
             op->post_end = 1;
+            PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, mlen));
             md->pending++;
             return PT_OK;
         }
@@ -334,6 +337,7 @@ int pt_ops_progress(struct pt_nic *nic)
             long n = pt_rndv_step(&op->rv, nic->xo, nic->x, &md->mem, nic->rndv_seg);
             if (n > 0) {
                 work++;
+                PT_TRACE(nic, PT_TR_XFER_STEP, PT_TV_XFER(op->rsp_peer, op->rv.done));
                 if (op->rv.done < op->rv.total) {
                     op = next;
                     continue;
@@ -346,6 +350,8 @@ int pt_ops_progress(struct pt_nic *nic)
                 op->ev.ni_fail_type = nic->xo->peer_alive(nic->x, op->rsp_peer)
                                           ? PTL_NI_FAIL : PTL_NI_PEER_DIED;
             op->rsp_pending = 1;
+            PT_TRACE(nic, op->failed ? PT_TR_XFER_FAIL : PT_TR_XFER_END,
+                     PT_TV_XFER(op->rsp_peer, op->rv.done));
             work++;
         }
         /* Send the FIN/RFIN, then post PUT_END/REPLY_END: what our application

@@ -89,6 +89,7 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     if (!unannounced_work(nic))
         return false;
     RMW_ADD(&w->st.missed_wakes, 1);
+    PT_TRACE_WAIT(nic, PT_TR_MISSED, seq);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
         ST_RELAXED(&w->backstop_ns, 1000000u);
     pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending for two %lld ms "
@@ -136,6 +137,7 @@ static void kick(struct pt_nic *nic)
             /* Not taken: whoever took it releases through D3 in turn. Ringing
              * anyway costs a spurious wake at most. */
             RMW_ADD(&w->st.kicks_rung, 1);
+            PT_TRACE_WAIT(nic, PT_TR_KICK, 1);
             pt_wake_all(w->bell);
             return;
         }
@@ -277,9 +279,11 @@ void *pt_wait_nic_thread(void *arg)
         set_state(w, PT_NIC_SLEEP);
         RMW_ADD(&w->st.nic_sleeps, 1);
         repair_bell(w);
+        PT_TRACE_WAIT(nic, PT_TR_NIC_SLEEP, seq);
         bool rung = pt_futex_wait(b, seq, backstop(w));
         if (PT_UNLIKELY(!rung))
             check_missed(nic, b, seq, &rung); /* still announced */
+        PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
         RMW_SUB(&b->sleepers, 1);
     }
     set_state(w, PT_NIC_STOP);
@@ -325,6 +329,7 @@ static void waiter_leave(struct pt_nic *nic, struct waiter *me)
     want_drop(w, me);
     if (me->polling) {
         RMW_SUB(&w->bell->polled, 1); /* D4: full fence; peers ring again from here */
+        PT_TRACE_WAIT(nic, PT_TR_LEASE_END, LD_RELAXED(&w->bell->polled));
         RMW_SUB(&w->polled_mine, 1);
         me->polling = false;
         PT_PERTURB();
@@ -368,6 +373,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         if (w->nic_thread && !me.polling) {
             RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
             RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
+            PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
             me.polling = true;
         }
         if (ready(arg)) {
@@ -433,12 +439,14 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
                 /* Asleep, the caller holds the NIC but no EQ ring: ready()
                  * resolves its handles again after the wake (life.h). Not a
                  * word of this protocol. */
+                PT_TRACE_WAIT(nic, PT_TR_PARK, seq);
                 pt_life_park(nic->ni_index);
                 bool rung = pt_futex_wait(ev, seq, left); /* [W3] */
                 bool missed = false;
                 if (!rung && by_backstop) /* nobody rang (seq unchanged) */
                     missed = check_missed(nic, ev, seq, &rung);
                 pt_life_unpark();
+                PT_TRACE_WAIT(nic, PT_TR_UNPARK, rung);
                 if (rung || !by_backstop || missed)
                     break;
                 /* nothing pending: sleep on */

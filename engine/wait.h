@@ -58,6 +58,7 @@
 
 #include "futex.h"
 #include "pt_atomic.h"
+#include "trace.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -109,7 +110,14 @@ struct pt_wait {
     _Atomic uint32_t polled_mine;
     _Atomic uint64_t backstop_ns;      /* 0: none (relaxed; shortened once)         */
     struct pt_wait_stats st;
+    struct pt_trace *tr;               /* flight recorder or NULL (util/trace.h): set
+                                        * after pt_wait_init, before any thread runs */
 };
+
+/* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
+ * PT_TRACE_WAIT for the wait ring (any thread). `nic` is a struct pt_nic *. */
+#define PT_TRACE(nic, site, val)      PT_TRACE_T((nic)->w.tr, (site), (val))
+#define PT_TRACE_WAIT(nic, site, val) PT_TRACE_WAIT_T((nic)->w.tr, (site), (val))
 
 /* Named constants of the protocol (each bounds work, none is a timeout that
  * correctness relies on). */
@@ -135,12 +143,16 @@ void pt_wait_stop(struct pt_wait *w);
 static inline bool pt_wait_try_take(struct pt_wait *w)
 {
     uint32_t z = 0;
-    return LD_RELAXED(&w->token) == 0 && RMW_CAS(&w->token, &z, 1); /* A-TOK */
+    if (LD_RELAXED(&w->token) != 0 || !RMW_CAS(&w->token, &z, 1)) /* A-TOK */
+        return false;
+    PT_TRACE_TAKE_T(w->tr);
+    return true;
 }
 /* Plain release (R-TOK) for a holder that owes nobody a check: the NIC thread
  * (it arms next, S2) and single-threaded teardown. */
 static inline void pt_wait_give(struct pt_wait *w)
 {
+    PT_TRACE_GIVE_T(w->tr);
     ST_RELEASE(&w->token, 0); /* R-TOK pairs with A-TOK */
 }
 /* D3: release, and make sure an engine sleeper is not left with work. */

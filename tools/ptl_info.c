@@ -9,8 +9,11 @@
  * by a forked child reading this process, with and without PR_SET_PTRACER.
  *
  *   usage: ptl_info [-h]
+ *          ptl_info --trace FILE [--last N]   decode a dump saved by ptlrun
+ *                                              (--dump-file; tools/ptl_dump.h)
  */
 #include "config.h"
+#include "ptl_dump.h"
 #include "cpu.h"
 #include "shm.h"
 #include "xport.h"
@@ -161,14 +164,45 @@ static void print_geometry(void)
     }
 }
 
+static int decode_trace(int argc, char **argv)
+{
+    unsigned last = 0;
+    if (argc == 5 && !strcmp(argv[3], "--last")) {
+        char *end;
+        long v = strtol(argv[4], &end, 10);
+        if (*end || v < 0) {
+            fprintf(stderr, "ptl_info: --last '%s' is not a count\n", argv[4]);
+            return 2;
+        }
+        last = (unsigned)v;
+    } else if (argc != 3) {
+        fprintf(stderr, "usage: ptl_info --trace FILE [--last N]\n");
+        return 2;
+    }
+    char err[256];
+    struct ptd_snap *s = ptd_load(argv[2], err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "ptl_info: %s\n", err);
+        return 1;
+    }
+    ptd_print(s, stdout, last);
+    ptd_free(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--trace"))
+        return decode_trace(argc, argv);
     if (argc > 1) {
         bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
         fprintf(help ? stdout : stderr,
                 "usage: ptl_info\n"
+                "       ptl_info --trace FILE [--last N]\n"
                 "Print the libportals version, NI limits, tunables (PTL_* environment),\n"
-                "core/NUMA layout, job region geometry and whether CMA works here.\n");
+                "core/NUMA layout, job region geometry and whether CMA works here.\n"
+                "--trace: decode a job dump saved by ptlrun --dump-file (every record,\n"
+                "or the last N of each rank).\n");
         return help ? 0 : 2;
     }
     printf("libportals %s (Portals 3.3 API, shared-memory transport)\n", PTL_VERSION_STRING);

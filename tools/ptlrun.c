@@ -12,6 +12,7 @@
  * SIGKILL one second later. See usage() for the interface.
  */
 #include "config.h"
+#include "ptl_dump.h"
 #include "shm.h"
 #include "xport.h"
 
@@ -30,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <dirent.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -64,6 +67,18 @@ static void usage(FILE *f)
 "                     before SIGTERM (and SIGKILL 1 s later)\n"
 "  --named            use a named POSIX shm segment /ptl-<uid>-<jobid> (unlinked\n"
 "                     once every rank attached) instead of an inherited memfd\n"
+"  --dump-on-fail     print a dump of every rank when the job failed (after the\n"
+"                     last rank ended: region and trace only)\n"
+"  --dump-file FILE   also save each dump (binary) to FILE, for ptl_info --trace\n"
+"  --dump-records N   trace records printed per rank (default 40; 0: all)\n"
+"  --dump JOB         do not start anything: print a dump of the running job\n"
+"                     JOB (the pid of its ptlrun or of one of its ranks, or the\n"
+"                     name of a named job) and exit\n"
+"\n"
+"Dumps (\"My job hangs\" in README.md): ptlrun prints one per rank on stderr\n"
+"when --timeout strikes, when ranks are still running --grace seconds after a\n"
+"failure, and whenever it receives SIGUSR1. Set PTL_TRACE=1 for the ranks'\n"
+"flight recorders (the last things each engine did).\n"
 "  -v, --verbose      report the job region and each rank's exit\n"
 "  -h, --help         this text\n"
 "\n"
@@ -220,6 +235,114 @@ static struct pt_shm_region g_reg;
 static struct rank *g_ranks;
 static unsigned g_n;
 static bool g_verbose;
+static const char *g_dump_file;
+static unsigned g_dump_records = 40;
+
+/* Print (and save) a dump of the job; why: a line for its header. */
+static void job_dump(const char *why)
+{
+    pid_t *pids = calloc(g_n, sizeof *pids);
+    char err[128];
+    for (unsigned r = 0; pids && r < g_n; r++)
+        pids[r] = g_ranks[r].pid;
+    struct ptd_snap *s = pids ? ptd_collect(g_reg.base, g_reg.size, pids, why, err, sizeof err)
+                              : NULL;
+    free(pids);
+    if (!s) {
+        fprintf(stderr, "%s: no dump: %s\n", g_prog, pids ? err : "out of memory");
+        return;
+    }
+    fflush(stdout);
+    ptd_print(s, stderr, g_dump_records);
+    if (g_dump_file) {
+        int rc = ptd_save(s, g_dump_file);
+        if (rc)
+            fprintf(stderr, "%s: cannot save the dump to %s: %s\n", g_prog, g_dump_file,
+                    strerror(-rc));
+        else
+            fprintf(stderr, "%s: dump saved to %s (ptl_info --trace %s)\n", g_prog, g_dump_file,
+                    g_dump_file);
+    }
+    ptd_free(s);
+}
+
+/* Map a running job's region read-only: `job` is a pid (ptlrun's or a
+ * rank's: the region is one of its open files) or a named job's name. */
+static int map_job(const char *job, void **base_p, uint64_t *size_p)
+{
+    int fd = -1;
+    char *end;
+    long pid = strtol(job, &end, 10);
+    if (*job && !*end && pid > 0) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+        DIR *d = opendir(dir);
+        if (!d)
+            return -errno;
+        struct dirent *e;
+        char pfx[64];
+        snprintf(pfx, sizeof pfx, "/dev/shm/ptl-%u-", (unsigned)getuid());
+        while (fd < 0 && (e = readdir(d))) {
+            char path[PATH_MAX], link[PATH_MAX];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            ssize_t n = readlink(path, link, sizeof link - 1);
+            if (n <= 0)
+                continue;
+            link[n] = '\0';
+            if (strncmp(link, "/memfd:ptl-job", 14) && strncmp(link, pfx, strlen(pfx)))
+                continue;
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        closedir(d);
+        if (fd < 0)
+            return -ENOENT;
+    } else {
+        char name[96];
+        int rc = pt_shm_name(name, sizeof name, job);
+        if (rc)
+            return rc;
+        fd = shm_open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_uid != getuid()) {
+        close(fd);
+        return -EACCES;
+    }
+    void *b = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (b == MAP_FAILED)
+        return -errno;
+    *base_p = b;
+    *size_p = (uint64_t)st.st_size;
+    return 0;
+}
+
+static int dump_running_job(const char *job)
+{
+    void *base;
+    uint64_t size;
+    int rc = map_job(job, &base, &size);
+    if (rc) {
+        fprintf(stderr, "%s: --dump %s: no job region found (%s)\n", g_prog, job, strerror(-rc));
+        return 1;
+    }
+    char err[128], why[96];
+    snprintf(why, sizeof why, "ptlrun --dump %s", job);
+    struct ptd_snap *s = ptd_collect(base, size, NULL, why, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "%s: --dump %s: %s\n", g_prog, job, err);
+        munmap(base, size);
+        return 1;
+    }
+    ptd_print(s, stdout, g_dump_records);
+    if (g_dump_file && ptd_save(s, g_dump_file) != 0)
+        fprintf(stderr, "%s: cannot save the dump to %s\n", g_prog, g_dump_file);
+    ptd_free(s);
+    munmap(base, size);
+    return 0;
+}
 
 static int status_code(int ws)
 {
@@ -335,7 +458,10 @@ int main(int argc, char **argv)
     int ncpus = 0;
     const char *cpu_arg = NULL;
 
-    enum { O_CPUS = 256, O_HOST, O_TIMEOUT, O_GRACE, O_NAMED };
+    enum { O_CPUS = 256, O_HOST, O_TIMEOUT, O_GRACE, O_NAMED, O_DUMP, O_DUMP_FAIL, O_DUMP_FILE,
+           O_DUMP_RECS };
+    const char *dump_job = NULL;
+    bool dump_on_fail = false;
     static const struct option opts[] = {
         {"np", required_argument, NULL, 'n'},
         {"cpus", required_argument, NULL, O_CPUS},
@@ -343,6 +469,10 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"grace", required_argument, NULL, O_GRACE},
         {"named", no_argument, NULL, O_NAMED},
+        {"dump", required_argument, NULL, O_DUMP},
+        {"dump-on-fail", no_argument, NULL, O_DUMP_FAIL},
+        {"dump-file", required_argument, NULL, O_DUMP_FILE},
+        {"dump-records", required_argument, NULL, O_DUMP_RECS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -357,6 +487,18 @@ int main(int argc, char **argv)
         case O_TIMEOUT: timeout_s = parse_seconds("--timeout", optarg, false); break;
         case O_GRACE: grace_s = parse_seconds("--grace", optarg, true); break;
         case O_NAMED: named = true; break;
+        case O_DUMP: dump_job = optarg; break;
+        case O_DUMP_FAIL: dump_on_fail = true; break;
+        case O_DUMP_FILE: g_dump_file = optarg; break;
+        case O_DUMP_RECS: {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0 || v > 1000000)
+                die_usage("--dump-records: '%s' is not a count", optarg);
+            g_dump_records = (unsigned)v;
+            break;
+        }
         case 'v': g_verbose = true; break;
         case 'h': usage(stdout); return 0;
         case ':':
@@ -366,6 +508,11 @@ int main(int argc, char **argv)
                 die_usage("unknown option '-%c'", optopt);
             die_usage("unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (dump_job) {
+        if (n || optind < argc)
+            die_usage("--dump JOB starts nothing: no -n and no program");
+        return dump_running_job(dump_job);
     }
     if (n == 0)
         die_usage("the number of ranks is required (-n N)");
@@ -432,6 +579,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGUSR1); /* a dump on demand */
     sigprocmask(SIG_BLOCK, &mask, &oldmask);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) {
@@ -487,6 +635,12 @@ int main(int argc, char **argv)
             int sig = (int)si.ssi_signo;
             if (sig == SIGCHLD)
                 continue;
+            if (sig == SIGUSR1) {
+                char why[64];
+                snprintf(why, sizeof why, "SIGUSR1 from pid %u", (unsigned)si.ssi_pid);
+                job_dump(why);
+                continue;
+            }
             if (ext_sig) {
                 signal_all(SIGKILL); /* second signal: no more patience */
                 phase = KILL;
@@ -548,6 +702,9 @@ int main(int argc, char **argv)
             timed_out = true;
             fprintf(stderr, "%s: timeout after %g s: terminating %u ranks\n", g_prog,
                     timeout_s, alive_count());
+            char why[64];
+            snprintf(why, sizeof why, "--timeout %g s", timeout_s);
+            job_dump(why);
             pt_shm_fail_job(&g_reg, PTL_NI_FAIL);
             signal_all(SIGTERM);
             phase = TERM;
@@ -556,6 +713,7 @@ int main(int argc, char **argv)
             if (phase == GRACE) {
                 fprintf(stderr, "%s: %u ranks still running %g s after the failure: "
                                 "terminating\n", g_prog, alive_count(), grace_s);
+                job_dump("ranks stuck after a failure");
                 signal_all(SIGTERM);
                 phase = TERM;
                 t_phase = now + 1000000000ull;
@@ -570,6 +728,8 @@ int main(int argc, char **argv)
     }
 
     close(sfd);
+    if (dump_on_fail && (first_code || undetached_code || timed_out))
+        job_dump("--dump-on-fail: the job failed; every rank has ended");
     pt_shm_region_close(&g_reg, true);
     free(path);
     free(nidmap);

@@ -20,6 +20,7 @@
 #include "cpu.h"
 #include "log.h"
 #include "perturb.h"
+#include "trace.h"
 
 #include <p3api/misc.h>
 
@@ -74,7 +75,9 @@ int pt_shm_layout(uint32_t nranks, uint32_t slot_size, uint32_t qslots, struct p
     l->queue_bytes = (uint64_t)qslots * slot_size;
     l->recv_block = round_up(n * PT_CLS_NR * l->queue_bytes, PT_SHM_PAGE);
     /* n <= 2^10, queue_bytes <= 2^36: nothing above overflows 64 bits. */
-    l->total = l->off_slots + n * l->recv_block;
+    l->off_trace = l->off_slots + n * l->recv_block;
+    l->trace_bytes = PT_TRACE_AREA_BYTES;
+    l->total = l->off_trace + n * l->trace_bytes;
     return l->total > PT_SHM_MAX_BYTES ? -E2BIG : 0;
 }
 
@@ -167,6 +170,8 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
     h->off_slots = l->off_slots;
     h->queue_bytes = l->queue_bytes;
     h->recv_block = l->recv_block;
+    h->off_trace = l->off_trace;
+    h->trace_bytes = l->trace_bytes;
     h->owner_probe_addr = pt_cma_probe_addr();
     ST_RELAXED(&h->job_failed, 0);
     ST_RELAXED(&h->first_dead, -1);
@@ -344,7 +349,8 @@ static int region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
     if (pt_shm_layout(id->nranks, id->slot_size, id->qslots, l) != 0 || l->total != size ||
         l->off_ranks != id->off_ranks || l->off_qhdrs != id->off_qhdrs ||
         l->off_slots != id->off_slots || l->queue_bytes != id->queue_bytes ||
-        l->recv_block != id->recv_block) {
+        l->recv_block != id->recv_block || l->off_trace != id->off_trace ||
+        l->trace_bytes != id->trace_bytes) {
         *why = "region layout differs from this library's";
         return -EPROTO;
     }
@@ -1259,6 +1265,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     info_p->jid = id.jid;
     info_p->cma_ok = cma_ok;
     info_p->cma_why = cma_why;
+    info_p->trace_area = pt_shm_trace_area(base, &l, me);
+    info_p->trace_bytes = l.trace_bytes;
     return 0;
 
 fail:

@@ -23,6 +23,9 @@
  *              r's receive slots: [s][c] is qslots * slot_size bytes. Block r
  *              is bound to r's NUMA node when r attaches (first touch happens
  *              later, by the senders' writes, so the policy takes effect).
+ *   off_trace  nranks trace areas of trace_bytes (PT_TRACE_AREA_BYTES), area
+ *              r is rank r's flight recorder (util/trace.h): written by rank
+ *              r only, read by dumps (ptlrun), which may find it in any state.
  *
  * Queues. Each (s, r, c) queue is a util/spsc.h ring: producer is the token
  * holder of rank s's engine, consumer the token holder of rank r's engine.
@@ -38,7 +41,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   1u
+#define PT_SHM_VERSION   2u                     /* 2: trace areas          */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 1024u
@@ -73,6 +76,7 @@ struct pt_shm_hdr {
     uint64_t owner_probe_addr; /* address, in the owner's address space, of a
                                 * word holding PT_SHM_MAGIC: the CMA probe target
                                 * when no peer has attached yet                 */
+    uint64_t off_trace, trace_bytes; /* copy of pt_shm_layout(): trace areas     */
 
     /* Creator: ST_RELEASE(1) after everything else (R-READY).
      * Ranks: LD_ACQUIRE (A-READY) before reading anything else.               */
@@ -137,6 +141,8 @@ struct pt_shm_layout {
     uint64_t off_slots;    /* nranks receive blocks                              */
     uint64_t queue_bytes;  /* qslots * slot_size: one queue's slots              */
     uint64_t recv_block;   /* one receiver's slots, page rounded                 */
+    uint64_t off_trace;    /* nranks trace areas (util/trace.h)                  */
+    uint64_t trace_bytes;  /* one rank's trace area                              */
     uint64_t total;        /* region size                                        */
 };
 
@@ -156,6 +162,10 @@ static inline void *pt_shm_qslots(void *base, const struct pt_shm_layout *l, uin
 {
     return (char *)base + l->off_slots + (uint64_t)r * l->recv_block +
            ((uint64_t)s * 2 + c) * l->queue_bytes;
+}
+static inline void *pt_shm_trace_area(void *base, const struct pt_shm_layout *l, uint32_t r)
+{
+    return (char *)base + l->off_trace + (uint64_t)r * l->trace_bytes;
 }
 static inline struct pt_shm_rank *pt_shm_rankrec(void *base, const struct pt_shm_layout *l,
                                                  uint32_t r)

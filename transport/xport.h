@@ -60,6 +60,9 @@ struct pt_xport_info {
     uint32_t jid;         /* job id                                          */
     bool cma_ok;          /* process_vm_readv to peers works (probed)        */
     const char *cma_why;  /* if not, why (static string)                     */
+    void *trace_area;     /* this rank's flight-recorder area where others can
+                           * read it (the job region), or NULL (util/trace.h) */
+    uint64_t trace_bytes;
 };
 
 struct pt_xport_ops {

@@ -48,6 +48,8 @@ static struct pt_tunable g_table[] = {
       "library limit on MEs, MDs and EQs per NI (each)"),
     T("PTL_TIMING", timing, 0, 0, 1,
       "1: record per-stage timestamps (initiator and NIC-thread tables)"),
+    T("PTL_TRACE", trace, 0, 0, 1,
+      "1: every NI records its engine's decisions in a ring in the job region, shown by ptlrun's dump of a hung job (util/trace.h); off by default: it costs 8-16% of the 8 B ping-pong (bench/RESULTS.md)"),
     T("PTL_LOG_LEVEL", log_level, 1, 0, 3,
       "0 errors, 1 warnings, 2 info, 3 debug (stderr; never on the data path)"),
     T("PTL_PEER_TIMEOUT_MS", ni_fail_grace_ms, 2000, 10, 3600000,

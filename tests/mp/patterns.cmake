@@ -3,7 +3,10 @@
 # and mp_pat_<name>_host and run as
 #   mp_driver --no-residue -- ptlrun -n N [--host-matching] -- mp_patterns --check ...
 # It must print "ptl_patterns: OK"; a hang ends through its watchdog (exit 3,
-# one wait > 5 s) long before the CTest timeout.
+# one wait > 5 s) long before the CTest timeout. The ranks record their
+# engines (PTL_TRACE=1) and the watchdog asks ptlrun for a dump of the job
+# (SIGUSR1) before it exits, so a rare hang in CI arrives in the test log
+# with its explanation (tests/trace/trace_dump.sh watchdog checks that).
 #
 # The source is built here as mp_patterns (not the bench target ptl_patterns),
 # so the matrix exists when PTL_BUILD_BENCH is OFF (the ASan/TSan stages).
@@ -54,10 +57,10 @@ function(ptl_pattern name)
   foreach(mode offload host)
     if(mode STREQUAL "offload")
       set(hm "")
-      set(env PTL_OFFLOAD=1 ${T_ENV})
+      set(env PTL_OFFLOAD=1 PTL_TRACE=1 ${T_ENV})
     else()
       set(hm --host-matching)
-      set(env PTL_OFFLOAD=0 ${T_ENV})
+      set(env PTL_OFFLOAD=0 PTL_TRACE=1 ${T_ENV})
     endif()
     add_test(NAME mp_pat_${name}_${mode}
       COMMAND ${MP_DRV} --no-residue --within 50 --stdout-has "ptl_patterns: OK" --
