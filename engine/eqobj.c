@@ -38,6 +38,9 @@ int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p)
     if (!e)
         return PT_E_NOSPACE;
     e->q = q;
+    e->rd_cached = 0;
+    e->room_since = 0;
+    e->rd_gave_up = UINT64_MAX;
     nic->sr[PTL_SR_EQS_ALLOC]++;
     pt_obj_publish(&e->tag); /* q is visible before the handle validates */
     *h_p = pt_eqo_handle(nic, e);

@@ -6,6 +6,8 @@
  */
 #include "nic.h"
 
+#include <sched.h>
+
 static bool is_start(ptl_event_kind_t k)
 {
     return k == PTL_EVENT_GET_START || k == PTL_EVENT_PUT_START || k == PTL_EVENT_GETPUT_START ||
@@ -38,4 +40,62 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
     pt_eq_post(e->q, ev);
     PT_TRACE(nic, PT_TR_EVENT, (uint64_t)kind | (uint64_t)ev->ni_fail_type << 8);
     nic->events_posted = true;
+}
+
+/*
+ * A full EQ. Portals lets the oldest event be overwritten (the reader then
+ * gets PTL_EQ_DROPPED), but clients size EQs for the events that arrive
+ * between two of their reads (REF's put_bw: 5 events, one message in flight)
+ * and count on the engine not outrunning them by itself. It did: a reader
+ * that ran the engine inside PtlEQWait handled up to PT_RX_BATCH messages in
+ * one poll while their sender, ACKed each time, kept sending, and the NIC
+ * thread did the same while its application waited for the core. So a
+ * request whose START and END events do not fit is deferred (the engine's
+ * AGAIN: it stays queued, its sender held for the rest of the poll) until
+ * the reader has made room, for at most PTL_EQ_ROOM_WAIT_US (20 ms: on two
+ * cores shared by four ranks' eight threads a woken reader was seen to wait
+ * more than 2 ms for a core) per EQ; after
+ * that, and until the reader reads again, requests are delivered and the
+ * oldest events overwritten, as before (a reader that never reads, or that
+ * waits on another EQ for a message queued behind this one, costs that
+ * delay once, not per request). The NIC thread yields its core while it
+ * defers: the reader may be waiting for it. Not for an EQ smaller than the
+ * request's events. The hot path pays one compare with the cached read
+ * count. Responses (ACK, REPLY, SEND_END) are never deferred.
+ */
+bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
+{
+    unsigned opt = md->umd.options;
+    bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
+    uint64_t need = (sd && ed) ? 0 : (uint64_t)!sd + !ed;
+    if (!need || md->umd.eq_handle == PTL_EQ_NONE)
+        return true;
+    struct pt_eqo *e = pt_eqo_lookup(nic, md->umd.eq_handle);
+    if (!e || need > e->q->size || !nic->eq_room_ns)
+        return true;
+    struct pt_eq *q = e->q;
+    uint64_t w = LD_RELAXED(&q->write_count);
+    if (PT_LIKELY(w - e->rd_cached + need <= q->size))
+        return true;
+    e->rd_cached = LD_ACQUIRE(&q->read_count); /* pairs with the readers' CAS (eq.h) */
+    if (w - e->rd_cached + need <= q->size || e->rd_gave_up == e->rd_cached) {
+        e->room_since = 0;
+        return true;
+    }
+    uint64_t now = pt_now_ns();
+    if (!e->room_since) {
+        e->room_since = now;
+    } else if (now - e->room_since >= nic->eq_room_ns) {
+        e->room_since = 0;
+        e->rd_gave_up = e->rd_cached;
+        return true;
+    }
+    if (pt_wait_on_nic_thread()) {
+        if (nic->events_posted) { /* a reader asleep must hear of them now (D6) */
+            nic->events_posted = false;
+            pt_wait_events_posted(&nic->w);
+        }
+        sched_yield();
+    }
+    return false;
 }

@@ -79,6 +79,11 @@ struct pt_eqo {
                                    * its call: the slot is not reused (and q not
                                    * rewritten) before then (eqobj.c)        */
     uint32_t next_free;           /* free queue, or the retired list          */
+    /* [E] engine only (event.c, pt_ev_room): the readers' read_count as
+     * last read; since when a request has waited for room (0: none); the
+     * read_count at which the engine last stopped waiting (UINT64_MAX:
+     * never). Set when the EQ is made. */
+    uint64_t rd_cached, room_since, rd_gave_up;
 };
 
 /* Free slots of one table, oldest first: index + 1 (0 = none), linked
@@ -290,6 +295,7 @@ struct pt_nic {
     struct pt_op *ops_pool;               /* the one allocation behind both lists       */
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
     bool events_posted;                   /* a wake check is due at the end of poll   */
+    uint64_t eq_room_ns;                  /* PTL_EQ_ROOM_WAIT_US (event.c, pt_ev_room) */
 
     pthread_t thread;
     bool has_thread;
@@ -396,6 +402,9 @@ void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out);
 
 /* events (event.c) */
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
+/* Room in md's EQ for the START and END events of one request (target
+ * side), or a reason not to wait for it; false: defer the request. */
+bool pt_ev_room(struct pt_nic *nic, struct pt_md *md);
 
 /* copy mode (copy.c) */
 enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len);

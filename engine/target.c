@@ -134,6 +134,9 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     }
 
     PT_TRACE(nic, PT_TR_MATCH, PT_TV_PTL(h->pt_index, mlen));
+    if (PT_UNLIKELY(!pt_ev_room(nic, md)))
+        return PT_E_AGAIN; /* its events would overwrite unread ones: event.c */
+
     /* Housekeeping: threshold, local offset, max_size (§6.3-§6.5). */
     pt_md_consume(nic, md);
     if (!(md->umd.options & PTL_MD_MANAGE_REMOTE))

@@ -198,6 +198,10 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
     }
 }
 
+static __thread bool tls_nic_thread;        /* set by pt_wait_nic_thread  */
+
+bool pt_wait_on_nic_thread(void) { return tls_nic_thread; }
+
 static __thread uint32_t tls_empty_polls;   /* consecutive empty polls      */
 static __thread uint64_t tls_empty_since;   /* clock at the first of them    */
 
@@ -257,6 +261,7 @@ void *pt_wait_nic_thread(void *arg)
     struct pt_wait *w = &nic->w;
     struct pt_waitword *b = w->bell;
     pt_nic_thread_start(nic); /* pinning */
+    tls_nic_thread = true;
     while (!LD_ACQUIRE(&w->stop)) {
         /* [S1] take the engine if free and run it */
         if (pt_wait_try_take(w))

@@ -174,6 +174,8 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
  * that much late (REF ringtest hung in offload mode, 4 ranks on 2 cores).
  * Thread-local state only; not a word of the protocol. */
 void pt_wait_polled_empty(bool empty);
+/* Is the calling thread an NI's NIC thread? */
+bool pt_wait_on_nic_thread(void);
 
 /* D6, producer half: the engine posted events or completions (token holder,
  * end of a poll). */
