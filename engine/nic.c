@@ -321,6 +321,17 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             return PT_E_NOSPACE;
         }
     }
+    nic->nomatch_since = calloc(nic->xi.nranks, sizeof *nic->nomatch_since);
+    if (!nic->nomatch_since) {
+        for (int c = 0; c < PT_CLS_NR; c++) {
+            free(nic->cin[c]);
+            free(nic->copy_busy[c]);
+        }
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_NOSPACE;
+    }
+    nic->nomatch_ns = (uint64_t)cfg->nomatch_us * 1000;
     nic->eq_room_ns = (uint64_t)cfg->eq_room_us * 1000;
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
@@ -457,6 +468,7 @@ void pt_nic_destroy(struct pt_nic *nic)
         }
     }
     free(nic->ops_pool);
+    free(nic->nomatch_since);
     for (int c = 0; c < PT_CLS_NR; c++) {
         free(nic->cin[c]);
         free(nic->copy_busy[c]);

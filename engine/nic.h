@@ -296,6 +296,9 @@ struct pt_nic {
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
     bool events_posted;                   /* a wake check is due at the end of poll   */
     uint64_t eq_room_ns;                  /* PTL_EQ_ROOM_WAIT_US (event.c, pt_ev_room) */
+    uint64_t nomatch_ns;                  /* PTL_NOMATCH_WAIT_US (target.c)            */
+    uint64_t *nomatch_since;              /* [sender]: since when its first request
+                                           * waits for a match entry (0: none)        */
 
     pthread_t thread;
     bool has_thread;

@@ -9,6 +9,7 @@
 #include "nic.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
@@ -80,6 +81,37 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
     ev->ni_fail_type = PTL_NI_OK;
 }
 
+/*
+ * A request that matches nothing. Portals drops it, and we do, but not at
+ * once: the NIC thread handles a message the moment it arrives, often before
+ * the target's application has attached the entry it was meant for (two
+ * processes started together; REF's partner_handshake then resends after a
+ * second, and two such timers racing each other left a side waiting forever
+ * for an ACK: ringtest, locktest, put_bw and put_pp hung in offload mode).
+ * Host matching never dropped those: the message waited in the queue until
+ * the target called in, and its PtlMEAttach ran first. So an unmatched
+ * request is deferred (AGAIN: it stays queued, its sender's later messages
+ * behind it) and matched again on each poll for up to PTL_NOMATCH_WAIT_US
+ * (20 ms) before it is dropped; the NIC thread yields its core meanwhile, to
+ * the application that may be attaching. One timestamp per sender: only the
+ * sender's oldest request can wait. A request that matches clears it.
+ */
+static bool nomatch_expired(struct pt_nic *nic, uint32_t peer)
+{
+    if (!nic->nomatch_ns)
+        return true;
+    uint64_t now = pt_now_ns(), *since = &nic->nomatch_since[peer];
+    if (!*since) {
+        *since = now;
+    } else if (now - *since >= nic->nomatch_ns) {
+        *since = 0;
+        return true;
+    }
+    if (pt_wait_on_nic_thread())
+        sched_yield();
+    return false;
+}
+
 int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     PT_TM_BEGIN(t);
@@ -113,6 +145,10 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     if (h->op == PT_W_GET && md && pt_nic_choose(nic, mlen) != PT_PROTO_EAGER &&
         (!nic->ops_free || nic->copy_busy[PT_CLS_RSP][peer]))
         return PT_E_AGAIN; /* no side effect yet: retried on a later poll */
+    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer)))
+        return PT_E_AGAIN; /* no side effect yet: matched again on a later poll */
+    if (md && PT_UNLIKELY(nic->nomatch_since[peer]))
+        nic->nomatch_since[peer] = 0;
     if (!md) {
         drop(nic, h);
         if (copy && h->rlength > h->inline_len) { /* swallow the fragments that follow */

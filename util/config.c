@@ -22,6 +22,8 @@ static struct pt_tunable g_table[] = {
       "microseconds an idle NIC thread polls before it sleeps on its doorbell"),
     T("PTL_WAKE_BACKSTOP_MS", wake_backstop_ms, 100, 0, 60000,
       "a sleeping engine looks for work at least this often (0: never): only a peer that wrote the doorbell words (a fault) makes it find any; then logged, and 1 ms from there on"),
+    T("PTL_NOMATCH_WAIT_US", nomatch_us, 20000, 0, 10000000,
+      "a request that matches no entry is dropped only after it matched nothing for this long (its sender's later messages wait behind it): a peer still attaching its entries does not lose it (0: drop at once)"),
     T("PTL_EQ_ROOM_WAIT_US", eq_room_us, 20000, 0, 10000000,
       "a request whose events would overwrite unread ones in its EQ waits this long for the reader (once until the reader reads again), then overwrites them (0: at once, no waiting)"),
     T("PTL_WAIT_SPIN_US", wait_spin_us, 1000, 0, 10000000,

@@ -1,0 +1,98 @@
+/*
+ * mp_nomatch - a put that arrives before its match entry (engine/target.c,
+ * nomatch_expired): Portals drops a request that matches nothing, but the
+ * engine waits PTL_NOMATCH_WAIT_US before it does, as host matching did
+ * implicitly (REF's partner_handshake hung in offload mode without it).
+ *
+ *   1. rank 0 puts as soon as it leaves a barrier; rank 1 attaches the entry
+ *      5 ms after the same barrier: PUT_END with the data, no drop counted.
+ *   2. a put that matches nothing at all is still dropped (the drop counter
+ *      goes up by one, no event), and the put rank 0 sends right after it to
+ *      an existing entry arrives after the drop: nothing overtook, nothing
+ *      was lost.
+ * Run with PTL_NOMATCH_WAIT_US=0, case 1 fails in offload mode (the NIC
+ * thread drops the put before rank 1 attaches).
+ */
+#include "mp_util.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PT_T (MP_PT_USER + 6)
+#define LEN 64
+
+static ptl_sr_value_t drops(struct mp *m)
+{
+    ptl_sr_value_t v;
+    MP_CHECK(PtlNIStatus(m->ni, PTL_SR_DROP_COUNT, &v));
+    return v;
+}
+
+int main(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    const bool ini = m.rank == 0, tgt = m.rank == 1;
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint8_t src[LEN], dst[LEN], dst2[LEN];
+    mp_fill(src, LEN, 0, 6, 0);
+    memset(dst, 0, sizeof dst);
+    memset(dst2, 0, sizeof dst2);
+    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
+    if (ini)
+        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
+    ptl_sr_value_t d0 = tgt ? drops(&m) : 0;
+    mp_barrier(&m);
+
+    /* 1. the put comes first, the entry 5 ms later */
+    if (ini)
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 1, 0, 11));
+    if (tgt) {
+        usleep(5000);
+        mp_post(&m, PT_T, 1, dst, LEN, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq,
+                PTL_RETAIN, NULL);
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 2000))
+            mp_die("1: the put that came before its entry was lost");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 11 || ev.mlength != LEN)
+            mp_die("1: %s hdr_data %llu", PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        if (mp_check_pattern(dst, LEN, 0, 6, 0) >= 0)
+            mp_die("1: data differs");
+        if (drops(&m) != d0)
+            mp_die("1: a drop was counted");
+    }
+    mp_barrier(&m);
+
+    /* 2. no entry ever: still dropped; the next put (matching) arrives */
+    if (tgt)
+        mp_post(&m, PT_T, 2, dst2, LEN, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq,
+                PTL_RETAIN, NULL);
+    mp_barrier(&m);
+    if (ini) {
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 99, 0, 21)); /* no entry */
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 2, 0, 22));
+    }
+    if (tgt) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 2000))
+            mp_die("2: the put behind the unmatched one did not arrive");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 22)
+            mp_die("2: %s hdr_data %llu", PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        if (drops(&m) != d0 + 1)
+            mp_die("2: drop count went from %llu to %llu, expected +1",
+                   (unsigned long long)d0, (unsigned long long)drops(&m));
+        mp_expect_none(eq, 50, "2: after the drop");
+        printf("mp_nomatch: early put delivered, unmatched put dropped\n");
+    }
+    mp_barrier(&m);
+    mp_fini(&m);
+    if (m.rank == 0)
+        printf("OK\n");
+    return 0;
+}
