@@ -33,6 +33,7 @@ struct pt_config {
     int64_t cma;            /* PTL_CMA: 0 forbids process_vm_readv                   */
     int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
     int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
+    int64_t req_slots;      /* PTL_REQ_SLOTS: requests waiting for answers, per NI   */
     int64_t timing;         /* PTL_TIMING: per-stage instrumentation on              */
     int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */
     int64_t ni_fail_grace_ms; /* PTL_PEER_TIMEOUT_MS: how long a dead peer is waited */
