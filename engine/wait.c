@@ -327,10 +327,15 @@ static bool waiter_failed(struct pt_nic *nic, struct waiter *me, pt_ready_fn rea
 {
     struct pt_wait *w = &nic->w;
     for (uint64_t t0 = pt_now_ns(); !me->holding;) {
-        if (pt_wait_try_take(w))
+        if (pt_wait_try_take(w)) {
             me->holding = true;
-        else if (LD_ACQUIRE(&nic->failed) || pt_now_ns() - t0 >= PT_WAIT_FAIL_TAKE_NS)
+            break;
+        }
+        uint64_t t = pt_now_ns() - t0;
+        if (t >= PT_WAIT_FAIL_TAKE_NS && (LD_ACQUIRE(&nic->failed) || t >= PT_WAIT_FAIL_SEEN_NS))
             break; /* A-FAIL */
+        if (t < PT_WAIT_YIELD_NS)
+            CPU_RELAX();
         else
             sched_yield(); /* the holder may want this core to get there */
     }
