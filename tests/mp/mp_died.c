@@ -168,15 +168,23 @@ int main(int argc, char **argv)
     mp_init(&m, 2);
     MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &g_eq));
     MP_CHECK(PtlEQAlloc(m.ni, 8, PTL_EQ_HANDLER_NONE, &g_eqa));
-    static uint64_t peer_pid, my_pid;
+    static uint64_t peer_pid, my_pid, pid2;
     my_pid = (uint64_t)getpid();
     mp_post(&m, PT_N, B_PID, &peer_pid, sizeof peer_pid, 1, PTL_MD_OP_PUT, g_eq, PTL_RETAIN,
             NULL);
+    if (second && m.rank == 0) /* rank 2's pid, on an EQ of its own */
+        mp_post(&m, PT_N, B_PID + 2, &pid2, sizeof pid2, 1, PTL_MD_OP_PUT, g_eqa, PTL_RETAIN,
+                NULL);
     mp_barrier(&m);
     if (m.rank > 1) {
-        if (second && m.rank == 2)
-            exit(0); /* the first death: no PtlNIFini */
-        return 0;
+        if (!second || m.rank != 2)
+            return 0;
+        ptl_handle_md_t pmd = mp_bind(&m, &my_pid, sizeof my_pid, 1, 0, g_eq);
+        MP_CHECK(PtlPut(pmd, PTL_NO_ACK_REQ, m.ids[0], PT_N, 0, B_PID + 2, 0, 0));
+        const ptl_event_kind_t k2[2] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END};
+        mp_expect_all(g_eq, k2, 2, NULL, "rank 2's pid");
+        wait_sig("waiting for rank 0's word to leave");
+        exit(0); /* the first death: no PtlNIFini */
     }
 
     /* Exchange OS pids: the signals below go around Portals. */
@@ -200,7 +208,11 @@ int main(int argc, char **argv)
     }
 
     wait_sig("waiting for rank 1 to leave Portals");
-    if (second) { /* until the NI has failed (rank 2's death) */
+    if (second) { /* rank 2 leaves; wait until the NI has failed */
+        const ptl_event_kind_t k2[2] = {PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
+        mp_expect_all(g_eqa, k2, 2, NULL, "rank 2's pid");
+        if (kill((pid_t)pid2, SIGUSR1))
+            mp_die("kill(rank 2)");
         ptl_event_t ev;
         int which, rc;
         uint64_t t0 = mp_now_ms();
