@@ -15,9 +15,6 @@
  *              MD has PTL_MD_ACK_DISABLE)
  *   GET     -> REPLY (eager data, or rendezvous descriptor) | NACK (dropped)
  *   GETPUT  -> REPLY | NACK
- * So every request that waits for an answer (a get, a getput, a rendezvous
- * put, a put asking for an ACK) gets exactly one; it carries the initiator's
- * record of it (`req`, engine/nic.h struct pt_ireq), which the answer echoes.
  *   REPLY (rendezvous) -> the initiator pulls, then sends RFIN (a response,
  *              sent only on the response class, which never blocks: see below);
  *              the RFIN echoes the reply's event fields, as FIN does the put's
@@ -25,7 +22,10 @@
  * written) still gets its FIN/RFIN, flagged PT_WF_FAIL: the other side's END
  * events (SEND_END and ACK, or GET_END) then carry PTL_NI_FAIL as well.
  * NACK is internal: the spec's "dropped, no event" stays true for the user; it
- * only releases the initiator's pending state for the MD.
+ * only releases the initiator's pending state for the MD (and its record).
+ * Every request that waits for an answer (a get, a getput, a rendezvous
+ * put, a put asking for an ACK) gets exactly one; it carries the initiator's
+ * record of it (`req`, engine/nic.h struct pt_ireq), which the answer echoes.
  */
 #ifndef PT_WIRE_H
 #define PT_WIRE_H
