@@ -1,10 +1,13 @@
 /*
  * initiator.c - the initiator side: Put/Get/GetPut commands become request
  * messages; ACK, FIN, REPLY and NACK responses become initiator events
- * (§6.6-§6.8). Engine-owned; token holder only.
+ * (§6.6-§6.8). A request that waits for its answer has a record (struct
+ * pt_ireq): when its target dies, the answer is made up here, failed.
+ * Engine-owned; token holder only.
  */
 #include "nic.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
@@ -42,6 +45,96 @@ static void send_ev_init(struct pt_nic *nic, ptl_event_t *ev, const struct pt_cm
     ev->ni_fail_type = PTL_NI_OK;
 }
 
+/* ---- requests waiting for their answers (struct pt_ireq, nic.h) --------- */
+
+int pt_ireq_init(struct pt_nic *nic, uint32_t n)
+{
+    nic->ireqs = calloc(n, sizeof *nic->ireqs);
+    nic->ireq_head = calloc(nic->xi.nranks, sizeof *nic->ireq_head);
+    if (!nic->ireqs || !nic->ireq_head) {
+        pt_ireq_fini(nic);
+        return PT_E_NOSPACE;
+    }
+    nic->ireq_n = n;
+    for (uint32_t i = n; i-- > 0;) {
+        nic->ireqs[i].id = i; /* the first life's id is i + n: never 0 */
+        nic->ireqs[i].next = nic->ireq_free;
+        nic->ireq_free = i + 1;
+    }
+    return PT_OK;
+}
+
+void pt_ireq_fini(struct pt_nic *nic)
+{
+    free(nic->ireqs);
+    free(nic->ireq_head);
+    nic->ireqs = NULL;
+    nic->ireq_head = NULL;
+}
+
+/* A record for command c's request to peer (the caller checked ireq_free). */
+static struct pt_ireq *ireq_new(struct pt_nic *nic, enum pt_ireq_kind kind, uint32_t peer,
+                                const struct pt_cmd *c)
+{
+    uint32_t s = nic->ireq_free;
+    struct pt_ireq *r = &nic->ireqs[s - 1];
+    nic->ireq_free = r->next;
+    uint32_t id = r->id + nic->ireq_n; /* same slot (n divides 2^32), next life */
+    r->id = id >= nic->ireq_n ? id : id + nic->ireq_n;
+    r->live = 1;
+    r->kind = (uint8_t)kind;
+    r->send_end = 0;
+    r->ack = 0;
+    r->peer = peer;
+    r->md = c->h;
+    r->link = 0;
+    r->pt_index = c->u.mv.pt_index;
+    r->match_bits = c->u.mv.match_bits;
+    r->remote_offset = c->u.mv.remote_offset;
+    r->local_offset = c->u.mv.local_offset;
+    r->length = c->u.mv.length;
+    r->hdr_data = c->u.mv.hdr_data;
+    r->prev = 0;
+    r->next = nic->ireq_head[peer];
+    if (r->next)
+        nic->ireqs[r->next - 1].prev = s;
+    nic->ireq_head[peer] = s;
+    nic->ireq_live++;
+    return r;
+}
+
+static void ireq_free(struct pt_nic *nic, struct pt_ireq *r)
+{
+    uint32_t s = (uint32_t)(r - nic->ireqs) + 1;
+    if (r->prev)
+        nic->ireqs[r->prev - 1].next = r->next;
+    else
+        nic->ireq_head[r->peer] = r->next;
+    if (r->next)
+        nic->ireqs[r->next - 1].prev = r->prev;
+    r->live = 0;
+    r->next = nic->ireq_free;
+    nic->ireq_free = s;
+    nic->ireq_live--;
+}
+
+/* The live record of ours that an answer from peer names, or NULL: stale
+ * (its request was failed when the peer died) or forged. */
+static struct pt_ireq *ireq_of(struct pt_nic *nic, const struct pt_wire_hdr *h, uint32_t peer)
+{
+    struct pt_ireq *r = &nic->ireqs[h->req & (nic->ireq_n - 1)];
+    return r->live && r->id == h->req && r->peer == peer && r->md == h->init_md ? r : NULL;
+}
+
+/* Is the target of a command known dead? One relaxed load while the job
+ * has not failed. */
+static bool peer_gone(struct pt_nic *nic, int rank)
+{
+    return PT_UNLIKELY(LD_RELAXED(&nic->failed)) && !nic->xo->peer_alive(nic->x, (uint32_t)rank);
+}
+
+static void ireq_fail(struct pt_nic *nic, struct pt_ireq *r);
+
 /* A command whose MD died or went inactive after the API validated it, or
  * whose target left the job: nothing is sent (the API already returned). */
 static int cmd_dropped(struct pt_nic *nic)
@@ -68,15 +161,32 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     if (!md)
         return cmd_dropped(nic);
     uint64_t len = c->u.mv.length;
+    bool ack = c->u.mv.ack == PTL_ACK_REQ, gone = peer_gone(nic, rank);
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
-    if (pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
+    if (!gone && pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
+    bool waits = ack || pk == PT_PROTO_RNDV || gone; /* for an answer: a record */
+    if (waits && !nic->ireq_free)
+        return PT_E_AGAIN; /* PTL_REQ_SLOTS requests wait for answers: retry later */
+    if (gone) { /* SEND_START, then SEND_END (and the ACK) as a failed FIN would */
+        pt_md_consume(nic, md);
+        ptl_event_t ev;
+        send_ev_init(nic, &ev, c, len);
+        pt_ev_post(nic, md, PTL_EVENT_SEND_START, &ev);
+        struct pt_ireq *r = ireq_new(nic, PT_IRQ_PUT, (uint32_t)rank, c);
+        r->link = (uint32_t)ev.link;
+        r->send_end = 1;
+        r->ack = ack;
+        md->pending++;
+        ireq_fail(nic, r);
+        return PT_OK;
+    }
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
     if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN; /* out of credits to that target: retry later */
     hdr_init(nic, h, PT_W_PUT, c);
-    if (c->u.mv.ack == PTL_ACK_REQ)
+    if (ack)
         h->flags |= PT_WF_ACK_REQ;
     uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
     pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
@@ -86,6 +196,13 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     send_ev_init(nic, &ev, c, len);
     pt_ev_post(nic, md, PTL_EVENT_SEND_START, &ev);
     h->link = ev.link;
+    if (waits) {
+        struct pt_ireq *r = ireq_new(nic, PT_IRQ_PUT, (uint32_t)rank, c);
+        r->link = (uint32_t)ev.link;
+        r->send_end = pk == PT_PROTO_RNDV;
+        r->ack = ack;
+        h->req = r->id;
+    }
     if (pk == PT_PROTO_RNDV)
         md->pending++; /* the target reads our memory until its FIN */
     nic->sr[PTL_SR_SEND_COUNT]++;
@@ -107,12 +224,21 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
     struct pt_md *md = cmd_source(nic, c, c->h, &rank);
     if (!md)
         return cmd_dropped(nic);
+    if (!nic->ireq_free)
+        return PT_E_AGAIN;
+    if (peer_gone(nic, rank)) { /* REPLY_END as a failed reply would */
+        struct pt_ireq *r = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c);
+        md->pending++;
+        ireq_fail(nic, r);
+        return PT_OK;
+    }
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
     if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN;
     hdr_init(nic, h, PT_W_GET, c);
     h->hdr_data = 0;
+    h->req = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c)->id;
     /* No event and no threshold count at the call (REF/spec; Cray differs, §8.6).
      * The reply (or an internal NACK) always comes back: until then the MD is
      * busy, so it cannot be unlinked under the reply. */
@@ -128,11 +254,26 @@ int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
     struct pt_md *pmd = cmd_source(nic, c, c->u.mv.md2, &rank);
     if (!gmd || !pmd)
         return cmd_dropped(nic);
+    if (!nic->ireq_free)
+        return PT_E_AGAIN;
+    uint64_t len = c->u.mv.length;
+    if (peer_gone(nic, rank)) { /* nothing leaves: SEND_END fails, then REPLY_END */
+        pt_md_consume(nic, pmd);
+        ptl_event_t ev;
+        send_ev_init(nic, &ev, c, len);
+        pt_ev_post(nic, pmd, PTL_EVENT_SEND_START, &ev);
+        struct pt_ireq *r = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c);
+        gmd->pending++;
+        ev.ni_fail_type = PTL_NI_PEER_DIED;
+        pt_ev_post(nic, pmd, PTL_EVENT_SEND_END, &ev);
+        pt_md_check_unlink(nic, pmd, &ev);
+        ireq_fail(nic, r);
+        return PT_OK;
+    }
     struct pt_wire_hdr *h = nic->xo->reserve(nic->x, (uint32_t)rank, PT_CLS_REQ);
     if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN;
-    uint64_t len = c->u.mv.length;
     hdr_init(nic, h, PT_W_GETPUT, c);
     h->rlength = len;
     pt_proto_table[PT_PROTO_EAGER]->pack(h, &pmd->mem, c->u.mv.put_offset, len); /* <= max_getput_md */
@@ -141,6 +282,7 @@ int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
     send_ev_init(nic, &ev, c, len);
     pt_ev_post(nic, pmd, PTL_EVENT_SEND_START, &ev);
     h->link = ev.link;
+    h->req = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c)->id;
     gmd->pending++;
     pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     pt_ev_post(nic, pmd, PTL_EVENT_SEND_END, &ev);
@@ -182,8 +324,12 @@ static void deliver_ack(struct pt_nic *nic, struct pt_md *md, const struct pt_wi
     pt_md_check_unlink(nic, md, &ev);
 }
 
-int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
+int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
+    struct pt_ireq *r = ireq_of(nic, h, peer);
+    if (!r || r->kind != PT_IRQ_PUT || r->send_end)
+        return PT_OK; /* stale: the put already ended (its target died), or forged */
+    ireq_free(nic, r);
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (!md)
         return PT_OK; /* §6.2: late ACKs are silently discarded (not counted) */
@@ -191,11 +337,11 @@ int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h)
     return PT_OK;
 }
 
-int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h)
+/* A rendezvous put's FIN, or the one its dead target will not send: SEND_END
+ * (and the ACK, PT_WF_ACK) with fail. */
+static void complete_send(struct pt_nic *nic, struct pt_md *md, const struct pt_wire_hdr *h,
+                          ptl_ni_fail_t fail)
 {
-    struct pt_md *md = pt_md_lookup(nic, h->init_md);
-    if (!md || !md->pending)
-        return PT_OK;
     md->pending--;
     ptl_event_t ev;
     memset(&ev, 0, sizeof ev);
@@ -208,17 +354,36 @@ int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h)
     ev.offset = h->remote_offset;
     ev.hdr_data = h->hdr_data;
     ev.link = h->link;
-    /* The target's pull failed: so did the send (its ACK: what arrived). */
-    ev.ni_fail_type = (h->flags & PT_WF_FAIL) ? PTL_NI_FAIL : PTL_NI_OK;
+    ev.ni_fail_type = fail;
     pt_ev_post(nic, md, PTL_EVENT_SEND_END, &ev);
     if (h->flags & PT_WF_ACK)
-        deliver_ack(nic, md, h, ev.ni_fail_type);
+        deliver_ack(nic, md, h, fail);
     pt_md_check_unlink(nic, md, &ev);
+}
+
+int pt_rsp_fin(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
+{
+    struct pt_ireq *r = ireq_of(nic, h, peer);
+    if (!r || !r->send_end)
+        return PT_OK; /* stale or forged */
+    ireq_free(nic, r);
+    struct pt_md *md = pt_md_lookup(nic, h->init_md);
+    if (!md || !md->pending)
+        return PT_OK;
+    /* The target's pull failed: so did the send (its ACK: what arrived). */
+    complete_send(nic, md, h, (h->flags & PT_WF_FAIL) ? PTL_NI_FAIL : PTL_NI_OK);
     return PT_OK;
 }
 
-int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h)
+int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
+    struct pt_ireq *r = ireq_of(nic, h, peer);
+    if (!r || r->send_end)
+        return PT_OK; /* stale or forged */
+    bool get = r->kind == PT_IRQ_GET;
+    ireq_free(nic, r);
+    if (!get)
+        return PT_OK; /* a put that gets no ACK (dropped, or PTL_MD_ACK_DISABLE) */
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (md && md->pending) {
         md->pending--;
@@ -256,8 +421,11 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     bool rndv = h->flags & PT_WF_RNDV;
     struct pt_wire_hdr *rfin = NULL;
-    struct pt_md *md = pt_md_lookup(nic, h->init_md);
-    bool expected = md && md->pending; /* an MD of ours with a get outstanding */
+    struct pt_ireq *rq = ireq_of(nic, h, peer);
+    if (rq && rq->kind != PT_IRQ_GET)
+        rq = NULL;
+    struct pt_md *md = rq ? pt_md_lookup(nic, h->init_md) : NULL;
+    bool expected = md && md->pending; /* a get of ours, outstanding */
     if (rndv) {
         /* The RFIN slot must exist before we commit to anything. A reply we
          * do not expect (late, or forged) is dropped even when the slot is
@@ -267,6 +435,8 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         if (!rfin && expected)
             return PT_E_AGAIN;
     }
+    if (rq)
+        ireq_free(nic, rq);
     if (expected)
         md->pending--; /* the outstanding get is answered */
     if (!expected || !pt_md_active(md)) {
@@ -328,4 +498,77 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, ev.mlength));
     md->pending++;
     return PT_OK;
+}
+
+/* ---- a target that died: the answers that will not come ----------------- */
+
+/* A get's reply that will not come: REPLY_END (no REPLY_START: no reply
+ * began), nothing arrived; threshold and unlink as for a reply. */
+static void reply_failed(struct pt_nic *nic, struct pt_md *md, const struct pt_wire_hdr *f)
+{
+    if (!md->pending)
+        return;
+    md->pending--;
+    if (!pt_md_active(md)) { /* a reply to it would be dropped: so is this one */
+        pt_md_check_unlink(nic, md, NULL);
+        return;
+    }
+    pt_md_consume(nic, md);
+    ptl_event_t ev;
+    rsp_ev_init(&ev, f);
+    ev.rlength = f->rlength; /* what was asked for */
+    ev.mlength = 0;
+    ev.offset = f->local_offset;
+    ev.ni_fail_type = PTL_NI_PEER_DIED;
+    pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
+    pt_md_check_unlink(nic, md, &ev);
+}
+
+/* End request r, whose target died, as its answer would have, failed with
+ * PTL_NI_PEER_DIED: the answer is made up as the engine would have read it
+ * (from the target, with the job's uid and jid; mlength 0: nothing is known
+ * to have arrived), and goes where the answer would have gone. */
+static void ireq_fail(struct pt_nic *nic, struct pt_ireq *r)
+{
+    struct pt_wire_hdr f;
+    memset(&f, 0, sizeof f);
+    nic->xo->id_of(nic->x, r->peer, &f.src_nid, &f.src_pid);
+    f.uid = nic->uid;
+    f.jid = nic->jid;
+    f.pt_index = r->pt_index;
+    f.init_md = r->md;
+    f.link = r->link;
+    f.match_bits = r->match_bits;
+    f.remote_offset = r->remote_offset;
+    f.local_offset = r->local_offset;
+    f.rlength = r->length;
+    f.hdr_data = r->hdr_data;
+    if (r->ack)
+        f.flags = PT_WF_ACK;
+    bool get = r->kind == PT_IRQ_GET, send_end = r->send_end;
+    ireq_free(nic, r);
+    struct pt_md *md = pt_md_lookup(nic, f.init_md);
+    if (!md)
+        return; /* an ACK's MD may be gone: a late ACK would be discarded (§6.2) */
+    if (get)
+        reply_failed(nic, md, &f);
+    else if (send_end) {
+        if (md->pending) /* held until the FIN */
+            complete_send(nic, md, &f, PTL_NI_PEER_DIED);
+    } else
+        deliver_ack(nic, md, &f, PTL_NI_PEER_DIED);
+}
+
+void pt_ireq_fail_peer(struct pt_nic *nic, uint32_t peer)
+{
+    uint32_t s = nic->ireq_head[peer];
+    if (!s)
+        return;
+    while (nic->ireqs[s - 1].next) /* the list is newest first: end them oldest first */
+        s = nic->ireqs[s - 1].next;
+    while (s) {
+        struct pt_ireq *r = &nic->ireqs[s - 1];
+        s = r->prev;
+        ireq_fail(nic, r);
+    }
 }

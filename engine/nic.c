@@ -65,9 +65,9 @@ static int drain_cmds(struct pt_nic *nic)
 int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls)
 {
     int pt_req_handle(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
-    int pt_rsp_ack(struct pt_nic *, struct pt_wire_hdr *);
-    int pt_rsp_fin(struct pt_nic *, struct pt_wire_hdr *);
-    int pt_rsp_nack(struct pt_nic *, struct pt_wire_hdr *);
+    int pt_rsp_ack(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
+    int pt_rsp_fin(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
+    int pt_rsp_nack(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_reply(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *);
 
@@ -88,9 +88,9 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
             return pt_req_handle(nic, h, peer);
     } else {
         switch (h->op) {
-        case PT_W_ACK: return pt_rsp_ack(nic, h);
-        case PT_W_FIN: return pt_rsp_fin(nic, h);
-        case PT_W_NACK: return pt_rsp_nack(nic, h);
+        case PT_W_ACK: return pt_rsp_ack(nic, h, peer);
+        case PT_W_FIN: return pt_rsp_fin(nic, h, peer);
+        case PT_W_NACK: return pt_rsp_nack(nic, h, peer);
         case PT_W_REPLY: return pt_rsp_reply(nic, h, peer);
         case PT_W_RFIN: return pt_rsp_rfin(nic, h);
         default: break;
@@ -137,11 +137,17 @@ static int drain_rx(struct pt_nic *nic)
     return work;
 }
 
+static void fail_dead_peers(struct pt_nic *nic, bool all);
+
 int pt_nic_poll_once(struct pt_nic *nic)
 {
     uint32_t jf = nic->xo->job_failed(nic->x); /* one relaxed load of the region */
-    if (PT_UNLIKELY(jf) && !LD_RELAXED(&nic->failed))
-        pt_nic_fail(nic, jf);
+    if (PT_UNLIKELY(jf)) {
+        if (!LD_RELAXED(&nic->failed))
+            pt_nic_fail(nic, jf);
+        else if (nic->ireq_live)
+            fail_dead_peers(nic, false); /* a peer that died after the first */
+    }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     work += drain_rx(nic);
     if (nic->ops)
@@ -155,33 +161,51 @@ int pt_nic_poll_once(struct pt_nic *nic)
     return work;
 }
 
-void pt_nic_fail(struct pt_nic *nic, uint32_t code)
+/* Everything in flight with a dead peer ends now, failed with
+ * PTL_NI_PEER_DIED: the streams it was sending us (`all`: the first look,
+ * when the job failed) and the requests we sent it that wait for an answer.
+ * Only after the job failed: then every poll looks again, at the peers with
+ * requests outstanding (a peer that died after the first; peer_alive asks
+ * the kernel at most every 10 ms per peer). */
+static void fail_dead_peers(struct pt_nic *nic, bool all)
 {
-    ST_RELEASE(&nic->failed, code); /* waiters LD_RELAXED it after their wake */
-    PT_TRACE(nic, PT_TR_JOB_FAIL, code);
-    pt_log(PT_LOG_WARN, "NI failed: %s (a rank of the job died); in-flight operations "
-                        "with dead peers complete with that failure",
-           code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL");
-    /* Streams into us from dead peers will never finish: end them now. */
-    for (int c = 0; c < PT_CLS_NR; c++) {
-        for (uint32_t p = 0; p < nic->xi.nranks; p++) {
+    for (uint32_t p = 0; p < nic->xi.nranks; p++) {
+        bool streams = all && (nic->cin[PT_CLS_REQ][p].active || nic->cin[PT_CLS_RSP][p].active);
+        if ((!streams && !nic->ireq_head[p]) || nic->xo->peer_alive(nic->x, p))
+            continue;
+        for (int c = 0; c < PT_CLS_NR; c++) {
             struct pt_copyin *st = &nic->cin[c][p];
-            if (!st->active || nic->xo->peer_alive(nic->x, p))
+            if (!st->active)
                 continue;
             st->active = 0;
             PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
             if (st->md) {
-                st->ev.ni_fail_type = code;
+                st->ev.ni_fail_type = PTL_NI_PEER_DIED;
                 pt_ev_post(nic, st->md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END,
                            &st->ev);
                 st->md->pending--;
                 pt_md_check_unlink(nic, st->md, &st->ev);
             }
         }
+        pt_ireq_fail_peer(nic, p);
     }
+}
+
+void pt_nic_fail(struct pt_nic *nic, uint32_t code)
+{
+    PT_TRACE(nic, PT_TR_JOB_FAIL, code);
+    pt_log(PT_LOG_WARN, "NI failed: %s (a rank of the job died); in-flight operations "
+                        "with dead peers complete with that failure",
+           code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL");
+    /* What the dead peers sent before they died is taken first (bounded): an
+     * answer that arrived beats a failure. */
+    for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)
+        ;
+    fail_dead_peers(nic, true);
     /* Transfers with dead peers fail at their next step (the transport's pull
      * and reserve report it); make sure somebody runs them, and wake waiters. */
     nic->events_posted = true;
+    ST_RELEASE(&nic->failed, code); /* R-FAIL: after the failures' events; pairs with A-FAIL */
     pt_wait_wake_everyone(&nic->w);
 }
 
@@ -365,6 +389,17 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->ops_free = &ops[i];
     }
     nic->ops = NULL;
+    uint32_t nreq = 16;
+    while (nreq < (uint32_t)cfg->req_slots)
+        nreq <<= 1;
+    if (pt_ireq_init(nic, nreq)) {
+        free(ops);
+        pt_obj_tables_fini(nic);
+        pt_nic_trace_stop(nic);
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_NOSPACE;
+    }
     nic->sr[PTL_SR_PTLS_MAX] = nic->npt;
     ST_RELAXED(&nic->tag, (gen << 1) | 1u);
 
@@ -469,6 +504,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     }
     free(nic->ops_pool);
     free(nic->nomatch_since);
+    pt_ireq_fini(nic);
     for (int c = 0; c < PT_CLS_NR; c++) {
         free(nic->cin[c]);
         free(nic->copy_busy[c]);

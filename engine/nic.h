@@ -134,6 +134,31 @@ struct pt_copyin {
     struct pt_wire_hdr ack_hdr;
 };
 
+/* An initiator request that waits for its answer (wire.h): a GET or GETPUT
+ * for its REPLY or NACK, a rendezvous PUT for its FIN, a PUT asking for an
+ * ACK for its ACK or NACK. If its target dies first, the record says what to
+ * post instead (pt_ireq_fail_peer): REPLY_END, SEND_END, ACK with
+ * PTL_NI_PEER_DIED. One per request from a fixed table (PTL_REQ_SLOTS):
+ * taken when the request is sent, threaded on its target's list, freed by
+ * the answer, which finds it by the id the request carried (wire `req`), in
+ * O(1); only the death path walks a list. An answer whose id names no live
+ * record of its sender (the request was failed when its sender died) is
+ * stale and dropped. [E] */
+enum pt_ireq_kind { PT_IRQ_GET, PT_IRQ_PUT };
+struct pt_ireq {
+    uint32_t id;                 /* slot + k * table size; issued ids are > size */
+    uint32_t peer;               /* the target's rank                            */
+    uint32_t md;                 /* initiator MD handle (GET: the get MD)       */
+    uint32_t link;               /* PUT: SEND_START's link                      */
+    uint8_t live;
+    uint8_t kind;                /* enum pt_ireq_kind                           */
+    uint8_t send_end;            /* PUT: SEND_END waits for the FIN (rendezvous) */
+    uint8_t ack;                 /* PUT: an ACK was asked for                   */
+    uint32_t pt_index;
+    uint32_t prev, next;         /* the peer's list (slot + 1; 0: none); free: next */
+    uint64_t match_bits, remote_offset, local_offset, length, hdr_data;
+};
+
 /* ---- command ring (API thread -> engine) --------------------------------- */
 
 enum pt_cmd_op {
@@ -236,7 +261,11 @@ struct pt_cmdq {
 
 struct pt_nic {
     struct pt_wait w;                     /* the waiting protocol (wait.h)             */
-    _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed      */
+    _Atomic uint32_t failed;              /* [A] PTL_NI_* code once the job failed: the
+                                           * engine ST_RELEASEs it after it failed what
+                                           * depended on the dead peers (R-FAIL), so a
+                                           * waiter that LD_ACQUIREs it finds their
+                                           * END events posted (A-FAIL, wait.c)         */
     _Atomic uint32_t dead;                /* [A] PtlNIFini began: ST_RELEASE 1 by it, before
                                            * its wake-up; waiters read it after theirs */
 
@@ -299,6 +328,12 @@ struct pt_nic {
     uint64_t nomatch_ns;                  /* PTL_NOMATCH_WAIT_US (target.c)            */
     uint64_t *nomatch_since;              /* [sender]: since when its first request
                                            * waits for a match entry (0: none)        */
+
+    /* requests waiting for their answers [E] (struct pt_ireq) */
+    struct pt_ireq *ireqs;                /* [ireq_n], ireq_n a power of two          */
+    uint32_t ireq_n, ireq_free;           /* free list: slot + 1 (0: none)            */
+    uint32_t *ireq_head;                  /* [nranks]: each target's list (slot + 1)  */
+    uint32_t ireq_live;
 
     pthread_t thread;
     bool has_thread;
@@ -429,5 +464,12 @@ static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
 /* in-flight ops */
 struct pt_op *pt_op_get(struct pt_nic *nic);
 void pt_op_put(struct pt_nic *nic, struct pt_op *op);
+
+/* requests waiting for answers (initiator.c) */
+int pt_ireq_init(struct pt_nic *nic, uint32_t n);  /* n: power of two; PT_E_NOSPACE */
+void pt_ireq_fini(struct pt_nic *nic);
+/* The requests to a dead peer end now: REPLY_END, SEND_END and ACK with
+ * PTL_NI_PEER_DIED, oldest first (nic.c, fail_dead_peers, on the death path). */
+void pt_ireq_fail_peer(struct pt_nic *nic, uint32_t peer);
 
 #endif

@@ -210,7 +210,10 @@ int pt_nic_call_out(struct pt_nic *nic, struct pt_cmd *cmd, struct pt_done *out)
     int rc = pt_nic_submit(nic, cmd);
     if (rc)
         return rc;
-    pt_wait_until(nic, done_ready, out, -1);
+    /* A failed job ends waits for events, not this one: the engine still
+     * runs local commands (and PtlNIFini waits for us to leave). */
+    while (!pt_wait_until(nic, done_ready, out, -1))
+        ;
     return out->rc;
 }
 

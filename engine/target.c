@@ -29,6 +29,7 @@ static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
     r->rlength = h->rlength;
     r->hdr_data = h->hdr_data;
     r->link = h->link;
+    r->req = h->req;
 }
 
 /* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
@@ -165,6 +166,9 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             rsp_init(nic, rsp, PT_W_FIN, h);
             rsp->flags = PT_WF_DROPPED;
             pt_xmit(nic, peer, PT_CLS_RSP, rsp);
+        } else if (ack) { /* no ACK will come: release the initiator's record */
+            rsp_init(nic, rsp, PT_W_NACK, h);
+            pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         }
         return PT_OK;
     }
@@ -213,6 +217,9 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                     rsp_init(nic, &st->ack_hdr, PT_W_ACK, h);
                     st->ack_hdr.mlength = mlen;
                     st->ack_hdr.tgt_offset = off;
+                } else if (ack) { /* no ACK will come: release the initiator's record */
+                    rsp_init(nic, rsp, PT_W_NACK, h);
+                    pt_xmit(nic, peer, PT_CLS_RSP, rsp);
                 }
                 md->pending++;
                 return PT_OK;
@@ -223,6 +230,9 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 rsp_init(nic, rsp, PT_W_ACK, h);
                 rsp->mlength = mlen;
                 rsp->tgt_offset = off;
+                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
+            } else if (ack) { /* the MD refuses ACKs: release the initiator's record */
+                rsp_init(nic, rsp, PT_W_NACK, h);
                 pt_xmit(nic, peer, PT_CLS_RSP, rsp);
             }
             pt_md_check_unlink(nic, md, &ev);

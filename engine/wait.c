@@ -347,17 +347,27 @@ static void waiter_leave(struct pt_nic *nic, struct waiter *me)
     }
 }
 
-/* The job failed: what live peers sent before may still be queued. Take the
- * engine (bounded) and poll until quiet so that it is delivered, then let
- * the caller decide. */
+/* The job failed: what live peers sent before may still be queued, and what
+ * depended on the dead peers ends with failed END events once the engine
+ * sees the failure (pt_nic_fail). Take the engine (bounded) and poll until
+ * quiet so that both are delivered; while another holds it, wait until it
+ * has seen the failure (A-FAIL pairs with R-FAIL, nic.c), so that those
+ * events come before PTL_FAIL. Then let the caller decide. */
 static bool waiter_failed(struct pt_nic *nic, struct waiter *me, pt_ready_fn ready, void *arg)
 {
     struct pt_wait *w = &nic->w;
-    for (uint64_t t0 = pt_now_ns(); !me->holding && pt_now_ns() - t0 < PT_WAIT_FAIL_TAKE_NS;) {
-        if (pt_wait_try_take(w))
+    for (uint64_t t0 = pt_now_ns(); !me->holding;) {
+        if (pt_wait_try_take(w)) {
             me->holding = true;
-        else
+            break;
+        }
+        uint64_t t = pt_now_ns() - t0;
+        if (t >= PT_WAIT_FAIL_TAKE_NS && (LD_ACQUIRE(&nic->failed) || t >= PT_WAIT_FAIL_SEEN_NS))
+            break; /* A-FAIL */
+        if (t < PT_WAIT_YIELD_NS)
             CPU_RELAX();
+        else
+            sched_yield(); /* the holder may want this core to get there */
     }
     if (me->holding)
         pt_nic_drain(nic, PT_WAIT_FAIL_POLLS);

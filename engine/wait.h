@@ -126,6 +126,8 @@ struct pt_wait {
 #define PT_WAIT_KICK_POLLS    8   /* D3: polls per drain round                      */
 #define PT_WAIT_CLOCK_EVERY  16   /* waiter reads the clock every 16 spins          */
 #define PT_WAIT_FAIL_TAKE_NS 10000000u /* a failed job: try 10 ms to take the token */
+#define PT_WAIT_FAIL_SEEN_NS 1000000000u /* ... or until the engine took the failure
+                                         * in (its failed END events), at most 1 s  */
 #define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
 #define PT_WAIT_YIELD_NS  20000u  /* a waiter not holding the engine spins this long,

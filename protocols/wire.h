@@ -10,7 +10,9 @@
  *
  * Messages and who answers them (requests always get at most one response):
  *   PUT     -> ACK (eager, if asked and allowed) | FIN (rendezvous; carries the
- *              ack flag so the initiator posts SEND_END then ACK)
+ *              ack flag so the initiator posts SEND_END then ACK) | NACK (an
+ *              eager put that asked for an ACK and gets none: dropped, or the
+ *              MD has PTL_MD_ACK_DISABLE)
  *   GET     -> REPLY (eager data, or rendezvous descriptor) | NACK (dropped)
  *   GETPUT  -> REPLY | NACK
  *   REPLY (rendezvous) -> the initiator pulls, then sends RFIN (a response,
@@ -20,7 +22,10 @@
  * written) still gets its FIN/RFIN, flagged PT_WF_FAIL: the other side's END
  * events (SEND_END and ACK, or GET_END) then carry PTL_NI_FAIL as well.
  * NACK is internal: the spec's "dropped, no event" stays true for the user; it
- * only releases the initiator's pending state for the MD.
+ * only releases the initiator's pending state for the MD (and its record).
+ * Every request that waits for an answer (a get, a getput, a rendezvous
+ * put, a put asking for an ACK) gets exactly one; it carries the initiator's
+ * record of it (`req`, engine/nic.h struct pt_ireq), which the answer echoes.
  */
 #ifndef PT_WIRE_H
 #define PT_WIRE_H
@@ -74,7 +79,8 @@ struct pt_wire_hdr {
     uint64_t hdr_data;
     uint64_t tgt_offset;     /* responses: offset used in the target MD           */
     uint32_t src_ospid;      /* rendezvous: OS pid that owns the remote iovecs     */
-    uint32_t xfer_id;        /* copy-mode transfer id (sender-chosen)             */
+    uint32_t req;            /* requests: the initiator's record of a request that
+                              * waits for its answer (0: none); responses echo it */
     uint64_t t_stamp;        /* instrumentation: sender TSC at send (0 when off)  */
     uint32_t tgt_link;       /* rendezvous REPLY: the target's GET_START link;
                               * the RFIN echoes it (with pt_index, match_bits,

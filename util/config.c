@@ -50,6 +50,8 @@ static struct pt_tunable g_table[] = {
       "highest portal index an NI offers (REF offers 7; Cray-era clients use up to 38)"),
     T("PTL_MAX_OBJECTS", max_objs, PT_CFG_MAX_OBJECTS, 16, PT_CFG_MAX_OBJECTS,
       "library limit on MEs, MDs and EQs per NI (each)"),
+    T("PTL_REQ_SLOTS", req_slots, 4096, 16, 1 << 20,
+      "initiator requests per NI that wait for their answer (gets, rendezvous puts, puts asking for an ACK; power of two): more wait in their command ring"),
     T("PTL_TIMING", timing, 0, 0, 1,
       "1: record per-stage timestamps (initiator and NIC-thread tables)"),
     T("PTL_TRACE", trace, 0, 0, 1,

@@ -35,6 +35,7 @@ struct pt_config {
     int64_t cma;            /* PTL_CMA: 0 forbids process_vm_readv                   */
     int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
     int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
+    int64_t req_slots;      /* PTL_REQ_SLOTS: requests waiting for answers, per NI   */
     int64_t timing;         /* PTL_TIMING: per-stage instrumentation on              */
     int64_t trace;          /* PTL_TRACE: the flight recorder (util/trace.h) on      */
     int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */

@@ -91,6 +91,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 h->init_md = g_mds[h->init_md % (uint32_t)g_nmd];
             if (kind & 8)
                 h->tgt_md = g_mds[h->tgt_md % (uint32_t)g_nmd];
+            /* ... and answers at requests that wait for one (nic.h, pt_ireq). */
+            struct pt_ireq *rq = &g_nic->ireqs[h->req & (g_nic->ireq_n - 1)];
+            if ((kind & 16) && rq->live) {
+                h->req = rq->id;
+                h->init_md = rq->md;
+            }
             pt_rx_dispatch(g_nic, h, 0, (kind & 3) ? PT_CLS_RSP : PT_CLS_REQ);
             break;
         }
