@@ -66,8 +66,8 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
 bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
 {
     unsigned opt = md->umd.options;
-    bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
-    uint64_t need = (sd && ed) ? 0 : (uint64_t)!sd + !ed;
+    uint64_t need = (uint64_t)!(opt & PTL_MD_EVENT_START_DISABLE) +
+                    !(opt & PTL_MD_EVENT_END_DISABLE);
     if (!need || md->umd.eq_handle == PTL_EQ_NONE)
         return true;
     struct pt_eqo *e = pt_eqo_lookup(nic, md->umd.eq_handle);
