@@ -25,13 +25,6 @@
 #define PT_T (MP_PT_USER + 3)
 #define QUIET_MS 200
 
-static ptl_sr_value_t drops(struct mp *m)
-{
-    ptl_sr_value_t v;
-    MP_CHECK(PtlNIStatus(m->ni, PTL_SR_DROP_COUNT, &v));
-    return v;
-}
-
 static void check_len(const ptl_event_t *ev, uint64_t mlen, const char *what)
 {
     if (ev->mlength != mlen)
@@ -60,7 +53,7 @@ int main(void)
         memset(dst, 0, sizeof dst);
         mp_post(&m, PT_T, 1, dst, 64, 2, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, eq, PTL_UNLINK,
                 NULL);
-        d0 = drops(&m);
+        d0 = mp_drops(&m);
     }
     mp_barrier(&m);
     if (ini) {
@@ -91,7 +84,7 @@ int main(void)
     }
     mp_barrier(&m); /* the barrier's messages follow the third put on the same queue */
     if (tgt) {
-        ptl_sr_value_t d = drops(&m);
+        ptl_sr_value_t d = mp_drops(&m);
         if (d != d0 + 1)
             mp_die("1: drop count went from %llu to %llu, expected +1", (unsigned long long)d0,
                    (unsigned long long)d);
@@ -149,7 +142,7 @@ int main(void)
             dst[i] = (uint8_t)(255 - i);
         mp_post(&m, PT_T, 4, dst, 100, 1, PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE, eq, PTL_UNLINK,
                 NULL);
-        d0 = drops(&m);
+        d0 = mp_drops(&m);
     }
     mp_barrier(&m);
     if (ini) {
@@ -182,7 +175,7 @@ int main(void)
         mp_expect(eq, PTL_EVENT_UNLINK, "4: auto-unlink after threshold 1");
     }
     mp_barrier(&m);
-    if (tgt && drops(&m) != d0 + 1)
+    if (tgt && mp_drops(&m) != d0 + 1)
         mp_die("4: the second get was not counted as dropped");
 
     /* 5. explicit unlink on the target */
@@ -193,7 +186,7 @@ int main(void)
     mp_barrier(&m);
     if (tgt) {
         MP_CHECK(PtlMDUnlink(tmd));
-        d0 = drops(&m);
+        d0 = mp_drops(&m);
     }
     mp_barrier(&m);
     if (ini) {
@@ -205,7 +198,7 @@ int main(void)
     mp_barrier(&m);
     if (tgt) {
         mp_expect_none(eq, 20, "5: explicit unlink (no event)");
-        if (drops(&m) != d0 + 1)
+        if (mp_drops(&m) != d0 + 1)
             mp_die("5: the put to the unlinked MD was not counted as dropped");
     }
 

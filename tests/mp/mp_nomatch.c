@@ -22,13 +22,6 @@
 #define PT_T (MP_PT_USER + 6)
 #define LEN 64
 
-static ptl_sr_value_t drops(struct mp *m)
-{
-    ptl_sr_value_t v;
-    MP_CHECK(PtlNIStatus(m->ni, PTL_SR_DROP_COUNT, &v));
-    return v;
-}
-
 int main(void)
 {
     struct mp m;
@@ -43,7 +36,7 @@ int main(void)
     ptl_handle_md_t imd = PTL_INVALID_HANDLE;
     if (ini)
         imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
-    ptl_sr_value_t d0 = tgt ? drops(&m) : 0;
+    ptl_sr_value_t d0 = tgt ? mp_drops(&m) : 0;
     mp_barrier(&m);
 
     /* 1. the put comes first, the entry 5 ms later */
@@ -62,7 +55,7 @@ int main(void)
                    (unsigned long long)ev.hdr_data);
         if (mp_check_pattern(dst, LEN, 0, 6, 0) >= 0)
             mp_die("1: data differs");
-        if (drops(&m) != d0)
+        if (mp_drops(&m) != d0)
             mp_die("1: a drop was counted");
     }
     mp_barrier(&m);
@@ -84,9 +77,9 @@ int main(void)
         if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 22)
             mp_die("2: %s hdr_data %llu", PtlEventKindStr(ev.type),
                    (unsigned long long)ev.hdr_data);
-        if (drops(&m) != d0 + 1)
+        if (mp_drops(&m) != d0 + 1)
             mp_die("2: drop count went from %llu to %llu, expected +1",
-                   (unsigned long long)d0, (unsigned long long)drops(&m));
+                   (unsigned long long)d0, (unsigned long long)mp_drops(&m));
         mp_expect_none(eq, 50, "2: after the drop");
         printf("mp_nomatch: early put delivered, unmatched put dropped\n");
     }

@@ -36,6 +36,13 @@ static void on_term(int sig)
 
 void mp_doing(const char *what) { atomic_store_explicit(&g_doing, what, memory_order_relaxed); }
 
+ptl_sr_value_t mp_drops(struct mp *m)
+{
+    ptl_sr_value_t v;
+    MP_CHECK(PtlNIStatus(m->ni, PTL_SR_DROP_COUNT, &v));
+    return v;
+}
+
 uint64_t mp_now_ms(void)
 {
     struct timespec ts;

@@ -103,6 +103,9 @@ int64_t mp_check_pattern(const void *buf, uint64_t len, unsigned who, unsigned t
 
 /* Monotonic milliseconds. */
 uint64_t mp_now_ms(void);
+
+/* The NI's PTL_SR_DROP_COUNT. */
+ptl_sr_value_t mp_drops(struct mp *m);
 /* The job region (ptlrun's memfd: PTL_JOB_FD, PTL_JOB_SIZE) mapped read-write
  * into this rank, for the tests that play a hostile rank; dies if absent. */
 char *mp_map_job_region(void);
