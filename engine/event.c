@@ -19,6 +19,22 @@ static bool is_end(ptl_event_kind_t k)
            k == PTL_EVENT_REPLY_END || k == PTL_EVENT_SEND_END;
 }
 
+/* The EQ an MD names is looked up at every post (an EQ freed under an MD is a
+ * user error the spec allows: its events are then lost, memory is not
+ * corrupted). The engine (token holder) remembers the last handle it
+ * resolved; retiring that EQ, also done by the engine, clears it (obj.c). */
+static inline struct pt_eqo *ev_eqo(struct pt_nic *nic, uint32_t h)
+{
+    if (h == nic->ev_eq_h)
+        return nic->ev_eq;
+    struct pt_eqo *e = pt_eqo_lookup(nic, h);
+    if (e) {
+        nic->ev_eq_h = h;
+        nic->ev_eq = e;
+    }
+    return e;
+}
+
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev)
 {
     unsigned opt = md->umd.options;
@@ -27,9 +43,7 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
         return;
     if (md->umd.eq_handle == PTL_EQ_NONE)
         return;
-    /* Look the EQ up at every post: an EQ freed under an MD (a user error the
-     * spec allows) then loses events instead of corrupting memory. */
-    struct pt_eqo *e = pt_eqo_lookup(nic, md->umd.eq_handle);
+    struct pt_eqo *e = ev_eqo(nic, md->umd.eq_handle);
     if (!e)
         return;
     ev->type = kind;
@@ -71,7 +85,7 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
                     !(opt & PTL_MD_EVENT_END_DISABLE);
     if (!need || md->umd.eq_handle == PTL_EQ_NONE)
         return true;
-    struct pt_eqo *e = pt_eqo_lookup(nic, md->umd.eq_handle);
+    struct pt_eqo *e = ev_eqo(nic, md->umd.eq_handle);
     if (!e || need > e->q->size || !nic->eq_room_ns)
         return true;
     struct pt_eq *q = e->q;

@@ -324,6 +324,8 @@ struct pt_nic {
     struct pt_op *ops_pool;               /* the one allocation behind both lists       */
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
     bool events_posted;                   /* a wake check is due at the end of poll   */
+    uint32_t ev_eq_h;                     /* [E] event.c's EQ lookup cache: handle, */
+    struct pt_eqo *ev_eq;                 /* and its live EQ (cleared at retire)     */
     uint64_t eq_room_ns;                  /* PTL_EQ_ROOM_WAIT_US (event.c, pt_ev_room) */
     uint64_t nomatch_ns;                  /* PTL_NOMATCH_WAIT_US (target.c)            */
     uint64_t *nomatch_since;              /* [sender]: since when its first request

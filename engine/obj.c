@@ -133,6 +133,8 @@ void pt_md_release(struct pt_nic *nic, struct pt_md *md)
  * neither list and counts against no limit but the table's. */
 void pt_eqo_retire(struct pt_nic *nic, struct pt_eqo *e)
 {
+    if (nic->ev_eq == e) /* event.c's lookup cache */
+        nic->ev_eq_h = PTL_EQ_NONE;
     obj_free(&e->tag);
     nic->eq_cnt--;
     nic->sr[PTL_SR_EQS_FREED]++;
