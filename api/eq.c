@@ -16,6 +16,7 @@ PTL_API int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_eq_handl
         *eq_handle = PTL_EQ_NONE;
         return PTL_OK;
     }
+    pt_eq_trash_drain(nic); /* freed rings first: their memory may serve this one */
     struct pt_eq *q = pt_eq_prepare(count, eq_handler); /* here, not in the engine */
     if (!q)
         return PTL_NO_SPACE;
@@ -38,7 +39,9 @@ PTL_API int PtlEQFree(ptl_handle_eq_t eq_handle)
     if (!nic || !pt_eqo_lookup(nic, eq_handle))
         return PTL_EQ_INVALID;
     struct pt_cmd c = {.op = PT_CMD_EQ_FREE, .h = eq_handle};
-    return pt_ptl_err(pt_nic_call(nic, &c));
+    int rc = pt_nic_call(nic, &c);
+    pt_eq_trash_drain(nic); /* rings freed by earlier calls, outside the engine */
+    return pt_ptl_err(rc);
 }
 
 /* Initiator stage timing: time spent waiting, attributed by what came back. */

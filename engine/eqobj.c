@@ -64,13 +64,38 @@ int pt_eq_cmd_free(struct pt_nic *nic, uint32_t h)
     return PT_OK;
 }
 
-/* Free a list of retired EQs: the rings, and the slots to the free queue. */
+/* Token holder: set a ring aside for an API thread to free. */
+static void trash_push(struct pt_nic *nic, struct pt_eq *q)
+{
+    struct pt_eq *old = LD_RELAXED(&nic->eq_trash);
+    do
+        q->next = old;
+    while (!RMW_CAS(&nic->eq_trash, &old, q)); /* pairs with the drain's XCHG */
+}
+
+void pt_eq_trash_drain(struct pt_nic *nic)
+{
+    if (!LD_RELAXED(&nic->eq_trash))
+        return;
+    struct pt_eq *q = RMW_XCHG(&nic->eq_trash, NULL); /* the whole list is ours */
+    while (q) {
+        struct pt_eq *next = q->next;
+        pt_eq_destroy(q);
+        q = next;
+    }
+}
+
+/* Free a list of retired EQs: the rings (set aside for an API thread, or at
+ * teardown freed here), and the slots to the free queue. */
 static void free_list(struct pt_nic *nic, uint32_t head, bool requeue)
 {
     while (head) {
         struct pt_eqo *e = &nic->eqs[head - 1];
         head = e->next_free;
-        pt_eq_destroy(e->q);
+        if (requeue)
+            trash_push(nic, e->q);
+        else
+            pt_eq_destroy(e->q);
         e->q = NULL;
         if (requeue)
             pt_eqo_enqueue(nic, e);

@@ -495,6 +495,7 @@ void pt_nic_destroy(struct pt_nic *nic)
         if (LD_RELAXED(&nic->eqs[i].tag) & 1u)
             pt_eq_destroy(nic->eqs[i].q);
     pt_eq_reclaim(nic, true);
+    pt_eq_trash_drain(nic);
     uint32_t n = LD_RELAXED(&nic->ncmdq);
     for (uint32_t i = 0; i < n; i++) {
         struct pt_cmdq *q = LD_RELAXED(&nic->cmdq[i]);

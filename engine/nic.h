@@ -303,6 +303,11 @@ struct pt_nic {
      * index + 1 lists through next_free. */
     uint32_t eq_retired, eq_waiting;
     struct pt_life_snap eq_grace;
+    /* Rings past their grace period, to be freed outside the engine (a big
+     * ring's free took seconds under TSan, with every other call waiting):
+     * pushed by the token holder (CAS), taken whole by API threads (XCHG) in
+     * PtlEQAlloc, PtlEQFree and teardown (eqobj.c, pt_eq_trash_drain). */
+    _Atomic(struct pt_eq *) eq_trash;
     uint32_t me_slots, md_slots, eq_slots; /* table sizes: limit + PT_H_FREE_DEPTH    */
     struct pt_portal *portals;
     uint32_t npt;
@@ -417,6 +422,8 @@ void pt_eqo_enqueue(struct pt_nic *nic, struct pt_eqo *e);
  * the engine (eqobj.c). NULL: count above 2^24 or no memory. */
 struct pt_eq *pt_eq_prepare(uint64_t count, ptl_eq_handler_t handler);
 void pt_eq_discard(struct pt_eq *q);
+/* API thread, outside the engine: free the rings the engine set aside. */
+void pt_eq_trash_drain(struct pt_nic *nic);
 /* Free the rings of freed EQs that no thread can still read (token holder,
  * or teardown: `all` frees every one). */
 void pt_eq_reclaim(struct pt_nic *nic, bool all);

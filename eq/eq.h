@@ -45,6 +45,8 @@ struct pt_eq {
     ptl_eq_handler_t handler;                 /* run by the reader after dequeue */
     struct pt_eq_slot *slots;
     _Atomic uint32_t overflow_warned;         /* readers: CAS 0->1 by the one that warns */
+    struct pt_eq *next;                       /* the owner's list link (the engine's
+                                               * rings to be freed: engine/eqobj.c) */
 };
 
 enum pt_eq_rc { PT_EQ_OK = 0, PT_EQ_DROPPED = 1, PT_EQ_EMPTY = 2 };
