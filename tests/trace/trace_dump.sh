@@ -14,7 +14,10 @@
 #             pulls it (mp_kill initiator); --dump-on-fail's dump shows the
 #             job failed (by rank 1, or by rank 0 when it left first: it
 #             exits without PtlNIFini once its END event failed), rank 1 dead and rank 0's failed transfer
-#             from peer 1 (xfer.FAIL), and rank 0's END event PEER_DIED.
+#             from peer 1 (xfer.FAIL), and rank 0's END event failed:
+#             PEER_DIED, or FAILED (PTL_NI_FAIL) when the pull failed before
+#             the death was seen (the killed rank is a zombie until ptlrun
+#             reaps it, and a pull from it fails at once).
 #   watchdog  the pattern matrix's program; rank 1 is stopped from outside
 #             mid-run: rank 0's watchdog fires and asks ptlrun for a dump,
 #             which is in the output (the test log) and names rank 1.
@@ -89,7 +92,7 @@ kill)
   has "$tmp/err" "^  rank 1 \(pid [0-9]+\) is GONE, marked dead in the job" "rank 1 dead"
   has "$tmp/err" "^  rank 0: xfer\.FAIL peer 1, [0-9]+ bytes" "rank 0's failed transfer"
   has "$tmp/err" "xfer\.start +peer 1, 67108864 bytes" "rank 0's trace: the transfer's start"
-  has "$tmp/err" "event +PTL_EVENT_PUT_END PEER_DIED" "rank 0's trace: PUT_END failed"
+  has "$tmp/err" "event +PTL_EVENT_PUT_END (PEER_DIED|FAILED)" "rank 0's trace: PUT_END failed"
   ;;
 watchdog)
   "$PTLRUN" -n 2 $hm --timeout 40 --dump-records 20 -- "$PAT" --check --watchdog 1 \
