@@ -6,8 +6,6 @@
  */
 #include "nic.h"
 
-#include <sched.h>
-
 static bool is_start(ptl_event_kind_t k)
 {
     return k == PTL_EVENT_GET_START || k == PTL_EVENT_PUT_START || k == PTL_EVENT_GETPUT_START ||
@@ -97,20 +95,12 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
         e->room_since = 0;
         return true;
     }
-    uint64_t now = pt_now_ns();
-    if (!e->room_since) {
-        e->room_since = now;
-    } else if (now - e->room_since >= nic->eq_room_ns) {
-        e->room_since = 0;
-        e->rd_gave_up = e->rd_cached;
-        return true;
+    if (nic->events_posted && pt_wait_on_nic_thread()) {
+        nic->events_posted = false; /* a reader asleep must hear of them now (D6) */
+        pt_wait_events_posted(&nic->w);
     }
-    if (pt_wait_on_nic_thread()) {
-        if (nic->events_posted) { /* a reader asleep must hear of them now (D6) */
-            nic->events_posted = false;
-            pt_wait_events_posted(&nic->w);
-        }
-        sched_yield();
-    }
-    return false;
+    if (!pt_wait_patience(&e->room_since, nic->eq_room_ns))
+        return false;
+    e->rd_gave_up = e->rd_cached;
+    return true;
 }

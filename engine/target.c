@@ -9,7 +9,6 @@
 #include "nic.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
 static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
@@ -99,18 +98,7 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
  */
 static bool nomatch_expired(struct pt_nic *nic, uint32_t peer)
 {
-    if (!nic->nomatch_ns)
-        return true;
-    uint64_t now = pt_now_ns(), *since = &nic->nomatch_since[peer];
-    if (!*since) {
-        *since = now;
-    } else if (now - *since >= nic->nomatch_ns) {
-        *since = 0;
-        return true;
-    }
-    if (pt_wait_on_nic_thread())
-        sched_yield();
-    return false;
+    return !nic->nomatch_ns || pt_wait_patience(&nic->nomatch_since[peer], nic->nomatch_ns);
 }
 
 int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)

@@ -202,6 +202,20 @@ static __thread bool tls_nic_thread;        /* set by pt_wait_nic_thread  */
 
 bool pt_wait_on_nic_thread(void) { return tls_nic_thread; }
 
+bool pt_wait_patience(uint64_t *since, uint64_t limit_ns)
+{
+    uint64_t now = pt_now_ns();
+    if (!*since) {
+        *since = now;
+    } else if (now - *since >= limit_ns) {
+        *since = 0;
+        return true;
+    }
+    if (tls_nic_thread)
+        sched_yield();
+    return false;
+}
+
 static __thread uint32_t tls_empty_polls;   /* consecutive empty polls      */
 static __thread uint64_t tls_empty_since;   /* clock at the first of them    */
 

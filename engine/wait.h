@@ -178,6 +178,12 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
 void pt_wait_polled_empty(bool empty);
 /* Is the calling thread an NI's NIC thread? */
 bool pt_wait_on_nic_thread(void);
+/* A bounded wait for the application to do something (read its EQ, attach
+ * an entry), taken one engine poll at a time by the token holder: false
+ * until limit_ns have passed since the first call (*since: 0 when not
+ * waiting), then true once, with *since back to 0. On the NIC thread each
+ * false yields the core: the thread waited for may share it. */
+bool pt_wait_patience(uint64_t *since, uint64_t limit_ns);
 
 /* D6, producer half: the engine posted events or completions (token holder,
  * end of a poll). */
