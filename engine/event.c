@@ -84,11 +84,11 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
     if (!need || md->umd.eq_handle == PTL_EQ_NONE)
         return true;
     struct pt_eqo *e = ev_eqo(nic, md->umd.eq_handle);
-    if (!e || need > e->q->size || !nic->eq_room_ns)
+    if (!e || need > e->q->size)
         return true;
     struct pt_eq *q = e->q;
     uint64_t w = LD_RELAXED(&q->write_count);
-    if (PT_LIKELY(w - e->rd_cached + need <= q->size))
+    if (PT_LIKELY(w - e->rd_cached + need <= q->size) || !nic->eq_room_ns)
         return true;
     e->rd_cached = LD_ACQUIRE(&q->read_count); /* pairs with the readers' CAS (eq.h) */
     if (w - e->rd_cached + need <= q->size || e->rd_gave_up == e->rd_cached) {
