@@ -164,7 +164,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
            code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL");
     /* Streams into us from dead peers will never finish: end them now. */
     for (int c = 0; c < PT_CLS_NR; c++) {
-        for (uint32_t p = 0; p < nic->xi.nranks; p++) {
+        for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
             struct pt_copyin *st = &nic->cin[c][p];
             if (!st->active || nic->xo->peer_alive(nic->x, p))
                 continue;
@@ -291,7 +291,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     int rc = pt_xport_open(nic->slot_size, qslots, pid, &nic->xo, &nic->x, &nic->xi);
     if (rc) {
         free(nic);
-        return rc == -EADDRINUSE ? PT_E_PID : PT_E_FAIL;
+        return rc == -EADDRINUSE ? PT_E_PID : rc == -ENOSPC ? PT_E_NOSPACE : PT_E_FAIL;
     }
     /* The region fixes the slot size for the whole job; adopt it. */
     nic->slot_size = nic->xi.slot_size;
@@ -309,8 +309,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->cma_ok = nic->xi.cma_ok && cfg->cma;
     nic->cma_min = (uint64_t)cfg->rndv_cma_min;
     for (int c = 0; c < PT_CLS_NR; c++) {
-        nic->cin[c] = calloc(nic->xi.nranks, sizeof *nic->cin[c]);
-        nic->copy_busy[c] = calloc(nic->xi.nranks, 1);
+        nic->cin[c] = calloc(nic->xi.nprocs, sizeof *nic->cin[c]);
+        nic->copy_busy[c] = calloc(nic->xi.nprocs, 1);
         if (!nic->cin[c] || !nic->copy_busy[c]) {
             for (int k = 0; k <= c; k++) {
                 free(nic->cin[k]);
