@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -241,6 +242,12 @@ static int clamp_limit(int desired, int lib)
     return desired > 0 && desired < lib ? desired : lib;
 }
 
+/* cin[] and copy_busy[] of every class, one per process slot of the job. */
+static size_t peer_state_bytes(const struct pt_nic *nic)
+{
+    return (size_t)PT_CLS_NR * nic->xi.nprocs * (sizeof(struct pt_copyin) + 1);
+}
+
 int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
                   uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p)
 {
@@ -308,18 +315,20 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->rndv_mode = (int)cfg->rndv_mode;
     nic->cma_ok = nic->xi.cma_ok && cfg->cma;
     nic->cma_min = (uint64_t)cfg->rndv_cma_min;
+    /* Per-peer stream state, sized by the job's process slots (ranks and
+     * guests): one anonymous mapping, off the application's heap (whose
+     * layout a client may depend on: transport/shm.c, open_locked). */
+    char *pm = mmap(NULL, peer_state_bytes(nic), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pm == MAP_FAILED) {
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_NOSPACE;
+    }
     for (int c = 0; c < PT_CLS_NR; c++) {
-        nic->cin[c] = calloc(nic->xi.nprocs, sizeof *nic->cin[c]);
-        nic->copy_busy[c] = calloc(nic->xi.nprocs, 1);
-        if (!nic->cin[c] || !nic->copy_busy[c]) {
-            for (int k = 0; k <= c; k++) {
-                free(nic->cin[k]);
-                free(nic->copy_busy[k]);
-            }
-            nic->xo->close(nic->x);
-            free(nic);
-            return PT_E_NOSPACE;
-        }
+        nic->cin[c] = (struct pt_copyin *)pm + (size_t)c * nic->xi.nprocs;
+        nic->copy_busy[c] = (uint8_t *)((struct pt_copyin *)pm + (size_t)PT_CLS_NR *
+                                        nic->xi.nprocs) + (size_t)c * nic->xi.nprocs;
     }
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
@@ -457,8 +466,8 @@ void pt_nic_destroy(struct pt_nic *nic)
     }
     free(nic->ops_pool);
     for (int c = 0; c < PT_CLS_NR; c++) {
-        free(nic->cin[c]);
-        free(nic->copy_busy[c]);
+        if (c == 0)
+            munmap(nic->cin[0], peer_state_bytes(nic));
     }
     pt_obj_tables_fini(nic);
     pt_nic_trace_stop(nic);

@@ -861,10 +861,14 @@ static int shm_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
         if (x->pids[r] == pid && x->nids[r] == nid)
             return (int)r;
     /* Not a rank: a guest, which may have joined after we attached. Its
-     * record is live (claimed and freed at run time): read it every time. */
+     * record is live (claimed and freed at run time): read it every time.
+     * A guest that left (PtlNIFini) keeps its id until its slot is claimed
+     * again, as a rank that left keeps its own: what is sent to it waits in
+     * its queues (and is dropped by the next claimer), no error. */
     for (uint32_t g = x->n; g < x->np; g++) {
         struct pt_shm_rank *rec = &x->ranks[g];
-        if (LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED && /* A-ATT pairs with R-ATT */
+        uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT pairs with R-ATT */
+        if ((st == PT_SHM_R_ATTACHED || st == PT_SHM_R_DETACHED) &&
             LD_RELAXED(&rec->pid) == pid && LD_RELAXED(&rec->nid) == nid)
             return (int)g;
     }
