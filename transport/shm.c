@@ -1287,10 +1287,6 @@ static int guest_claim(struct pt_xport *x, uint32_t want, const char *why)
 {
     const pid_t self = getpid();
     const uint32_t ng = x->np - x->n, nid = x->nids[0]; /* one host: the ranks' nid */
-    if (want != 0xffffffffu && !guest_pid_free(x, 0xffffffffu, nid, want)) {
-        pt_log(PT_LOG_ERR, "%s: Portals pid %u is taken by a process of the job", why, want);
-        return -EADDRINUSE;
-    }
     uint32_t g = x->n;
     for (; g < x->np; g++) {
         int32_t o = LD_RELAXED(&x->ranks[g].ospid);
