@@ -3,7 +3,7 @@
  *
  *   usage (under ptlrun -n 2): mp_join exchange|limit
  *
- * exchange: every rank posts a source buffer (gets) and forks after
+ * exchange: every rank posts a source buffer (gets, MANAGE_REMOTE) and forks after
  *   PtlNIInit. The child drops its parent's NI (PtlFini), re-initialises with
  *   PtlInit, PtlSetRank(its parent's rank), PtlSetPIDMap (every pid + size,
  *   so it asks for a pid of its own) and PtlNIInit(PTL_PID_ANY), checks that
@@ -170,8 +170,12 @@ int main(int argc, char **argv)
     mp_fill(src, LEN, m.rank, 5, 0);
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
-    mp_post(&m, PT_SRC, 5, src, LEN, PTL_MD_THRESH_INF, PTL_MD_OP_GET | PTL_MD_EVENT_START_DISABLE,
-            PTL_EQ_NONE, PTL_RETAIN, NULL);
+    /* MANAGE_REMOTE: the other rank and the other rank's child both get the
+     * whole buffer from offset 0 (with a local offset, the second get would
+     * start at LEN, not fit, and be dropped: a NACK, no event). */
+    mp_post(&m, PT_SRC, 5, src, LEN, PTL_MD_THRESH_INF,
+            PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE,
+            PTL_RETAIN, NULL);
     ptl_handle_md_t gmd = mp_bind(&m, got, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
     mp_barrier(&m);
     fflush(NULL);
