@@ -1,7 +1,7 @@
 /*
  * mp_join - processes that join a running job (issue 13 item 4).
  *
- *   usage (under ptlrun -n 2): mp_join exchange|limit
+ *   usage (under ptlrun -n 2): mp_join exchange|limit|killget
  *
  * exchange: every rank posts a source buffer (gets, MANAGE_REMOTE) and forks after
  *   PtlNIInit. The child drops its parent's NI (PtlFini), re-initialises with
@@ -14,7 +14,15 @@
  * limit: run with PTL_JOB_GUESTS=1. Rank 0's first child joins and holds the
  *   one guest slot; its second child's PtlNIInit must fail with PTL_NO_SPACE.
  *
- * Prints "rank 0: join OK" / "rank 0: limit OK".
+ * killget: rank 0's child joins as a guest, posts a source buffer and
+ *   tells its parent (a pipe); the parent stops it (SIGSTOP: in offload mode
+ *   its NIC thread would answer at once), gets from it, and 200 ms later,
+ *   the get still outstanding, kills it (SIGKILL). The get must fail within
+ *   PTL_PEER_TIMEOUT_MS + 10 s (a failed REPLY_END, or PTL_FAIL from the wait)
+ *   rather than hang; ptlrun reports the guest and fails the job (exit 1).
+ *
+ * Prints "rank 0: join OK" / "rank 0: limit OK" / "rank 0: the get from the
+ * killed guest failed".
  */
 #include "mp_util.h"
 
@@ -22,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +150,83 @@ static int child_limit(struct mp *m, bool expect_ok)
     return 0;
 }
 
+/* killget: the guest that will be killed with a get outstanding to it. */
+static int child_victim(struct mp *m, int ready_fd)
+{
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
+    if (rc != PTL_OK)
+        mp_die("victim: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    static uint8_t src[LEN];
+    mp_fill(src, LEN, 50, 5, 0);
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t meh;
+    ptl_handle_md_t mdh;
+    MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL,
+                  PTL_EQ_NONE};
+    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+    if (write(ready_fd, "r", 1) != 1)
+        mp_die("victim: cannot tell the parent");
+    for (;;)
+        pause(); /* stopped, then killed, by the parent */
+}
+
+static void killget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        mp_die("pipe failed");
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0) {
+        close(pfd[0]);
+        _exit(child_victim(m, pfd[1]));
+    }
+    close(pfd[1]);
+    char b;
+    ssize_t n;
+    while ((n = read(pfd[0], &b, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 1)
+        mp_die("the victim ended before it joined");
+    /* Stopped for sure (every thread: the group stop is complete when
+     * waitpid reports it) before the get is posted. */
+    int ws;
+    kill(c, SIGSTOP);
+    if (waitpid(c, &ws, WUNTRACED) != c || !WIFSTOPPED(ws))
+        mp_die("the victim did not stop (status %#x)", ws);
+    ptl_process_id_t victim = {m->ids[0].nid, m->ids[0].pid + m->size};
+    MP_CHECK(PtlGet(gmd, victim, PT_SRC, 0, 5, 0));
+    usleep(200000); /* the request waits in the stopped guest's queue */
+    fprintf(stderr, "rank 0: killing the guest (pid %d) with a get outstanding to it\n", (int)c);
+    kill(c, SIGKILL);
+    (void)waitpid(c, &ws, 0);
+    const char *how = NULL;
+    for (uint64_t t0 = mp_now_ms(); !how && mp_now_ms() - t0 < 30000;) {
+        ptl_event_t ev;
+        int rc = PtlEQPoll(&eq, 1, 100, &ev, &(int){0});
+        if (rc == PTL_EQ_EMPTY)
+            continue;
+        if (rc == PTL_FAIL)
+            how = "the wait returned PTL_FAIL";
+        else if (rc != PTL_OK)
+            mp_die("PtlEQPoll: %s", PtlErrorStr((unsigned)rc));
+        else if (ev.type == PTL_EVENT_REPLY_END && ev.ni_fail_type != PTL_NI_OK)
+            how = "REPLY_END failed";
+        else if (ev.type == PTL_EVENT_REPLY_END)
+            mp_die("the get from the killed guest succeeded");
+    }
+    if (!how)
+        mp_die("the get from the killed guest neither failed nor ended within 30 s");
+    printf("rank 0: the get from the killed guest failed (%s)\n", how);
+    fflush(NULL);
+}
+
 /* Wait for a child, running our engine meanwhile (host-matching mode: the
  * child's get from us is answered only inside our calls). */
 static void reap(pid_t c, ptl_handle_eq_t eq, const char *what)
@@ -196,6 +282,23 @@ int main(int argc, char **argv)
         if (m.rank == 0)
             printf("rank 0: limit OK\n");
         mp_fini(&m);
+        return 0;
+    }
+
+    if (!strcmp(mode, "killget")) {
+        /* Rank 0 kills its guest; rank 1 waits for the job's failure. Both
+         * end without mp_fini (no barrier in a failed job). */
+        if (m.rank == 0) {
+            killget(&m, gmd, eq);
+        } else {
+            ptl_event_t ev;
+            uint64_t t0 = mp_now_ms();
+            int rc = PTL_EQ_EMPTY;
+            while (rc == PTL_EQ_EMPTY && mp_now_ms() - t0 < 30000)
+                rc = PtlEQPoll(&eq, 1, 100, &ev, &(int){0});
+        }
+        PtlNIFini(m.ni);
+        PtlFini();
         return 0;
     }
 
