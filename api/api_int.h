@@ -14,11 +14,21 @@
 struct pt_ni_slot {
     _Atomic(struct pt_nic *) nic;   /* published with ST_RELEASE after create */
     uint32_t gen;                   /* generation of the current/last NI here */
+    pid_t ospid;                    /* the process that created it: a child of
+                                     * fork() finds its parent's NI here, and
+                                     * only forgets it (under g_pt_ni_lock)     */
 };
 
 extern _Atomic int g_pt_inited;               /* PtlInit called, PtlFini not yet */
 extern struct pt_ni_slot g_pt_nis[PT_MAX_NI];
 extern pthread_mutex_t g_pt_ni_lock;          /* NIInit/NIFini/PtlFini only */
+
+/* rt.c: the pid the application's own map gives its own rank (PtlSetRank
+ * with a rank, then PtlSetPIDMap), or PTL_PID_ANY. What a process that joins
+ * a running job asks for (REF's forktest child). */
+ptl_pid_t pt_rt_app_pid(void);
+/* ni.c: drop an NI this process did not create (fork; g_pt_ni_lock held). */
+void pt_api_ni_forget_locked(uint32_t idx);
 
 /* Map an internal error to the PTL_* code of the call (err.c). */
 int pt_ptl_err(int rc);

@@ -6,6 +6,11 @@
  */
 #include "api_int.h"
 
+#include "clock.h"
+#include "config.h"
+
+#include <time.h>
+
 static int resolve_md(ptl_handle_md_t h, struct pt_nic **nic_p, struct pt_md **md_p)
 {
     struct pt_nic *nic = pt_api_nic_of(h);
@@ -23,12 +28,33 @@ static bool in_range(struct pt_md *md, ptl_size_t off, ptl_size_t len)
     return off <= total && len <= total - off;
 }
 
+/* A target no process of the job has (yet), in a job that processes can
+ * join: the process may be about to join (peers learn a joiner's pid from
+ * their own maps, REF's forktest children address each other so). Wait for
+ * it, bounded by PTL_PEER_TIMEOUT_MS; true once it is there. Control path. */
+static bool wait_for_joiner(struct pt_nic *nic, ptl_process_id_t target)
+{
+    if (nic->xi.nprocs == nic->xi.nranks || target.nid != nic->id.nid)
+        return false;
+    uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+    long nap_ns = 50000;
+    while (pt_now_ns() - t0 < limit && !nic->xo->job_failed(nic->x)) {
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        if (nic->xo->rank_of(nic->x, target.nid, target.pid) >= 0)
+            return true;
+        if (nap_ns < 2000000)
+            nap_ns *= 2;
+    }
+    return false;
+}
+
 static int post_move(struct pt_nic *nic, uint16_t op, ptl_handle_md_t md, ptl_handle_md_t md2,
                      ptl_ack_req_t ack, ptl_process_id_t target, ptl_pt_index_t pt,
                      ptl_ac_index_t ac, ptl_match_bits_t mbits, ptl_size_t roff,
                      ptl_size_t loff, ptl_size_t len, ptl_hdr_data_t hdr, ptl_size_t put_off)
 {
-    if (nic->xo->rank_of(nic->x, target.nid, target.pid) < 0)
+    if (nic->xo->rank_of(nic->x, target.nid, target.pid) < 0 && !wait_for_joiner(nic, target))
         return PTL_PROCESS_INVALID;
     PT_TM_BEGIN(t);
     struct pt_cmd c = {.op = op, .h = md};

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <p3nal_shm.h>
+#include <unistd.h>
 #include <p3nal_utcp.h>
 
 static bool iface_ok(ptl_interface_t i)
@@ -27,6 +28,10 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
     /* All accepted interface names are one NI: a second init returns it (REF). */
     for (uint32_t i = 0; i < PT_MAX_NI; i++) {
         struct pt_nic *nic = LD_RELAXED(&g_pt_nis[i].nic);
+        if (nic && g_pt_nis[i].ospid != getpid()) {
+            pt_api_ni_forget_locked(i); /* our parent's, copied by fork() */
+            nic = NULL;
+        }
         if (nic) {
             if (pid != PTL_PID_ANY && pid != nic->id.pid) {
                 pthread_mutex_unlock(&g_pt_ni_lock);
@@ -42,12 +47,16 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
     uint32_t idx = 0; /* one shared-memory NI per process */
     uint32_t gen = pt_gen_next(g_pt_nis[idx].gen);
     struct pt_nic *nic;
+    /* Should this process join the job as a guest (a child of fork() that
+     * re-initialised, transport/shm.h), the pid its own map gives it. */
+    pt_xport_set_guest_pid(pid == PTL_PID_ANY ? pt_rt_app_pid() : pid);
     int rc = pt_nic_create(interface, pid, desired, idx, gen, &nic);
     if (rc) {
         pthread_mutex_unlock(&g_pt_ni_lock);
         return pt_ptl_err(rc);
     }
     g_pt_nis[idx].gen = gen;
+    g_pt_nis[idx].ospid = getpid();
     ST_RELEASE(&g_pt_nis[idx].nic, nic); /* the NI is complete before anyone resolves it */
     if (actual)
         *actual = nic->limits;
@@ -56,11 +65,26 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
     return PTL_OK;
 }
 
+/* A child of fork() holds a copy of its parent's NI: the parent's engine
+ * state (its NIC thread does not exist here, and may have held locks at the
+ * fork) and the parent's place in the job region. Nothing of it may run or
+ * be written: the child drops the NI (its memory stays, a copy) and may
+ * then open one of its own, which joins the job as a guest. */
+void pt_api_ni_forget_locked(uint32_t idx)
+{
+    ST_RELEASE(&g_pt_nis[idx].nic, NULL);
+    g_pt_nis[idx].ospid = 0;
+}
+
 int pt_api_ni_fini_locked(uint32_t idx)
 {
     struct pt_nic *nic = LD_RELAXED(&g_pt_nis[idx].nic);
     if (!nic)
         return PTL_NI_INVALID;
+    if (g_pt_nis[idx].ospid != getpid()) {
+        pt_api_ni_forget_locked(idx);
+        return PTL_OK;
+    }
     ST_RELEASE(&g_pt_nis[idx].nic, NULL); /* calls that enter from here find no NI */
     if (!pt_nic_quiesce(nic)) {
         /* A thread stayed inside a call on it: leave its memory (and the job

@@ -20,6 +20,7 @@ static bool g_rt_bad;   /* PTL_MY_RID is not a rank of this job: PtlGetRank fail
 static ptl_nid_t g_nidmap[PT_RT_MAX];
 static ptl_pid_t g_pidmap[PT_RT_MAX];
 static unsigned g_nnid, g_npid;
+static bool g_rank_app, g_pidmap_app; /* set by PtlSetRank(rank) / PtlSetPIDMap */
 
 static unsigned parse_map(const char *s, uint32_t *out)
 {
@@ -66,6 +67,7 @@ static int rt_from_env_locked(void)
     if (!g_size)
         g_size = 1;
     g_rank = 0;
+    g_rank_app = g_pidmap_app = false;
     g_rt_bad = r && !parse_rank(r, g_size, &g_rank);
     if (g_rt_bad)
         pt_log(PT_LOG_ERR, "PTL_MY_RID='%s' is not a rank of this job (0..%u): "
@@ -94,6 +96,7 @@ PTL_API int PtlSetRank(ptl_handle_ni_t ni, unsigned rank, unsigned group_size)
         }
         g_rank = rank;
         g_size = group_size;
+        g_rank_app = true;
         g_rt_set = true;
         g_rt_bad = false;
     }
@@ -120,8 +123,18 @@ static int set_map(uint32_t *dst, unsigned *cnt, const uint32_t *map, unsigned n
     pthread_mutex_lock(&g_rt_lock);
     memcpy(dst, map, n * sizeof *dst);
     *cnt = n;
+    if (dst == g_pidmap)
+        g_pidmap_app = true;
     pthread_mutex_unlock(&g_rt_lock);
     return PTL_OK;
+}
+
+ptl_pid_t pt_rt_app_pid(void)
+{
+    pthread_mutex_lock(&g_rt_lock);
+    ptl_pid_t pid = g_rank_app && g_pidmap_app && g_rank < g_npid ? g_pidmap[g_rank] : PTL_PID_ANY;
+    pthread_mutex_unlock(&g_rt_lock);
+    return pid;
 }
 
 PTL_API int PtlSetNIDMap(ptl_handle_ni_t ni, ptl_nid_t *map, unsigned n)

@@ -49,12 +49,9 @@ static void send_ev_init(struct pt_nic *nic, ptl_event_t *ev, const struct pt_cm
 
 int pt_ireq_init(struct pt_nic *nic, uint32_t n)
 {
-    nic->ireqs = calloc(n, sizeof *nic->ireqs);
-    nic->ireq_head = calloc(nic->xi.nranks, sizeof *nic->ireq_head);
-    if (!nic->ireqs || !nic->ireq_head) {
-        pt_ireq_fini(nic);
+    nic->ireqs = calloc(n, sizeof *nic->ireqs); /* ireq_head: pt_nic_create's peer state */
+    if (!nic->ireqs)
         return PT_E_NOSPACE;
-    }
     nic->ireq_n = n;
     for (uint32_t i = n; i-- > 0;) {
         nic->ireqs[i].id = i; /* the first life's id is i + n: never 0 */
@@ -67,9 +64,7 @@ int pt_ireq_init(struct pt_nic *nic, uint32_t n)
 void pt_ireq_fini(struct pt_nic *nic)
 {
     free(nic->ireqs);
-    free(nic->ireq_head);
     nic->ireqs = NULL;
-    nic->ireq_head = NULL;
 }
 
 /* A record for command c's request to peer (the caller checked ireq_free). */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -169,7 +170,7 @@ int pt_nic_poll_once(struct pt_nic *nic)
  * the kernel at most every 10 ms per peer). */
 static void fail_dead_peers(struct pt_nic *nic, bool all)
 {
-    for (uint32_t p = 0; p < nic->xi.nranks; p++) {
+    for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
         bool streams = all && (nic->cin[PT_CLS_REQ][p].active || nic->cin[PT_CLS_RSP][p].active);
         if ((!streams && !nic->ireq_head[p]) || nic->xo->peer_alive(nic->x, p))
             continue;
@@ -265,6 +266,19 @@ static int clamp_limit(int desired, int lib)
     return desired > 0 && desired < lib ? desired : lib;
 }
 
+/* cin[] and copy_busy[] of every class, one per process slot of the job. */
+/* Per-peer engine state, one entry per process slot of the job (ranks and
+ * guests), in one anonymous mapping off the application's heap (whose layout
+ * a client may depend on, and which REF's forktest overruns): in order,
+ * nomatch_since[np], cin[PT_CLS_NR][np], ireq_head[np], copy_busy[PT_CLS_NR][np]
+ * (widest first, so every array is aligned). */
+static size_t peer_state_bytes(const struct pt_nic *nic)
+{
+    size_t np = nic->xi.nprocs;
+    return np * (sizeof(uint64_t) + PT_CLS_NR * sizeof(struct pt_copyin) + sizeof(uint32_t) +
+                 PT_CLS_NR);
+}
+
 int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
                   uint32_t ni_index, uint32_t gen, struct pt_nic **nic_p)
 {
@@ -315,7 +329,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     int rc = pt_xport_open(nic->slot_size, qslots, pid, &nic->xo, &nic->x, &nic->xi);
     if (rc) {
         free(nic);
-        return rc == -EADDRINUSE ? PT_E_PID : PT_E_FAIL;
+        return rc == -EADDRINUSE ? PT_E_PID : rc == -ENOSPC ? PT_E_NOSPACE : PT_E_FAIL;
     }
     /* The region fixes the slot size for the whole job; adopt it. */
     nic->slot_size = nic->xi.slot_size;
@@ -332,28 +346,24 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->rndv_mode = (int)cfg->rndv_mode;
     nic->cma_ok = nic->xi.cma_ok && cfg->cma;
     nic->cma_min = (uint64_t)cfg->rndv_cma_min;
-    for (int c = 0; c < PT_CLS_NR; c++) {
-        nic->cin[c] = calloc(nic->xi.nranks, sizeof *nic->cin[c]);
-        nic->copy_busy[c] = calloc(nic->xi.nranks, 1);
-        if (!nic->cin[c] || !nic->copy_busy[c]) {
-            for (int k = 0; k <= c; k++) {
-                free(nic->cin[k]);
-                free(nic->copy_busy[k]);
-            }
-            nic->xo->close(nic->x);
-            free(nic);
-            return PT_E_NOSPACE;
-        }
-    }
-    nic->nomatch_since = calloc(nic->xi.nranks, sizeof *nic->nomatch_since);
-    if (!nic->nomatch_since) {
-        for (int c = 0; c < PT_CLS_NR; c++) {
-            free(nic->cin[c]);
-            free(nic->copy_busy[c]);
-        }
+    /* Per-peer stream state, sized by the job's process slots (ranks and
+     * guests): one anonymous mapping, off the application's heap (whose
+     * layout a client may depend on: transport/shm.c, open_locked). */
+    char *pm = mmap(NULL, peer_state_bytes(nic), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pm == MAP_FAILED) {
         nic->xo->close(nic->x);
         free(nic);
         return PT_E_NOSPACE;
+    }
+    size_t np = nic->xi.nprocs;
+    nic->nomatch_since = (uint64_t *)(void *)pm;
+    struct pt_copyin *cin = (struct pt_copyin *)(void *)(nic->nomatch_since + np);
+    nic->ireq_head = (uint32_t *)(void *)(cin + PT_CLS_NR * np);
+    uint8_t *busy = (uint8_t *)(nic->ireq_head + np);
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        nic->cin[c] = cin + (size_t)c * np;
+        nic->copy_busy[c] = busy + (size_t)c * np;
     }
     nic->nomatch_ns = (uint64_t)cfg->nomatch_us * 1000;
     nic->eq_room_ns = (uint64_t)cfg->eq_room_us * 1000;
@@ -370,20 +380,12 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->acl[i].jid = PTL_JID_ANY;
         nic->acl[i].pt_index = PTL_PT_INDEX_ANY;
     }
-    if (pt_obj_tables_init(nic)) {
-        pt_nic_trace_stop(nic);
-        nic->xo->close(nic->x);
-        free(nic);
-        return PT_E_NOSPACE;
-    }
-    struct pt_op *ops = calloc(PT_MAX_OPS, sizeof *ops);
-    if (!ops) {
-        pt_obj_tables_fini(nic);
-        pt_nic_trace_stop(nic);
-        nic->xo->close(nic->x);
-        free(nic);
-        return PT_E_NOSPACE;
-    }
+    struct pt_op *ops = NULL;
+    if (pt_obj_tables_init(nic))
+        goto fail_tables;
+    ops = calloc(PT_MAX_OPS, sizeof *ops);
+    if (!ops)
+        goto fail_ops;
     nic->ops_pool = ops;
     for (int i = 0; i < PT_MAX_OPS; i++) {
         ops[i].next = nic->ops_free;
@@ -393,14 +395,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     uint32_t nreq = 16;
     while (nreq < (uint32_t)cfg->req_slots)
         nreq <<= 1;
-    if (pt_ireq_init(nic, nreq)) {
-        free(ops);
-        pt_obj_tables_fini(nic);
-        pt_nic_trace_stop(nic);
-        nic->xo->close(nic->x);
-        free(nic);
-        return PT_E_NOSPACE;
-    }
+    if (pt_ireq_init(nic, nreq))
+        goto fail_ops;
     nic->sr[PTL_SR_PTLS_MAX] = nic->npt;
     ST_RELAXED(&nic->tag, (gen << 1) | 1u);
 
@@ -419,6 +415,16 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     pt_nic_register_live(nic, true);
     *nic_p = nic;
     return PT_OK;
+
+fail_ops:
+    free(ops);
+    pt_obj_tables_fini(nic);
+fail_tables:
+    pt_nic_trace_stop(nic);
+    munmap(pm, peer_state_bytes(nic));
+    nic->xo->close(nic->x);
+    free(nic);
+    return PT_E_NOSPACE;
 }
 
 void pt_nic_stop_thread(struct pt_nic *nic)
@@ -505,12 +511,8 @@ void pt_nic_destroy(struct pt_nic *nic)
         }
     }
     free(nic->ops_pool);
-    free(nic->nomatch_since);
     pt_ireq_fini(nic);
-    for (int c = 0; c < PT_CLS_NR; c++) {
-        free(nic->cin[c]);
-        free(nic->copy_busy[c]);
-    }
+    munmap(nic->nomatch_since, peer_state_bytes(nic));
     pt_obj_tables_fini(nic);
     pt_nic_trace_stop(nic);
     nic->xo->close(nic->x);

@@ -339,7 +339,7 @@ struct pt_nic {
     /* requests waiting for their answers [E] (struct pt_ireq) */
     struct pt_ireq *ireqs;                /* [ireq_n], ireq_n a power of two          */
     uint32_t ireq_n, ireq_free;           /* free list: slot + 1 (0: none)            */
-    uint32_t *ireq_head;                  /* [nranks]: each target's list (slot + 1)  */
+    uint32_t *ireq_head;                  /* [nprocs]: each target's list (slot + 1)  */
     uint32_t ireq_live;
 
     pthread_t thread;

@@ -212,13 +212,14 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
     struct pt_shm_layout l;
     if (size < sizeof *h || h->magic != PT_SHM_MAGIC || h->version != PT_SHM_VERSION ||
         h->hdr_size != sizeof *h || h->total_size != size ||
-        pt_shm_layout(h->nranks, h->slot_size, h->qslots, &l) != 0 || l.total != size ||
+        pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, &l) != 0 ||
+        l.total != size ||
         l.off_trace != h->off_trace || l.trace_bytes != h->trace_bytes) {
         snprintf(err, errlen, "not a job region of this libportals version");
         return NULL;
     }
     struct ptd_snap *s = calloc(1, sizeof *s);
-    uint32_t n = h->nranks;
+    uint32_t n = l.nprocs; /* the ranks, then the guest slots */
     if (!s || !(s->r = calloc(n, sizeof *s->r))) {
         free(s);
         snprintf(err, errlen, "out of memory");
@@ -250,7 +251,7 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
         k->bell_seq = LD_RELAXED(&rec->bell.seq);
         k->bell_sleepers = LD_RELAXED(&rec->bell.sleepers);
         k->bell_polled = LD_RELAXED(&rec->bell.polled);
-        pid_t pid = pids ? pids[r] : k->ospid;
+        pid_t pid = pids && r < h->nranks ? pids[r] : k->ospid;
         if (pids && pid && pid != k->ospid)
             pid = 0; /* the rank's record names another process: trust neither */
         k->proc_state = proc_state(pid);
@@ -324,7 +325,7 @@ struct ptd_snap *ptd_load(const char *path, char *err, size_t errlen)
     else if (s->h.sz_hdr != sizeof s->h || s->h.sz_rank != sizeof(struct ptd_rank) ||
              s->h.sz_q != sizeof(struct ptd_q) || s->h.sz_rec != sizeof(struct pt_trace_out))
         bad = "a dump of another libportals build (structure sizes differ)";
-    else if (s->h.nranks == 0 || s->h.nranks > PT_SHM_MAX_RANKS)
+    else if (s->h.nranks == 0 || s->h.nranks > PT_SHM_MAX_PROCS)
         bad = "bad number of ranks";
     else if (!(s->r = calloc(s->h.nranks, sizeof *s->r)))
         bad = "out of memory";

@@ -155,10 +155,11 @@ static void print_geometry(void)
     printf("  queue depth    %u slots per (sender, receiver, class)\n", q);
     static const unsigned ns[] = {1, 2, 4, 8, 16, 64, 256, 1024};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        uint64_t b = pt_shm_region_bytes(ns[i], slot, q);
+        uint32_t g = pt_shm_guests_for(ns[i]);
+        uint64_t b = pt_shm_region_bytes(ns[i], g, slot, q);
         if (b)
-            printf("  %4u ranks     %.1f MiB of address space (touched as used)\n", ns[i],
-                   (double)b / (1 << 20));
+            printf("  %4u ranks     %.1f MiB of address space (touched as used), %u guest "
+                   "slots\n", ns[i], (double)b / (1 << 20), g);
         else
             printf("  %4u ranks     too large\n", ns[i]);
     }

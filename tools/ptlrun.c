@@ -42,6 +42,7 @@
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define MAX_CPUS 4096
+#define GUEST_POLL_MS 50   /* how often ptlrun looks for guests that died */
 
 static const char *g_prog = "ptlrun";
 
@@ -527,7 +528,8 @@ int main(int argc, char **argv)
     const struct pt_config *cfg = pt_config();
     uint32_t slot = pt_slot_size_for((uint32_t)cfg->eager_max);
     uint32_t qslots = pt_queue_slots_for((uint32_t)cfg->queue_slots);
-    if (!pt_shm_region_bytes(n, slot, qslots))
+    uint32_t nguests = pt_shm_guests_for(n);
+    if (!pt_shm_region_bytes(n, nguests, slot, qslots))
         die_usage("a job of %u ranks with %u-byte slots x %u is too large (lower "
                   "PTL_QUEUE_SLOTS or PTL_EAGER_MAX)", n, slot, qslots);
 
@@ -545,7 +547,7 @@ int main(int argc, char **argv)
     pt_cma_allow_readers(true);
 
     pid_t self = getpid();
-    struct pt_shm_spec spec = {n, slot, qslots, (uint32_t)self, NULL, NULL};
+    struct pt_shm_spec spec = {n, nguests, slot, qslots, (uint32_t)self, NULL, NULL};
     char jobname[32] = "";
     int rc;
     if (named) {
@@ -562,13 +564,14 @@ int main(int argc, char **argv)
     }
     if (rc) {
         fprintf(stderr, "%s: cannot create the job region (%u ranks, %llu bytes): %s\n",
-                g_prog, n, (unsigned long long)pt_shm_region_bytes(n, slot, qslots),
+                g_prog, n, (unsigned long long)pt_shm_region_bytes(n, nguests, slot, qslots),
                 strerror(-rc));
         return 1;
     }
     if (g_verbose)
-        fprintf(stderr, "%s: job %d: %u ranks, region %llu bytes (%s%s), slot %u x %u\n",
-                g_prog, (int)self, n, (unsigned long long)g_reg.size,
+        fprintf(stderr, "%s: job %d: %u ranks, %u guest slots, region %llu bytes (%s%s), "
+                        "slot %u x %u\n",
+                g_prog, (int)self, n, nguests, (unsigned long long)g_reg.size,
                 named ? "named " : "memfd", named ? g_reg.name : "", slot, qslots);
 
     /* Signals arrive through a signalfd; the ranks get the old mask back. */
@@ -624,6 +627,8 @@ int main(int argc, char **argv)
         int ms = -1;
         if (next)
             ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+        if (nguests && (ms < 0 || ms > GUEST_POLL_MS))
+            ms = GUEST_POLL_MS; /* guests are not our children: look at them */
         struct pollfd pfd = {sfd, POLLIN, 0};
         int prc = poll(&pfd, 1, ms);
         if (prc < 0 && errno != EINTR) {
@@ -692,6 +697,21 @@ int main(int argc, char **argv)
              * cause: the job's status is the first real failure's. */
             if (!first_code && phase < TERM && !undetached)
                 first_code = status_code(ws);
+            if (phase == RUNNING) {
+                phase = GRACE;
+                t_phase = now_ns() + (uint64_t)(grace_s * 1e9);
+            }
+        }
+        /* A guest (a process that joined the job) gone while attached: its
+         * peers' operations with it fail, as with a rank that failed. */
+        uint32_t gi, gpid;
+        pid_t gos;
+        if (nguests && pt_shm_guests_reap(&g_reg, &gi, &gos, &gpid)) {
+            fprintf(stderr, "%s: guest %u (pid %d, Portals pid %u) ended without PtlNIFini: "
+                            "its peers' operations with it fail (PTL_NI_PEER_DIED)\n",
+                    g_prog, gi, (int)gos, gpid);
+            if (!first_code && phase < TERM)
+                first_code = 1;
             if (phase == RUNNING) {
                 phase = GRACE;
                 t_phase = now_ns() + (uint64_t)(grace_s * 1e9);

@@ -32,7 +32,9 @@
 #define SYS_pidfd_open 434
 #endif
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t g_started_in;  /* the process that started the watch: a child of
+                             * fork() has no watch thread, and starts its own */
 static pid_t g_launcher;
 static int g_pidfd = -1;
 
@@ -79,6 +81,8 @@ static void start(void)
         return;
     }
     g_launcher = (pid_t)v;
+    if (g_pidfd >= 0)
+        close(g_pidfd); /* our parent's (fork): its thread is not ours */
     g_pidfd = (int)syscall(SYS_pidfd_open, g_launcher, 0);
     /* Gone already (or the pid is unknown): the job is over for us. */
     if (kill(g_launcher, 0) != 0 && errno == ESRCH)
@@ -102,5 +106,10 @@ static void start(void)
 
 void pt_launcher_watch(void)
 {
-    pthread_once(&g_once, start);
+    pthread_mutex_lock(&g_lock);
+    if (g_started_in != getpid()) {
+        g_started_in = getpid();
+        start();
+    }
+    pthread_mutex_unlock(&g_lock);
 }

@@ -61,30 +61,42 @@ static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 static bool pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
-int pt_shm_layout(uint32_t nranks, uint32_t slot_size, uint32_t qslots, struct pt_shm_layout *l)
+int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot_size, uint32_t qslots,
+                  struct pt_shm_layout *l)
 {
-    if (nranks < 1 || nranks > PT_SHM_MAX_RANKS || slot_size < PT_XPORT_MIN_SLOT ||
+    if (nranks < 1 || nranks > PT_SHM_MAX_RANKS || nguests > PT_SHM_MAX_GUESTS ||
+        slot_size < PT_XPORT_MIN_SLOT ||
         slot_size % PT_CACHELINE || slot_size > (1u << 20) || !pow2(qslots) || qslots < 2 ||
         qslots > (1u << 16))
         return -EINVAL;
-    uint64_t n = nranks;
+    uint64_t n = (uint64_t)nranks + nguests;
+    l->nprocs = (uint32_t)n;
     l->off_ranks = sizeof(struct pt_shm_hdr);
     l->off_qhdrs = round_up(l->off_ranks + n * sizeof(struct pt_shm_rank), PT_SHM_PAGE);
     l->off_slots = round_up(l->off_qhdrs + n * n * PT_CLS_NR * sizeof(struct spsc_hdr),
                             PT_SHM_PAGE);
     l->queue_bytes = (uint64_t)qslots * slot_size;
     l->recv_block = round_up(n * PT_CLS_NR * l->queue_bytes, PT_SHM_PAGE);
-    /* n <= 2^10, queue_bytes <= 2^36: nothing above overflows 64 bits. */
+    /* n <= 2^11, queue_bytes <= 2^36: nothing above overflows 64 bits. */
     l->off_trace = l->off_slots + n * l->recv_block;
     l->trace_bytes = PT_TRACE_AREA_BYTES;
     l->total = l->off_trace + n * l->trace_bytes;
     return l->total > PT_SHM_MAX_BYTES ? -E2BIG : 0;
 }
 
-uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t slot_size, uint32_t qslots)
+uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t nguests, uint32_t slot_size,
+                             uint32_t qslots)
 {
     struct pt_shm_layout l;
-    return pt_shm_layout(nranks, slot_size, qslots, &l) ? 0 : l.total;
+    return pt_shm_layout(nranks, nguests, slot_size, qslots, &l) ? 0 : l.total;
+}
+
+uint32_t pt_shm_guests_for(uint32_t nranks)
+{
+    int64_t g = pt_config()->job_guests;
+    if (g < 0) /* default: 4, or fewer in a smaller job */
+        g = nranks < 4 ? nranks : 4;
+    return g > (int64_t)PT_SHM_MAX_GUESTS ? PT_SHM_MAX_GUESTS : (uint32_t)g;
 }
 
 int pt_shm_name(char *buf, size_t len, const char *job)
@@ -161,6 +173,7 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
     h->hdr_size = sizeof *h;
     h->total_size = l->total;
     h->nranks = s->nranks;
+    h->nguests = s->nguests;
     h->slot_size = s->slot_size;
     h->qslots = s->qslots;
     h->jid = s->jid;
@@ -176,19 +189,21 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
     ST_RELAXED(&h->job_failed, 0);
     ST_RELAXED(&h->first_dead, -1);
     ST_RELAXED(&h->nattached, 0);
-    for (uint32_t r = 0; r < s->nranks; r++) {
+    ST_RELAXED(&h->guests_hwm, 0);
+    for (uint32_t r = 0; r < l->nprocs; r++) {
         struct pt_shm_rank *rec = pt_shm_rankrec(base, l, r);
+        bool rank = r < s->nranks;
         pt_waitword_init(&rec->bell, true);
         ST_RELAXED(&rec->ospid, 0);
-        rec->nid = s->nids ? s->nids[r] : 0;
-        rec->pid = s->pids ? s->pids[r] : r;
+        ST_RELAXED(&rec->nid, rank && s->nids ? s->nids[r] : 0);
+        ST_RELAXED(&rec->pid, !rank ? 0xffffffffu : s->pids ? s->pids[r] : r);
         ST_RELAXED(&rec->state, PT_SHM_R_NONE);
         ST_RELAXED(&rec->dead, 0);
         ST_RELAXED(&rec->wstatus, 0);
         ST_RELAXED(&rec->probe_addr, 0);
-        for (uint32_t snd = 0; snd < s->nranks; snd++)
+        for (uint32_t snd = 0; snd < l->nprocs; snd++)
             for (uint32_t c = 0; c < PT_CLS_NR; c++)
-                spsc_init(pt_shm_qhdr(base, l, s->nranks, snd, r, c), s->qslots, s->slot_size);
+                spsc_init(pt_shm_qhdr(base, l, l->nprocs, snd, r, c), s->qslots, s->slot_size);
     }
     ST_RELEASE(&h->ready, 1); /* R-READY pairs with A-READY in region_check() */
 }
@@ -249,7 +264,7 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
 {
     memset(r, 0, sizeof *r);
     r->fd = -1;
-    int rc = pt_shm_layout(spec->nranks, spec->slot_size, spec->qslots, &r->l);
+    int rc = pt_shm_layout(spec->nranks, spec->nguests, spec->slot_size, spec->qslots, &r->l);
     if (rc)
         return rc;
     char tmp[sizeof r->name + 16] = "";
@@ -346,7 +361,8 @@ static int region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
         *why = "region size differs from its header";
         return -EPROTO;
     }
-    if (pt_shm_layout(id->nranks, id->slot_size, id->qslots, l) != 0 || l->total != size ||
+    if (pt_shm_layout(id->nranks, id->nguests, id->slot_size, id->qslots, l) != 0 ||
+        l->total != size ||
         l->off_ranks != id->off_ranks || l->off_qhdrs != id->off_qhdrs ||
         l->off_slots != id->off_slots || l->queue_bytes != id->queue_bytes ||
         l->recv_block != id->recv_block || l->off_trace != id->off_trace ||
@@ -385,8 +401,10 @@ static bool region_in_use(void *base, uint64_t size)
     struct pt_shm_hdr *h = base;
     if (pid_alive(h->owner_pid))
         return true;
-    uint32_t n = h->nranks; /* read once: the bound below must hold for the loop */
-    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || n > PT_SHM_MAX_RANKS ||
+    /* read once: the bound below must hold for the loop */
+    uint32_t nr = h->nranks, ng = h->nguests, n = nr + ng;
+    if (h->magic != PT_SHM_MAGIC || h->off_ranks != sizeof *h || nr > PT_SHM_MAX_RANKS ||
+        ng > PT_SHM_MAX_GUESTS ||
         sizeof *h + (uint64_t)n * sizeof(struct pt_shm_rank) > size)
         return false;
     struct pt_shm_rank *rec = (struct pt_shm_rank *)((char *)base + sizeof *h);
@@ -400,7 +418,7 @@ static bool region_in_use(void *base, uint64_t size)
 
 static void wake_all_bells(struct pt_shm_region *r)
 {
-    for (uint32_t i = 0; i < r->nranks; i++)
+    for (uint32_t i = 0; i < r->l.nprocs; i++)
         pt_wake_all(&pt_shm_rankrec(r->base, &r->l, i)->bell);
 }
 
@@ -453,6 +471,34 @@ void pt_shm_fail_job(struct pt_shm_region *r, uint32_t code)
     fail_job(r, code, -1);
 }
 
+int pt_shm_guests_reap(struct pt_shm_region *r, uint32_t *guest_p, pid_t *ospid_p,
+                       uint32_t *pid_p)
+{
+    int found = 0;
+    for (uint32_t g = r->nranks; g < r->l.nprocs; g++) {
+        struct pt_shm_rank *rec = pt_shm_rankrec(r->base, &r->l, g);
+        uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT */
+        pid_t o = LD_RELAXED(&rec->ospid);
+        if ((st != PT_SHM_R_ATTACHED && st != PT_SHM_R_CLAIMING) || o <= 0 ||
+            LD_RELAXED(&rec->dead) || pid_alive(o))
+            continue;
+        /* Gone while attached (a crash, or an exit without PtlNIFini): dead
+         * to its peers like a rank that failed. A clean PtlNIFini first
+         * stores DETACHED, then ospid 0, so a reader that sees o and st
+         * together from a live guest never gets here (pid_alive). */
+        if (LD_RELAXED(&rec->ospid) != o)
+            continue; /* claimed again meanwhile */
+        ST_RELAXED(&rec->dead, 1);
+        if (!found++) {
+            *guest_p = g - r->nranks;
+            *ospid_p = o;
+            *pid_p = LD_RELAXED(&rec->pid);
+        }
+        fail_job(r, PTL_NI_PEER_DIED, (int32_t)g);
+    }
+    return found;
+}
+
 int pt_shm_clean_stale(bool verbose)
 {
     char prefix[32];
@@ -503,9 +549,9 @@ int pt_shm_clean_stale(bool verbose)
             } else {
                 uint64_t want = (uint64_t)st.st_size;
                 if (want > sizeof(struct pt_shm_hdr) +
-                               PT_SHM_MAX_RANKS * (uint64_t)sizeof(struct pt_shm_rank))
+                               PT_SHM_MAX_PROCS * (uint64_t)sizeof(struct pt_shm_rank))
                     want = sizeof(struct pt_shm_hdr) +
-                           PT_SHM_MAX_RANKS * (uint64_t)sizeof(struct pt_shm_rank);
+                           PT_SHM_MAX_PROCS * (uint64_t)sizeof(struct pt_shm_rank);
                 void *p = mmap(NULL, want, PROT_READ, MAP_SHARED, fd, 0);
                 if (p != MAP_FAILED) {
                     const struct pt_shm_hdr *h = p;
@@ -556,14 +602,20 @@ struct shm_rx_ord {
 struct pt_xport {
     struct shm_q *in;             /* [s * 2 + c]: queue s -> me (we consume)       */
     struct shm_q *out;            /* [r * 2 + c]: queue me -> r (we produce)       */
-    struct pt_shm_rank *ranks;    /* the region's rank records                     */
+    struct pt_shm_rank *ranks;    /* the region's process records (ranks, guests)  */
     struct pt_shm_hdr *hdr;
-    uint32_t me, n;
+    uint32_t me, n;               /* my process slot; the job's ranks              */
+    uint32_t np;                  /* process slots: ranks + guests (our checked
+                                   * copy of the header)                         */
+    uint32_t nscan;               /* senders peek scans: the ranks and the guest
+                                   * slots ever claimed (guests_hwm)             */
+    pid_t ospid;                  /* the process that attached (fork: not us)     */
     uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two queues       */
-    uint32_t *nids, *pids;        /* private copy of the (immutable) id map         */
+    uint32_t *nids, *pids;        /* private copy of the ranks' (immutable) ids     */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
+    size_t peer_bytes;            /* the mapping that holds the per-peer arrays     */
     bool cma_allowed;             /* PTL_CMA != 0                                   */
     void *base;
     uint64_t size;
@@ -582,7 +634,7 @@ static char g_name[80];
 
 static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    if (PT_UNLIKELY(peer >= x->n))
+    if (PT_UNLIKELY(peer >= x->np))
         return NULL;
     struct shm_q *q = &x->out[peer * 2 + cls];
     return spsc_reserve_seq(q->h, &q->p);
@@ -643,9 +695,22 @@ static int order_pick(struct pt_xport *x, uint32_t s, int c, uint32_t ord, void 
     return o;
 }
 
+/* Guests that joined since we last looked (a poll that found nothing): scan
+ * their queues from now on. The value is clamped: a rank writing the shared
+ * word can make us scan more queues, never leave the region. */
+static bool scan_more_guests(struct pt_xport *x)
+{
+    uint32_t hwm = LD_ACQUIRE(&x->hdr->guests_hwm); /* pairs with the claimer's RMW */
+    uint32_t want = x->n + (hwm < x->np - x->n ? hwm : x->np - x->n);
+    if (PT_LIKELY(want <= x->nscan))
+        return false;
+    x->nscan = want;
+    return true;
+}
+
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
-    const uint32_t n = x->n;
+    const uint32_t n = x->nscan;
     /* Responses first, then requests; within a class, round-robin from the
      * sender after the one served last, so a busy sender cannot starve the
      * others. Per sender, commit order across the classes (xport.h, "Order"). */
@@ -688,6 +753,8 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
             }
         }
     }
+    if (PT_UNLIKELY(x->np != x->n))
+        scan_more_guests(x); /* the next peek scans them */
     return NULL;
 }
 
@@ -718,7 +785,11 @@ static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static bool shm_rx_pending(struct pt_xport *x)
 {
-    for (uint32_t i = 0; i < x->n * PT_CLS_NR; i++)
+    /* Any thread: read nscan once (the token holder may raise it) and look
+     * at the guests' own queues without recording them. */
+    uint32_t hwm = x->np != x->n ? LD_ACQUIRE(&x->hdr->guests_hwm) : 0;
+    uint32_t ns = x->n + (hwm < x->np - x->n ? hwm : x->np - x->n);
+    for (uint32_t i = 0; i < ns * PT_CLS_NR; i++)
         if (spsc_nonempty_seq(x->in[i].h, &x->in[i].v, PT_XPORT_SEQ_OFF)) /* A1s (spsc.h) */
             return true;
     return false;
@@ -727,7 +798,7 @@ static bool shm_rx_pending(struct pt_xport *x)
 static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                         const struct iovec *remote, int nremote)
 {
-    if (peer >= x->n)
+    if (peer >= x->np)
         return -EINVAL;
     if (peer == x->me)
         return pt_iov_copy_local(local, nlocal, remote, nremote); /* own memory: no CMA */
@@ -756,7 +827,7 @@ static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
 
 static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
 {
-    if (peer >= x->n)
+    if (peer >= x->np)
         return false;
     struct pt_shm_rank *rec = &x->ranks[peer];
     if (LD_RELAXED(&rec->dead)) /* set by the launcher when it reaped a failure */
@@ -779,7 +850,7 @@ static struct pt_waitword *shm_doorbell(struct pt_xport *x) { return &x->ranks[x
 
 static pid_t shm_peer_ospid(struct pt_xport *x, uint32_t peer)
 {
-    return peer < x->n ? LD_RELAXED(&x->ranks[peer].ospid) : 0;
+    return peer < x->np ? LD_RELAXED(&x->ranks[peer].ospid) : 0;
 }
 
 static int shm_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
@@ -789,6 +860,18 @@ static int shm_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
     for (uint32_t r = 0; r < x->n; r++)
         if (x->pids[r] == pid && x->nids[r] == nid)
             return (int)r;
+    /* Not a rank: a guest, which may have joined after we attached. Its
+     * record is live (claimed and freed at run time): read it every time.
+     * A guest that left (PtlNIFini) keeps its id until its slot is claimed
+     * again, as a rank that left keeps its own: what is sent to it waits in
+     * its queues (and is dropped by the next claimer), no error. */
+    for (uint32_t g = x->n; g < x->np; g++) {
+        struct pt_shm_rank *rec = &x->ranks[g];
+        uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT pairs with R-ATT */
+        if ((st == PT_SHM_R_ATTACHED || st == PT_SHM_R_DETACHED) &&
+            LD_RELAXED(&rec->pid) == pid && LD_RELAXED(&rec->nid) == nid)
+            return (int)g;
+    }
     return -1;
 }
 
@@ -797,6 +880,9 @@ static void shm_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32
     if (rank < x->n) {
         *nid_p = x->nids[rank];
         *pid_p = x->pids[rank];
+    } else if (rank < x->np) { /* a guest slot: whoever holds it now */
+        *nid_p = LD_RELAXED(&x->ranks[rank].nid);
+        *pid_p = LD_RELAXED(&x->ranks[rank].pid);
     } else {
         *nid_p = 0xffffffffu;
         *pid_p = 0xffffffffu;
@@ -810,20 +896,22 @@ static uint32_t shm_job_failed(struct pt_xport *x)
 
 static void xport_free(struct pt_xport *x)
 {
-    free(x->in);
-    free(x->out);
-    free(x->rxo);
-    free(x->nids);
-    free(x->pids);
-    free(x->alive_until);
-    free(x->held_list);
+    if (x->peer_bytes)
+        munmap(x->in, x->peer_bytes);
     free(x);
 }
 
 static void shm_close(struct pt_xport *x)
 {
-    /* Orderly finish: detached, not dead. The launcher judges the exit status. */
-    ST_RELEASE(&x->ranks[x->me].state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
+    /* Orderly finish: detached, not dead. The launcher judges the exit status.
+     * Only by the process that attached: a child of fork() that closes its
+     * parent's NI must not detach the parent (api/ni.c never does). */
+    struct pt_shm_rank *rec = &x->ranks[x->me];
+    if (x->ospid == getpid() && LD_RELAXED(&rec->ospid) == x->ospid) {
+        ST_RELEASE(&rec->state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
+        if (x->me >= x->n)
+            ST_RELEASE(&rec->ospid, 0); /* a guest slot is free again (G-CLAIM) */
+    }
     munmap(x->base, x->size);
     xport_free(x);
 }
@@ -917,7 +1005,7 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
         uint32_t jid;
         if (!env_u32("PTL_JID", &jid))
             jid = (uint32_t)getpid();
-        struct pt_shm_spec spec = {n, slot_size, qslots, jid, nids, pids};
+        struct pt_shm_spec spec = {n, pt_shm_guests_for(n), slot_size, qslots, jid, nids, pids};
         rc = pt_shm_create(&spec, job, reg);
         if (rc && rc != -EEXIST)
             pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot create the job region: %s", job,
@@ -1126,13 +1214,134 @@ static int env_map_check(const struct pt_shm_rank *ranks, uint32_t n)
     return 0;
 }
 
+/* The parent of process p (/proc/<p>/stat), or 0. */
+static pid_t parent_of(pid_t p)
+{
+    char path[32], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* "pid (comm) S ppid ..." */
+    int ppid = 0;
+    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* Is p this process's parent, grandparent, ...? (ptlrun records the pid it
+ * forked, which may be a wrapper that runs the rank's program.) */
+static bool is_ancestor(pid_t p)
+{
+    pid_t q = getppid();
+    for (int i = 0; i < 32 && q > 1; i++, q = parent_of(q))
+        if (q == p)
+            return true;
+    return false;
+}
+
+/* May this process attach as the rank of record rec? Yes when the record
+ * names us, nobody (0), a process that no longer runs, or, before the rank
+ * ever attached, the process ptlrun forked for it when that is our ancestor
+ * (a wrapper). Never when another live process attached as that rank: a
+ * child of fork() that inherited PTL_MY_RID joins as a guest instead. *o_p:
+ * the ospid judged, for the claim's CAS. */
+static bool rank_available(struct pt_shm_rank *rec, pid_t self, int32_t *o_p)
+{
+    uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT pairs with R-ATT */
+    int32_t o = LD_RELAXED(&rec->ospid);
+    *o_p = o;
+    return o == self || o <= 0 || !pid_alive(o) || (st == PT_SHM_R_NONE && is_ancestor(o));
+}
+
+/* Is Portals id (nid, pid) free for guest slot `self`: no rank's, and no
+ * other live guest's (claiming or attached)? */
+static bool guest_pid_free(struct pt_xport *x, uint32_t self, uint32_t nid, uint32_t pid)
+{
+    for (uint32_t r = 0; r < x->n; r++)
+        if (x->pids[r] == pid && x->nids[r] == nid)
+            return false;
+    for (uint32_t g = x->n; g < x->np; g++) {
+        if (g == self)
+            continue;
+        struct pt_shm_rank *rec = &x->ranks[g];
+        uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT: its pid below */
+        int32_t o = LD_RELAXED(&rec->ospid);
+        if ((st == PT_SHM_R_CLAIMING || st == PT_SHM_R_ATTACHED) && o > 0 &&
+            LD_RELAXED(&rec->pid) == pid && LD_RELAXED(&rec->nid) == nid && pid_alive(o))
+            return false;
+    }
+    return true;
+}
+
+/* Join the job as a guest (shm_region.h, G-CLAIM): claim a free guest slot,
+ * take Portals pid `want` (PTL_PID_ANY: one nobody uses) and mark the slot
+ * CLAIMING. 0 with x->me set, -EADDRINUSE (pid taken) or -ENOSPC (no free
+ * slot), logged. The caller publishes ATTACHED. */
+static int guest_claim(struct pt_xport *x, uint32_t want, const char *why)
+{
+    const pid_t self = getpid();
+    const uint32_t ng = x->np - x->n, nid = x->nids[0]; /* one host: the ranks' nid */
+    uint32_t g = x->n;
+    for (; g < x->np; g++) {
+        int32_t o = LD_RELAXED(&x->ranks[g].ospid);
+        if ((o == 0 || o == self || !pid_alive(o)) &&
+            RMW_CAS(&x->ranks[g].ospid, &o, (int32_t)self)) /* G-CLAIM */
+            break;
+    }
+    if (g == x->np) {
+        pt_log(PT_LOG_ERR, "%s: all %u guest slots of the job are in use (PTL_JOB_GUESTS, read "
+                           "when the job was started, sets their number)", why, ng);
+        return -ENOSPC;
+    }
+    struct pt_shm_rank *rec = &x->ranks[g];
+    ST_RELAXED(&rec->dead, 0);
+    /* Candidates for PTL_PID_ANY: above every rank's pid, in this slot's own
+     * residue class, so two guests choosing at once never pick the same. */
+    uint32_t base = 0;
+    for (uint32_t r = 0; r < x->n; r++)
+        if (x->pids[r] >= base && x->pids[r] < 0xfffffff0u - PT_SHM_MAX_PROCS * 64u)
+            base = x->pids[r] + 1;
+    uint32_t pid = want != 0xffffffffu ? want : base + (g - x->n);
+    for (int k = 0;; k++) {
+        ST_RELAXED(&rec->nid, nid);
+        ST_RELAXED(&rec->pid, pid);
+        ST_RELEASE(&rec->state, PT_SHM_R_CLAIMING);
+        FENCE_FULL(); /* our pid before their pids: of two claimers of one pid,
+                       * at least one sees the other */
+        if (guest_pid_free(x, g, nid, pid))
+            break;
+        if (want != 0xffffffffu || k == 64) {
+            pt_log(PT_LOG_ERR, "%s: Portals pid %u is taken by a process of the job", why, pid);
+            ST_RELEASE(&rec->state, PT_SHM_R_DETACHED);
+            ST_RELEASE(&rec->ospid, 0);
+            return -EADDRINUSE;
+        }
+        pid += ng;
+    }
+    uint32_t hwm = LD_RELAXED(&x->hdr->guests_hwm), mine = g - x->n + 1;
+    while (hwm < mine && !RMW_CAS(&x->hdr->guests_hwm, &hwm, mine))
+        ;
+    x->me = g;
+    pt_log(PT_LOG_INFO, "%s: joined the job as guest %u, Portals pid %u", why, g - x->n, pid);
+    return 0;
+}
+
 static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                        const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                        struct pt_xport_info *info_p)
 {
-    uint32_t me;
-    if (!env_u32("PTL_MY_RID", &me)) {
-        pt_log(PT_LOG_ERR, "PTL_MY_RID (this process's rank) is missing or not a number");
+    uint32_t me = 0;
+    /* Without a rank (a process started outside ptlrun that names the job)
+     * the process joins as a guest. */
+    bool have_rank = env_u32("PTL_MY_RID", &me);
+    if (!have_rank && getenv("PTL_MY_RID")) {
+        pt_log(PT_LOG_ERR, "PTL_MY_RID (this process's rank) is not a number");
         return -EINVAL;
     }
     int fd = -1;
@@ -1152,8 +1361,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         pt_log(PT_LOG_ERR, "job region: %s", why);
         goto fail;
     }
-    uint32_t n = id.nranks, want_n;
-    if (me >= n) {
+    uint32_t n = id.nranks, np = l.nprocs, want_n;
+    const pid_t self = getpid();
+    if (have_rank && me >= n) {
         pt_log(PT_LOG_ERR, "PTL_MY_RID=%u but the job has %u ranks", me, n);
         rc = -EINVAL;
         goto fail;
@@ -1164,21 +1374,17 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         goto fail;
     }
     struct pt_shm_rank *ranks = pt_shm_rankrec(base, &l, 0);
-    struct pt_shm_rank *rec = &ranks[me];
     rc = env_map_check(ranks, n);
     if (rc)
         goto fail;
-    if (pid_hint != 0xffffffffu && pid_hint != rec->pid) {
+    /* Rank or guest? The rank when its record is ours to take; a process
+     * whose rank another live process holds (a child of fork(): it inherited
+     * PTL_MY_RID) and one without a rank join as guests. */
+    int32_t judged = 0;
+    bool guest = !have_rank || !rank_available(&ranks[me], self, &judged);
+    if (!guest && pid_hint != 0xffffffffu && pid_hint != ranks[me].pid) {
         pt_log(PT_LOG_INFO, "PtlNIInit pid %u: rank %u of this job has pid %u", pid_hint, me,
-               rec->pid);
-        rc = -EADDRINUSE;
-        goto fail;
-    }
-    uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT pairs with R-ATT: ospid below */
-    pid_t holder = LD_RELAXED(&rec->ospid);
-    if (st == PT_SHM_R_ATTACHED && holder != getpid() && pid_alive(holder)) {
-        pt_log(PT_LOG_ERR, "rank %u of the job is already attached by process %d", me,
-               (int)holder);
+               (unsigned)ranks[me].pid);
         rc = -EADDRINUSE;
         goto fail;
     }
@@ -1191,34 +1397,76 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x = calloc(1, sizeof *x);
     if (!x)
         goto fail;
-    x->in = calloc((size_t)n * PT_CLS_NR, sizeof *x->in);
-    x->out = calloc((size_t)n * PT_CLS_NR, sizeof *x->out);
-    x->nids = calloc(n, sizeof *x->nids);
-    x->pids = calloc(n, sizeof *x->pids);
-    x->alive_until = calloc(n, sizeof *x->alive_until);
-    x->held_list = calloc(n, sizeof *x->held_list);
-    x->rxo = calloc(n, sizeof *x->rxo);
-    if (!x->in || !x->out || !x->nids || !x->pids || !x->alive_until || !x->held_list ||
-        !x->rxo)
+    /* The per-peer state (sized by process slots, up to PT_SHM_MAX_PROCS) in
+     * one anonymous mapping rather than on the heap: the application's heap
+     * stays as it was before guests existed (REF's forktest writes 6000
+     * bytes of zeros 22 KB past the end of a heap buffer, and only passes
+     * when that lands on idle memory). All arrays 8-byte aligned. */
+    size_t qb = (size_t)np * PT_CLS_NR * sizeof(struct shm_q);
+    x->peer_bytes = 2 * qb + np * (sizeof *x->alive_until + sizeof *x->rxo) +
+                    ((np * sizeof *x->held_list + 2 * n * sizeof(uint32_t) + 7) & ~(size_t)7);
+    char *pm = mmap(NULL, x->peer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+    if (pm == MAP_FAILED) {
+        x->peer_bytes = 0;
         goto fail;
+    }
+    x->in = (struct shm_q *)pm;
+    x->out = (struct shm_q *)(pm + qb);
+    x->alive_until = (uint64_t *)(pm + 2 * qb);
+    x->rxo = (struct shm_rx_ord *)(x->alive_until + np);
+    x->held_list = (uint32_t *)(x->rxo + np);
+    x->nids = x->held_list + np;
+    x->pids = x->nids + n;
     x->base = base;
     x->size = size;
     x->hdr = h;
     x->ranks = ranks;
-    x->me = me;
     x->n = n;
-    x->rr[PT_CLS_REQ] = x->rr[PT_CLS_RSP] = n - 1; /* first scan starts at sender 0 */
+    x->np = np;
+    x->ospid = self;
     x->cma_allowed = pt_config()->cma != 0;
     for (uint32_t p = 0; p < n; p++) {
-        x->nids[p] = ranks[p].nid;
-        x->pids[p] = ranks[p].pid;
+        x->nids[p] = LD_RELAXED(&ranks[p].nid);
+        x->pids[p] = LD_RELAXED(&ranks[p].pid);
+    }
+    if (!guest) {
+        /* Claim the rank's record: exactly one of two processes that judged
+         * it free at once gets it; the other joins as a guest. */
+        if (RMW_CAS(&ranks[me].ospid, &judged, (int32_t)self))
+            x->me = me;
+        else
+            guest = true;
+    }
+    if (guest) {
+        char why[64];
+        if (have_rank)
+            snprintf(why, sizeof why, "rank %u is held by process %d", me,
+                     (int)LD_RELAXED(&ranks[me].ospid));
+        else
+            snprintf(why, sizeof why, "no PTL_MY_RID");
+        rc = guest_claim(x, pt_xport_guest_pid(), why);
+        if (rc)
+            goto fail;
+        me = x->me;
+    }
+    struct pt_shm_rank *rec = &ranks[me];
+    x->nscan = n + (guest ? me - n + 1 : 0);
+    scan_more_guests(x);
+    x->rr[PT_CLS_REQ] = x->rr[PT_CLS_RSP] = x->nscan - 1; /* first scan: sender 0 */
+    for (uint32_t p = 0; p < np; p++) {
         /* Geometry from our checked copy of the header, never from the
          * queue headers, which any rank can rewrite (spsc.h). */
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
             struct shm_q *in = &x->in[p * 2 + c], *out = &x->out[p * 2 + c];
-            in->h = pt_shm_qhdr(base, &l, n, p, me, c);
+            in->h = pt_shm_qhdr(base, &l, np, p, me, c);
             in->v = spsc_view_make(pt_shm_qslots(base, &l, p, me, c), id.qslots, id.slot_size);
-            out->h = pt_shm_qhdr(base, &l, n, me, p, c);
+            /* A guest slot's receive queues may hold what was sent to its
+             * last owner: not ours (bounded: a live sender may add more). */
+            for (uint32_t k = 0; guest && k < id.qslots &&
+                                 spsc_peek_seq(in->h, &in->v, PT_XPORT_SEQ_OFF); k++)
+                spsc_release(in->h); /* A1s above, R2 (spsc.h) */
+            out->h = pt_shm_qhdr(base, &l, np, me, p, c);
             out->p = spsc_prod_make(out->h, pt_shm_qslots(base, &l, me, p, c), id.qslots,
                                     id.slot_size);
         }
@@ -1229,9 +1477,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
      * without Yama: nothing to allow. */
     pt_cma_allow_readers(true);
     ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
-    ST_RELAXED(&rec->ospid, (int32_t)getpid());
     ST_RELEASE(&rec->state, PT_SHM_R_ATTACHED); /* R-ATT pairs with A-ATT */
-    if (!g_counted) {
+    if (!guest && !g_counted) {
         g_counted = true;
         uint32_t k = RMW_ADD(&h->nattached, 1) + 1;
         if (g_named && k >= n)
@@ -1261,6 +1508,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     memset(info_p, 0, sizeof *info_p);
     info_p->rank = me;
     info_p->nranks = n;
+    info_p->nprocs = np;
     info_p->slot_size = id.slot_size;
     info_p->jid = id.jid;
     info_p->cma_ok = cma_ok;
@@ -1271,7 +1519,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
 
 fail:
     if (x)
-        xport_free(x);
+        xport_free(x); /* nothing claimed yet: every failure comes before the claim */
     munmap(base, size);
     if (fresh) {
         /* Keep an inherited memfd (its number is in our environment); close a

@@ -14,7 +14,11 @@
  *       the job unlinks the name. A name that is not a regular file owned by
  *       this uid with mode 0600 (no group or other bits) is refused, never
  *       waited on: opens do not follow links and do not block.
- *   PTL_MY_RID=<rank> (required), PTL_NRANKS (checked when set).
+ *   PTL_MY_RID=<rank>, PTL_NRANKS (checked when set). A process without
+ *       PTL_MY_RID, or whose rank another live process holds (a child of
+ *       fork() re-initialising Portals), joins the job as a guest: a slot
+ *       of its own and a Portals pid no process of the job has (PTL_PID_ANY),
+ *       or the pid it asked for if free (shm_region.h, "Guests").
  */
 #ifndef PT_SHM_H
 #define PT_SHM_H
@@ -31,7 +35,8 @@
 
 /* Attach to the job the environment names (see above). Same contract as
  * pt_xport_open: 0 or -errno (logged); -EADDRINUSE when pid_hint is neither
- * PTL_PID_ANY nor this rank's pid in the job map, or the rank is taken. */
+ * PTL_PID_ANY nor this rank's pid in the job map, or (a guest) is taken;
+ * -ENOSPC when every guest slot is in use. */
 int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                 const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                 struct pt_xport_info *info_p);
@@ -39,7 +44,7 @@ int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
 /* ---- creator / launcher side ---------------------------------------------- */
 
 struct pt_shm_spec {
-    uint32_t nranks, slot_size, qslots, jid;
+    uint32_t nranks, nguests, slot_size, qslots, jid;
     const uint32_t *nids, *pids;   /* per-rank Portals ids; NULL: nid 0, pid = rank */
 };
 
@@ -76,6 +81,13 @@ bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus);
 /* Launcher: fail the whole job with a PTL_NI_* code (timeout, signal) and wake
  * every doorbell. */
 void pt_shm_fail_job(struct pt_shm_region *r, uint32_t code);
+/* Launcher: guests (processes that joined the job; ptlrun cannot waitpid
+ * them) whose process is gone while still attached: each is marked dead and
+ * fails the job with PTL_NI_PEER_DIED, as a rank that failed. Returns how
+ * many this call found; the first one's guest index, OS pid and Portals pid
+ * go to *guest_p, *ospid_p, *pid_p. Polled by ptlrun's loop. */
+int pt_shm_guests_reap(struct pt_shm_region *r, uint32_t *guest_p, pid_t *ospid_p,
+                       uint32_t *pid_p);
 /* Attach state of a rank (PT_SHM_R_*), for reports. */
 uint32_t pt_shm_rank_state(const struct pt_shm_region *r, uint32_t rank);
 
@@ -89,7 +101,11 @@ uint32_t pt_shm_rank_state(const struct pt_shm_region *r, uint32_t rank);
 int pt_shm_clean_stale(bool verbose);
 
 /* Bytes a region for this job would take (0 if it cannot be laid out). */
-uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t slot_size, uint32_t qslots);
+uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t nguests, uint32_t slot_size,
+                             uint32_t qslots);
+/* Guest slots for a job of nranks: PTL_JOB_GUESTS, or by default 4 (fewer
+ * in a smaller job). */
+uint32_t pt_shm_guests_for(uint32_t nranks);
 
 /* Read a word of `pid`'s memory at `addr` with process_vm_readv: 0, or -errno
  * (EPERM: ptrace scope / Yama or a non-dumpable target; ENOSYS: kernel or

@@ -13,19 +13,40 @@
  *
  * Layout (offsets from pt_shm_layout(), all cache-line or page aligned):
  *
+ * A job has nranks ranks (started by the launcher, rank r is process slot r)
+ * and nguests guest slots (slots nranks .. nranks + nguests - 1) for
+ * processes that join the running job (a child that re-initialises Portals
+ * after fork(), a process started outside ptlrun): P = nranks + nguests
+ * process slots, and every part below is per process slot.
+ *
  *   0          struct pt_shm_hdr                      (one page)
- *   off_ranks  struct pt_shm_rank[nranks]             (128 bytes each)
- *   off_qhdrs  struct spsc_hdr[nranks][nranks][2]     receiver-major:
+ *   off_ranks  struct pt_shm_rank[P]                  (128 bytes each)
+ *   off_qhdrs  struct spsc_hdr[P][P][2]               receiver-major:
  *              [r][s][c] is the header of the queue from sender s to receiver
  *              r of class c (PT_CLS_REQ, PT_CLS_RSP). Packed together so that
  *              initialising a large job touches only these pages.
- *   off_slots  nranks blocks of recv_block bytes (page aligned), block r holds
+ *   off_slots  P blocks of recv_block bytes (page aligned), block r holds
  *              r's receive slots: [s][c] is qslots * slot_size bytes. Block r
  *              is bound to r's NUMA node when r attaches (first touch happens
  *              later, by the senders' writes, so the policy takes effect).
- *   off_trace  nranks trace areas of trace_bytes (PT_TRACE_AREA_BYTES), area
- *              r is rank r's flight recorder (util/trace.h): written by rank
- *              r only, read by dumps (ptlrun), which may find it in any state.
+ *   off_trace  P trace areas of trace_bytes (PT_TRACE_AREA_BYTES), area
+ *              r is slot r's flight recorder (util/trace.h): written by its
+ *              process only, read by dumps (ptlrun), which may find it in any
+ *              state.
+ *
+ * Guests (docs/architecture.md, "Processes that join a job"). A guest slot
+ * is free when its ospid is 0 (never used, or its last owner detached) or
+ * names a process that no longer runs. A joining process claims it with
+ * RMW_CAS(ospid: that value -> its own OS pid) (G-CLAIM; exactly one of
+ * racing claimers wins), stores state CLAIMING, its Portals nid/pid and
+ * probe_addr, makes sure no rank and no other live guest uses that pid
+ * (FENCE_FULL, then it reads the other guests' pids: of two claimers of one
+ * pid at least one sees the other and gives way), raises guests_hwm and
+ * publishes ATTACHED with ST_RELEASE (R-ATT, as a rank). PtlNIFini: state
+ * DETACHED (R-ATT's partner), then ospid 0 (ST_RELEASE: the slot is free).
+ * Peers find guests that attached after they did by rescanning the guest
+ * records (LD_ACQUIRE state == ATTACHED (A-ATT), then nid/pid) when an id is
+ * not a rank's; the launcher polls their ospids (it cannot waitpid them).
  *
  * Queues. Each (s, r, c) queue is a util/spsc.h ring: producer is the token
  * holder of rank s's engine, consumer the token holder of rank r's engine.
@@ -41,15 +62,18 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   2u                     /* 2: trace areas          */
+#define PT_SHM_VERSION   3u                     /* 2: trace areas; 3: guests */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 1024u
+#define PT_SHM_MAX_GUESTS 256u                  /* PTL_JOB_GUESTS ceiling        */
+#define PT_SHM_MAX_PROCS (PT_SHM_MAX_RANKS + PT_SHM_MAX_GUESTS)
 #define PT_SHM_MAX_BYTES (1ULL << 44)           /* refuse absurd regions (16 TiB
                                                  * of address space)           */
 
 /* Rank attach states (pt_shm_rank.state). */
-enum { PT_SHM_R_NONE = 0, PT_SHM_R_ATTACHED = 1, PT_SHM_R_DETACHED = 2 };
+enum { PT_SHM_R_NONE = 0, PT_SHM_R_ATTACHED = 1, PT_SHM_R_DETACHED = 2,
+       PT_SHM_R_CLAIMING = 3 /* guests: claimed, not yet attached */ };
 
 /* Region flags (pt_shm_hdr.flags). */
 enum { PT_SHM_F_NAMED = 1u << 0 };   /* a POSIX shm name exists until all attached */
@@ -77,6 +101,7 @@ struct pt_shm_hdr {
                                 * word holding PT_SHM_MAGIC: the CMA probe target
                                 * when no peer has attached yet                 */
     uint64_t off_trace, trace_bytes; /* copy of pt_shm_layout(): trace areas     */
+    uint32_t nguests;          /* guest process slots after the ranks           */
 
     /* Creator: ST_RELEASE(1) after everything else (R-READY).
      * Ranks: LD_ACQUIRE (A-READY) before reading anything else.               */
@@ -95,7 +120,12 @@ struct pt_shm_hdr {
      * nranks unlinks the POSIX name (named mode). Read relaxed by the launcher
      * (reporting).                                                           */
     _Atomic uint32_t nattached;
-    uint8_t pad_[PT_SHM_PAGE - 3 * PT_CACHELINE - 3 * sizeof(uint32_t)];
+    /* Guests: 1 + the highest guest slot ever claimed, raised with RMW_CAS
+     * before the claimer publishes ATTACHED (it never decreases). Read
+     * LD_ACQUIRE by receivers when a poll found nothing, to extend the
+     * senders they scan (always clamped to nguests). */
+    _Atomic uint32_t guests_hwm;
+    uint8_t pad_[PT_SHM_PAGE - 3 * PT_CACHELINE - 4 * sizeof(uint32_t)];
 };
 _Static_assert(sizeof(struct pt_shm_hdr) == PT_SHM_PAGE, "pt_shm_hdr is exactly one page");
 _Static_assert(offsetof(struct pt_shm_hdr, ready) == 2 * PT_CACHELINE,
@@ -110,12 +140,18 @@ _Static_assert(offsetof(struct pt_shm_hdr, ready) == 2 * PT_CACHELINE,
 struct pt_shm_rank {
     PT_ALIGNED struct pt_waitword bell;
 
-    PT_ALIGNED _Atomic int32_t ospid; /* OS pid. The launcher writes it (ST_RELAXED)
-                                       * right after fork; the rank writes the same
-                                       * value at attach before R-ATT. Peers read it
-                                       * LD_RELAXED (kill(0) and process_vm_readv
-                                       * need no ordering beyond A-ATT).         */
-    uint32_t nid, pid;                /* Portals id: creator, immutable          */
+    PT_ALIGNED _Atomic int32_t ospid; /* OS pid. Ranks: the launcher writes it
+                                       * (ST_RELAXED) right after fork; the rank
+                                       * claims the record at attach with RMW_CAS
+                                       * (that value, its own or a dead process's
+                                       * -> its pid) before R-ATT. Guests: G-CLAIM
+                                       * above. Peers read it LD_RELAXED (kill(0)
+                                       * and process_vm_readv need no ordering
+                                       * beyond A-ATT).                          */
+    /* Portals id. Ranks: the creator's, immutable. Guests: the claimer's,
+     * ST_RELAXED before R-ATT; peers LD_RELAXED after A-ATT (any value is
+     * harmless: it is only compared).                                       */
+    _Atomic uint32_t nid, pid;
     /* Rank: ST_RELEASE(ATTACHED) at attach after ospid and probe_addr (R-ATT);
      * ST_RELEASE(DETACHED) at orderly close. Peers and the launcher
      * LD_ACQUIRE it (A-ATT) before reading probe_addr.                        */
@@ -136,21 +172,23 @@ _Static_assert(sizeof(struct pt_waitword) <= PT_CACHELINE, "the doorbell fits it
 
 /* Byte offsets of every part of a region; the ONE place the layout is computed. */
 struct pt_shm_layout {
-    uint64_t off_ranks;    /* struct pt_shm_rank[nranks]                         */
-    uint64_t off_qhdrs;    /* struct spsc_hdr[nranks][nranks][PT_CLS_NR]         */
-    uint64_t off_slots;    /* nranks receive blocks                              */
+    uint32_t nprocs;       /* process slots: nranks + nguests                    */
+    uint64_t off_ranks;    /* struct pt_shm_rank[nprocs]                         */
+    uint64_t off_qhdrs;    /* struct spsc_hdr[nprocs][nprocs][PT_CLS_NR]         */
+    uint64_t off_slots;    /* nprocs receive blocks                              */
     uint64_t queue_bytes;  /* qslots * slot_size: one queue's slots              */
     uint64_t recv_block;   /* one receiver's slots, page rounded                 */
-    uint64_t off_trace;    /* nranks trace areas (util/trace.h)                  */
+    uint64_t off_trace;    /* nprocs trace areas (util/trace.h)                  */
     uint64_t trace_bytes;  /* one rank's trace area                              */
     uint64_t total;        /* region size                                        */
 };
 
 /* Fill *l for a job. 0, or -EINVAL (bad parameters) / -E2BIG (too large). */
-int pt_shm_layout(uint32_t nranks, uint32_t slot_size, uint32_t qslots,
+int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot_size, uint32_t qslots,
                   struct pt_shm_layout *l);
 
-/* Queue (sender s -> receiver r, class c): header and slots. */
+/* Queue (sender s -> receiver r, class c): header and slots; n is the
+ * number of process slots (nranks + nguests). */
 static inline struct spsc_hdr *pt_shm_qhdr(void *base, const struct pt_shm_layout *l,
                                            uint32_t n, uint32_t s, uint32_t r, uint32_t c)
 {

@@ -25,6 +25,12 @@ uint32_t pt_queue_slots_for(uint32_t want)
     return q;
 }
 
+static _Atomic uint32_t g_guest_pid = 0xffffffffu; /* relaxed: set and read by
+                                                     * PtlNIInit's thread */
+
+void pt_xport_set_guest_pid(uint32_t pid) { ST_RELAXED(&g_guest_pid, pid); }
+uint32_t pt_xport_guest_pid(void) { return LD_RELAXED(&g_guest_pid); }
+
 static bool env_set(const char *name)
 {
     const char *s = getenv(name);

@@ -56,6 +56,9 @@ struct pt_xport;   /* opaque per-transport state */
 struct pt_xport_info {
     uint32_t rank;        /* this process's rank in the job                  */
     uint32_t nranks;      /* ranks in the job                                */
+    uint32_t nprocs;      /* peer indexes: the ranks, then the guest slots
+                           * (processes that joined the running job); `rank`
+                           * is this process's index, >= nranks for a guest */
     uint32_t slot_size;   /* bytes per slot (header + inline payload)        */
     uint32_t jid;         /* job id                                          */
     bool cma_ok;          /* process_vm_readv to peers works (probed)        */
@@ -94,7 +97,8 @@ struct pt_xport_ops {
     struct pt_waitword *(*doorbell)(struct pt_xport *x);
     /* Peer's OS pid (for CMA) and the Portals nid/pid of a rank. */
     pid_t (*peer_ospid)(struct pt_xport *x, uint32_t peer);
-    /* Map a Portals process id to a rank; -1 if not in the job. */
+    /* Map a Portals process id to a peer index (< nprocs); -1 if no process
+     * of the job has it now (guests are looked up in the region each time). */
     int (*rank_of)(struct pt_xport *x, uint32_t nid, uint32_t pid);
     void (*id_of)(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p);
     /* Any thread, cheap (one relaxed load): non-zero once some rank of the
@@ -111,6 +115,13 @@ struct pt_xport_ops {
 int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                   const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                   struct pt_xport_info *info_p);
+
+/* PtlNIInit, before the transport opens: the Portals pid this process asks
+ * for should it join the job as a guest (an explicit PtlNIInit pid, or its
+ * entry in the pid map the application set with PtlSetRank + PtlSetPIDMap),
+ * or PTL_PID_ANY (0xffffffff). Read by pt_shm_open (under its lock). */
+void pt_xport_set_guest_pid(uint32_t pid);
+uint32_t pt_xport_guest_pid(void);
 
 /* A rank started by ptlrun (PTL_LAUNCHER_PID) ends when ptlrun is gone,
  * even behind a wrapper process (launcher.c). Idempotent. */

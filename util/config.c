@@ -60,6 +60,8 @@ static struct pt_tunable g_table[] = {
       "0 errors, 1 warnings, 2 info, 3 debug (stderr; never on the data path)"),
     T("PTL_PEER_TIMEOUT_MS", ni_fail_grace_ms, 2000, 10, 3600000,
       "how long a rank waits for a dead peer's launcher to confirm before failing its operations"),
+    T("PTL_JOB_GUESTS", job_guests, -1, -1, 256,
+      "slots for processes that join a running job (a child that re-initialises Portals after fork, a process started outside ptlrun with PTL_JOB): read by ptlrun (or the rank that creates a named job) when it sizes the region; -1: 4, or the number of ranks if fewer"),
 };
 #undef T
 

@@ -40,6 +40,7 @@ struct pt_config {
     int64_t trace;          /* PTL_TRACE: the flight recorder (util/trace.h) on      */
     int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */
     int64_t ni_fail_grace_ms; /* PTL_PEER_TIMEOUT_MS: how long a dead peer is waited */
+    int64_t job_guests;     /* PTL_JOB_GUESTS: process slots for joiners, -1 default */
 };
 
 struct pt_tunable {

@@ -4,6 +4,7 @@
 
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -38,11 +39,20 @@ const struct pt_trace_site_info pt_trace_sites[PT_TR_NSITES] = {
 };
 
 static _Thread_local int32_t tls_tid;
+static pthread_once_t g_tid_once = PTHREAD_ONCE_INIT;
+
+/* fork(): the child's one thread is a copy of the forking thread, cache and
+ * all; without this, a child that joins the job as a guest would record its
+ * parent's thread id (the handler runs in the child, in that thread). */
+static void tid_forget(void) { tls_tid = 0; }
+static void tid_once(void) { (void)pthread_atfork(NULL, NULL, tid_forget); }
 
 int32_t pt_trace_tid(void)
 {
-    if (PT_UNLIKELY(!tls_tid))
+    if (PT_UNLIKELY(!tls_tid)) {
+        pthread_once(&g_tid_once, tid_once);
         tls_tid = (int32_t)syscall(SYS_gettid);
+    }
     return tls_tid;
 }
 

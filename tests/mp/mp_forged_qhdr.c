@@ -50,7 +50,7 @@ static void forge(uint32_t round, bool heads)
     struct pt_shm_layout l = {.off_qhdrs = h->off_qhdrs};
     for (uint32_t s = 0; s < 2; s++)
         for (uint32_t c = 0; c < 2; c++) {
-            struct spsc_hdr *q = pt_shm_qhdr(g_base, &l, h->nranks, s, 1 - s, c);
+            struct spsc_hdr *q = pt_shm_qhdr(g_base, &l, h->nranks + h->nguests, s, 1 - s, c);
             q->mask = 0xffffffffu;
             q->slot_size = 0x7ffff000u - round * 4096u;
             q->prod_cached_tail = 0x80000000u + round;

@@ -1,0 +1,322 @@
+/*
+ * mp_join - processes that join a running job (issue 13 item 4).
+ *
+ *   usage (under ptlrun -n 2): mp_join exchange|limit|killget
+ *
+ * exchange: every rank posts a source buffer (gets, MANAGE_REMOTE) and forks after
+ *   PtlNIInit. The child drops its parent's NI (PtlFini), re-initialises with
+ *   PtlInit, PtlSetRank(its parent's rank), PtlSetPIDMap (every pid + size,
+ *   so it asks for a pid of its own) and PtlNIInit(PTL_PID_ANY), checks that
+ *   it got pid rank + size, then puts a pattern to the other rank's child
+ *   and gets the other rank's (the parent's) buffer, both data-checked, and
+ *   checks what the other child put to it. The parent keeps talking to the
+ *   other parent meanwhile (a data-checked get), then waits for its child.
+ * limit: run with PTL_JOB_GUESTS=1. Rank 0's first child joins and holds the
+ *   one guest slot; its second child's PtlNIInit must fail with PTL_NO_SPACE.
+ *
+ * killget: rank 0's child joins as a guest, posts a source buffer and
+ *   tells its parent (a pipe); the parent stops it (SIGSTOP: in offload mode
+ *   its NIC thread would answer at once), gets from it, and 200 ms later,
+ *   the get still outstanding, kills it (SIGKILL). The get must fail within
+ *   PTL_PEER_TIMEOUT_MS + 10 s (a failed REPLY_END, or PTL_FAIL from the wait)
+ *   rather than hang; ptlrun reports the guest and fails the job (exit 1).
+ *
+ * Prints "rank 0: join OK" / "rank 0: limit OK" / "rank 0: the get from the
+ * killed guest failed".
+ */
+#include "mp_util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PT_SRC (MP_PT_USER + 11)   /* a rank's source buffer, for gets         */
+#define PT_DST (MP_PT_USER + 12)   /* a child's landing buffer, for the put     */
+#define LEN 20000                  /* above the eager size: rendezvous too */
+
+static ptl_handle_ni_t child_init(unsigned rank, unsigned size, const ptl_pid_t *pids,
+                                  const ptl_nid_t *nids, int *rc_p)
+{
+    int maxif;
+    PtlFini(); /* the parent's NI: the child only forgets it */
+    MP_CHECK(PtlInit(&maxif));
+    MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, rank, size));
+    ptl_pid_t map[64];
+    ptl_nid_t nmap[64];
+    for (unsigned r = 0; r < size; r++) {
+        map[r] = pids[r] + size;
+        nmap[r] = nids[r];
+    }
+    MP_CHECK(PtlSetNIDMap(PTL_INVALID_HANDLE, nmap, size));
+    MP_CHECK(PtlSetPIDMap(PTL_INVALID_HANDLE, map, size));
+    ptl_handle_ni_t ni = PTL_INVALID_HANDLE;
+    *rc_p = PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni);
+    return ni;
+}
+
+static int child_exchange(struct mp *m, const uint8_t *parents_src)
+{
+    (void)parents_src;
+    unsigned me = m->rank, peer = 1 - m->rank, size = m->size;
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(me, size, pids, nids, &rc);
+    if (rc != PTL_OK)
+        mp_die("child: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    ptl_process_id_t self, other_child, other_rank;
+    MP_CHECK(PtlGetId(ni, &self));
+    MP_CHECK(PtlGetRankId(ni, peer, &other_child));
+    other_rank = m->ids[peer];
+    if (self.pid != pids[me] + size)
+        mp_die("child: pid %u, expected %u (its map's)", self.pid, pids[me] + size);
+    unsigned r2, s2;
+    MP_CHECK(PtlGetRank(ni, &r2, &s2));
+    if (r2 != me || s2 != size)
+        mp_die("child: PtlGetRank %u/%u, expected %u/%u", r2, s2, me, size);
+
+    static uint8_t in[LEN], out[LEN], got[LEN];
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_handle_me_t meh;
+    ptl_handle_md_t inmd;
+    MP_CHECK(PtlMEAttach(ni, PT_DST, other_child, 7, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    ptl_md_t d = {in, LEN, PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
+    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &inmd));
+    mp_fill(out, LEN, 100 + me, 7, 0);
+    ptl_md_t od = {out, LEN, PTL_MD_THRESH_INF, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
+    ptl_handle_md_t omd, gmd;
+    MP_CHECK(PtlMDBind(ni, od, PTL_RETAIN, &omd));
+    ptl_md_t gd = {got, LEN, PTL_MD_THRESH_INF, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
+    MP_CHECK(PtlMDBind(ni, gd, PTL_RETAIN, &gmd));
+
+    /* The other child may not have joined yet: the put waits for it
+     * (bounded), and may reach it before its ME: resend until ACKed with
+     * the full length. */
+    bool acked = false, put_in = false, replied = false;
+    MP_CHECK(PtlGet(gmd, other_rank, PT_SRC, 0, 5, 0));
+    for (int tries = 0; !(acked && put_in && replied) && tries < 60; tries++) {
+        if (!acked)
+            MP_CHECK(PtlPut(omd, PTL_ACK_REQ, other_child, PT_DST, 0, 7, 0, 0));
+        ptl_event_t ev;
+        uint64_t t0 = mp_now_ms();
+        while (mp_now_ms() - t0 < 500 && mp_poll(eq, &ev, 100)) {
+            if (ev.ni_fail_type != PTL_NI_OK)
+                mp_die("child: event %d failed (%d)", (int)ev.type, (int)ev.ni_fail_type);
+            if (ev.type == PTL_EVENT_ACK && ev.mlength == LEN)
+                acked = true;
+            else if (ev.type == PTL_EVENT_PUT_END)
+                put_in = true;
+            else if (ev.type == PTL_EVENT_REPLY_END)
+                replied = true;
+        }
+    }
+    if (!(acked && put_in && replied))
+        mp_die("child: ack %d, put from the other child %d, reply %d", acked, put_in, replied);
+    int64_t bad = mp_check_pattern(in, LEN, 100 + peer, 7, 0);
+    if (bad >= 0)
+        mp_die("child: the other child's put differs at byte %lld", (long long)bad);
+    bad = mp_check_pattern(got, LEN, peer, 5, 0);
+    if (bad >= 0)
+        mp_die("child: the get from rank %u differs at byte %lld", peer, (long long)bad);
+    /* Stay until the other child has our ACK-ed put and our answers. */
+    sleep(1);
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    return 0;
+}
+
+static int child_limit(struct mp *m, bool expect_ok)
+{
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
+    if (expect_ok) {
+        if (rc != PTL_OK)
+            mp_die("first child: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+        sleep(3); /* hold the slot while the second child tries */
+        MP_CHECK(PtlNIFini(ni));
+        return 0;
+    }
+    if (rc != PTL_NO_SPACE)
+        mp_die("second child: PtlNIInit returned %s, expected PTL_NO_SPACE",
+               PtlErrorStr((unsigned)rc));
+    return 0;
+}
+
+/* killget: the guest that will be killed with a get outstanding to it. */
+static int child_victim(struct mp *m, int ready_fd)
+{
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
+    if (rc != PTL_OK)
+        mp_die("victim: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    static uint8_t src[LEN];
+    mp_fill(src, LEN, 50, 5, 0);
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t meh;
+    ptl_handle_md_t mdh;
+    MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL,
+                  PTL_EQ_NONE};
+    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+    if (write(ready_fd, "r", 1) != 1)
+        mp_die("victim: cannot tell the parent");
+    for (;;)
+        pause(); /* stopped, then killed, by the parent */
+}
+
+static void killget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        mp_die("pipe failed");
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0) {
+        close(pfd[0]);
+        _exit(child_victim(m, pfd[1]));
+    }
+    close(pfd[1]);
+    char b;
+    ssize_t n;
+    while ((n = read(pfd[0], &b, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 1)
+        mp_die("the victim ended before it joined");
+    /* Stopped for sure (every thread: the group stop is complete when
+     * waitpid reports it) before the get is posted. */
+    int ws;
+    kill(c, SIGSTOP);
+    if (waitpid(c, &ws, WUNTRACED) != c || !WIFSTOPPED(ws))
+        mp_die("the victim did not stop (status %#x)", ws);
+    ptl_process_id_t victim = {m->ids[0].nid, m->ids[0].pid + m->size};
+    MP_CHECK(PtlGet(gmd, victim, PT_SRC, 0, 5, 0));
+    usleep(200000); /* the request waits in the stopped guest's queue */
+    fprintf(stderr, "rank 0: killing the guest (pid %d) with a get outstanding to it\n", (int)c);
+    kill(c, SIGKILL);
+    (void)waitpid(c, &ws, 0);
+    const char *how = NULL;
+    for (uint64_t t0 = mp_now_ms(); !how && mp_now_ms() - t0 < 30000;) {
+        ptl_event_t ev;
+        int rc = PtlEQPoll(&eq, 1, 100, &ev, &(int){0});
+        if (rc == PTL_EQ_EMPTY)
+            continue;
+        if (rc == PTL_FAIL)
+            how = "the wait returned PTL_FAIL";
+        else if (rc != PTL_OK)
+            mp_die("PtlEQPoll: %s", PtlErrorStr((unsigned)rc));
+        else if (ev.type == PTL_EVENT_REPLY_END && ev.ni_fail_type != PTL_NI_OK)
+            how = "REPLY_END failed";
+        else if (ev.type == PTL_EVENT_REPLY_END)
+            mp_die("the get from the killed guest succeeded");
+    }
+    if (!how)
+        mp_die("the get from the killed guest neither failed nor ended within 30 s");
+    printf("rank 0: the get from the killed guest failed (%s)\n", how);
+    fflush(NULL);
+}
+
+/* Wait for a child, running our engine meanwhile (host-matching mode: the
+ * child's get from us is answered only inside our calls). */
+static void reap(pid_t c, ptl_handle_eq_t eq, const char *what)
+{
+    int ws = 0;
+    for (uint64_t t0 = mp_now_ms(); mp_now_ms() - t0 < 60000;) {
+        pid_t w = waitpid(c, &ws, WNOHANG);
+        if (w == c) {
+            if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+                mp_die("%s failed (status %#x)", what, ws);
+            return;
+        }
+        ptl_event_t ev;
+        int rc = PtlEQPoll(&eq, 1, 10, &ev, &(int){0});
+        if (rc != PTL_OK && rc != PTL_EQ_EMPTY)
+            mp_die("waiting for %s: PtlEQPoll: %s", what, PtlErrorStr((unsigned)rc));
+    }
+    mp_die("%s did not end within 60 s", what);
+}
+
+int main(int argc, char **argv)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    const char *mode = argc > 1 ? argv[1] : "exchange";
+    static uint8_t src[LEN], got[LEN];
+    mp_fill(src, LEN, m.rank, 5, 0);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    /* MANAGE_REMOTE: the other rank and the other rank's child both get the
+     * whole buffer from offset 0 (with a local offset, the second get would
+     * start at LEN, not fit, and be dropped: a NACK, no event). */
+    mp_post(&m, PT_SRC, 5, src, LEN, PTL_MD_THRESH_INF,
+            PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE,
+            PTL_RETAIN, NULL);
+    ptl_handle_md_t gmd = mp_bind(&m, got, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
+    mp_barrier(&m);
+    fflush(NULL);
+
+    if (!strcmp(mode, "limit")) {
+        if (m.rank == 0) {
+            pid_t c1 = fork();
+            if (c1 == 0)
+                _exit(child_limit(&m, true));
+            sleep(1);
+            pid_t c2 = fork();
+            if (c2 == 0)
+                _exit(child_limit(&m, false));
+            reap(c2, eq, "the second child");
+            reap(c1, eq, "the first child");
+        }
+        mp_barrier(&m);
+        if (m.rank == 0)
+            printf("rank 0: limit OK\n");
+        mp_fini(&m);
+        return 0;
+    }
+
+    if (!strcmp(mode, "killget")) {
+        /* Rank 0 kills its guest; rank 1 waits for the job's failure. Both
+         * end without mp_fini (no barrier in a failed job). */
+        if (m.rank == 0) {
+            killget(&m, gmd, eq);
+        } else {
+            ptl_event_t ev;
+            uint64_t t0 = mp_now_ms();
+            int rc = PTL_EQ_EMPTY;
+            while (rc == PTL_EQ_EMPTY && mp_now_ms() - t0 < 30000)
+                rc = PtlEQPoll(&eq, 1, 100, &ev, &(int){0});
+        }
+        PtlNIFini(m.ni);
+        PtlFini();
+        return 0;
+    }
+
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0)
+        _exit(child_exchange(&m, src));
+    /* The parents go on with each other while the children talk. */
+    MP_CHECK(PtlGet(gmd, m.ids[1 - m.rank], PT_SRC, 0, 5, 0));
+    mp_expect(eq, PTL_EVENT_REPLY_END, "the parent's get from the other parent");
+    int64_t bad = mp_check_pattern(got, LEN, 1 - m.rank, 5, 0);
+    if (bad >= 0)
+        mp_die("the get from the other rank differs at byte %lld", (long long)bad);
+    reap(c, eq, "the child");
+    mp_barrier(&m);
+    if (m.rank == 0)
+        printf("rank 0: join OK\n");
+    mp_fini(&m);
+    return 0;
+}
