@@ -150,6 +150,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
     }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     work += drain_rx(nic);
+    if (nic->trig_rhead)
+        work += pt_trig_run(nic);   /* triggered operations that fired (ct.c) */
     if (nic->ops)
         work += pt_ops_progress(nic);
     if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
@@ -231,7 +233,7 @@ bool pt_nic_local_work(struct pt_nic *nic)
         if (q && spsc_nonempty(&q->ring))
             return true;
     }
-    return LD_RELAXED(&nic->nops) != 0;
+    return LD_RELAXED(&nic->nops) != 0 || LD_RELAXED(&nic->trig_nready) != 0;
 }
 
 void pt_nic_thread_start(struct pt_nic *nic)
@@ -370,6 +372,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->acl[i].jid = PTL_JID_ANY;
         nic->acl[i].pt_index = PTL_PT_INDEX_ANY;
     }
+    nic->max_cts = (uint32_t)cfg->max_cts;
     if (pt_obj_tables_init(nic)) {
         pt_nic_trace_stop(nic);
         nic->xo->close(nic->x);
@@ -393,7 +396,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     uint32_t nreq = 16;
     while (nreq < (uint32_t)cfg->req_slots)
         nreq <<= 1;
-    if (pt_ireq_init(nic, nreq)) {
+    if (pt_ireq_init(nic, nreq) || pt_ct_init(nic, nic->max_cts, (uint32_t)cfg->trig_slots)) {
+        pt_ireq_fini(nic);
         free(ops);
         pt_obj_tables_fini(nic);
         pt_nic_trace_stop(nic);
@@ -507,6 +511,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     free(nic->ops_pool);
     free(nic->nomatch_since);
     pt_ireq_fini(nic);
+    pt_ct_fini(nic); /* with the operations still armed (never fired) */
     for (int c = 0; c < PT_CLS_NR; c++) {
         free(nic->cin[c]);
         free(nic->copy_busy[c]);
