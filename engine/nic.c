@@ -533,6 +533,9 @@ void pt_nic_dump(struct pt_nic *nic, int what, FILE *f)
             (unsigned long long)nic->sr[PTL_SR_DROP_COUNT],
             (unsigned long long)nic->drops_bad_header);
     pt_wait_dump(&nic->w, f);
+    fprintf(f, "  counting events: %u live; triggered operations: %u of %u slots reserved, "
+               "%u fired and waiting to run\n",
+            nic->ct_cnt, LD_RELAXED(&nic->trig_used), nic->trig_n, LD_RELAXED(&nic->trig_nready));
     for (uint32_t p = 0; p < nic->npt; p++) {
         if (what >= 0 && (uint32_t)what != p)
             continue;

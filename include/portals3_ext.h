@@ -32,7 +32,8 @@
  * included). An operation that completed with ni_fail_type != PTL_NI_OK
  * counts into .failure, every other into .success. Counting does not depend
  * on the MD's EQ or its START/END disable options. ct = PTL_CT_NONE unbinds.
- * An MD counts into at most one CT; several MDs may share one.
+ * An MD counts into at most one CT (a new PtlMDBindCT replaces the binding;
+ * PtlMDUpdate keeps it); several MDs may share one.
  *
  * Triggered operations: PtlTriggered* take the arguments of the call they
  * defer, plus trig_ct and threshold. The operation is armed on trig_ct and
