@@ -8,6 +8,8 @@
  *      mode rank 0's application sleeps (no Portals call) meanwhile: only
  *      its NIC thread can count and fire. Rank 2 checks that the bytes it got
  *      are rank 1's, and rank 0's send counter says the put left.
+ *      Rank 2's counter of the forward also fires a triggered 1 MiB get from
+ *      rank 0 (a rendezvous reply: CMA pull or copy), counted by REPLY.
  *   2. Triggered reductions into another rank: ranks 0 and 2 arm a
  *      PtlTriggeredAtomicPut (SUM of int64, MAX of double) to rank 1's
  *      accumulators on a "go" counter; rank 1 sends each a "go" put. Rank 1's
@@ -28,6 +30,8 @@
 #define PT_GO (MP_PT_USER + 3)
 #define PT_ACC (MP_PT_USER + 4)
 #define PT_BACK (MP_PT_USER + 5)
+#define PT_BIG (MP_PT_USER + 6)
+#define BIG (1u << 20)
 #define K 16
 #define SEG 512
 #define NEL 32
@@ -61,6 +65,8 @@ int main(void)
     static uint8_t inbox[K * SEG], fwd[K * SEG], src[K * SEG];
     static int64_t acc_i[NEL], back_i[NEL], mine_i[NEL];
     static double acc_d[NEL], mine_d[NEL];
+    static uint8_t big[BIG];
+    ptl_handle_ct_t cbig = PTL_CT_NONE;
     uint64_t gobuf = 0;
     ptl_handle_ct_t cin = PTL_CT_NONE, csend = PTL_CT_NONE, cfwd = PTL_CT_NONE,
                     cgo = PTL_CT_NONE, cacc = PTL_CT_NONE, cback = PTL_CT_NONE;
@@ -83,12 +89,19 @@ int main(void)
         ptl_handle_md_t bmd = mp_post(&m, PT_BACK, 5, back_i, sizeof back_i, PTL_MD_THRESH_INF,
                                       PTL_MD_OP_PUT, PTL_EQ_NONE, PTL_RETAIN, NULL);
         MP_CHECK(PtlMDBindCT(bmd, cback, PTL_CT_COMM));
+        mp_fill(big, BIG, 0, 9, 0);
+        mp_post(&m, PT_BIG, 6, big, BIG, PTL_MD_THRESH_INF, PTL_MD_OP_GET, PTL_EQ_NONE,
+                PTL_RETAIN, NULL);
     }
     if (r == 2) {
         cfwd = ct_new(&m);
         ptl_handle_md_t fmd = mp_post(&m, PT_FWD, 2, fwd, sizeof fwd, PTL_MD_THRESH_INF,
                                       PTL_MD_OP_PUT, PTL_EQ_NONE, PTL_RETAIN, NULL);
         MP_CHECK(PtlMDBindCT(fmd, cfwd, PTL_CT_COMM));
+        cbig = ct_new(&m);
+        ptl_handle_md_t gmd = mp_bind(&m, big, BIG, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE);
+        MP_CHECK(PtlMDBindCT(gmd, cbig, PTL_CT_REPLY));
+        MP_CHECK(PtlTriggeredGet(gmd, 0, BIG, m.ids[0], PT_BIG, 0, 6, 0, cfwd, 1));
     }
     if (r == 1) {
         mp_fill(src, sizeof src, 1, 7, 0);
@@ -151,6 +164,11 @@ int main(void)
         if (bad >= 0)
             mp_die("1: forwarded byte %lld is not rank 1's", (long long)bad);
         mp_log("forwarded %zu bytes checked", sizeof fwd);
+        ct_wait(cbig, 1, "1: triggered 1 MiB get replied");
+        bad = mp_check_pattern(big, BIG, 0, 9, 0);
+        if (bad >= 0)
+            mp_die("1: byte %lld of the triggered get is not rank 0's", (long long)bad);
+        mp_log("triggered get of %u bytes checked", BIG);
     }
     mp_barrier(&m);
 
