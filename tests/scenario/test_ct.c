@@ -728,10 +728,58 @@ static void test_ctwait_threads(void **state)
 	ptlt_ni_fini(&env);
 }
 
+/* ---- counting beside events: bound MDs post their events as before, and
+ * count whether or not their events are disabled ------------------------------ */
+
+static void test_events_and_counts(void **state)
+{
+	(void)state;
+	ptlt_env_t env;
+	ptlt_ni_init(&env, NULL);
+	ptlt_open_acl(&env);
+	ptl_handle_eq_t eq;
+	assert_rc(PtlEQAlloc(env.ni, 64, PTL_EQ_HANDLER_NONE, &eq), PTL_OK);
+	ptl_handle_ct_t tct, ict;
+	assert_rc(PtlCTAlloc(env.ni, &tct), PTL_OK);
+	assert_rc(PtlCTAlloc(env.ni, &ict), PTL_OK);
+	unsigned char tb[32] = { 0 }, ib[16];
+	memset(ib, 0x5c, sizeof ib);
+	ptl_process_id_t any = { PTL_NID_ANY, PTL_PID_ANY };
+	ptl_handle_me_t me;
+	ptl_handle_md_t tmd;
+	assert_rc(PtlMEAttach(env.ni, CT_PT, any, 9, 0, PTL_RETAIN, PTL_INS_AFTER, &me), PTL_OK);
+	/* target: END events disabled (only PUT_START is posted) */
+	ptl_md_t md = { tb, sizeof tb, 2, 0, PTL_MD_OP_PUT | PTL_MD_EVENT_END_DISABLE, NULL, eq };
+	assert_rc(PtlMDAttach(me, md, PTL_UNLINK, &tmd), PTL_OK);
+	assert_rc(PtlMDBindCT(tmd, tct, PTL_CT_COMM), PTL_OK);
+	ptl_handle_md_t imd = ptlt_bind(&env, ib, sizeof ib, PTL_MD_THRESH_INF, 0, eq, PTL_RETAIN);
+	assert_rc(PtlMDBindCT(imd, ict, PTL_CT_ALL), PTL_OK);
+	for (int k = 0; k < 2; k++) {
+		assert_rc(PtlPut(imd, PTL_ACK_REQ, env.self, CT_PT, 0, 9, 0, 0), PTL_OK);
+		expect_event(eq, PTL_EVENT_SEND_START, .mlength = PTLT_V(16));
+		expect_event(eq, PTL_EVENT_SEND_END, .mlength = PTLT_V(16));
+		expect_event(eq, PTL_EVENT_PUT_START, .mlength = PTLT_V(16), .threshold = PTLT_V(1 - k));
+		if (k == 1) /* threshold 2, PTL_UNLINK: unlinked after the second */
+			expect_event(eq, PTL_EVENT_UNLINK);
+		expect_event(eq, PTL_EVENT_ACK, .mlength = PTLT_V(16));
+	}
+	expect_eq_empty(eq);
+	ptl_ct_event_t ev;
+	assert_rc(PtlCTWait(tct, 2, &ev), PTL_OK);
+	assert_int_equal(ev.success, 2);
+	assert_rc(PtlCTWait(ict, 4, &ev), PTL_OK); /* 2 SEND_END + 2 ACK */
+	assert_int_equal(ev.success, 4);
+	assert_int_equal(ev.failure, 0);
+	assert_int_equal(memcmp(tb + 16, ib, 16), 0);
+	/* the unlinked MD's binding went with it */
+	assert_rc(PtlMDBindCT(tmd, tct, PTL_CT_COMM), PTL_MD_INVALID);
+	ptlt_ni_fini(&env);
+}
+
 int main(int argc, char **argv)
 {
 	size_t nrows = sizeof rows / sizeof rows[0];
-	struct CMUnitTest *t = calloc(nrows + 3, sizeof *t);
+	struct CMUnitTest *t = calloc(nrows + 4, sizeof *t);
 	for (size_t i = 0; i < nrows; i++) {
 		t[i].name = rows[i].name;
 		t[i].test_func = run_row;
@@ -742,9 +790,10 @@ int main(int argc, char **argv)
 	t[nrows] = (struct CMUnitTest)cmocka_unit_test(test_reductions);
 	t[nrows + 1] = (struct CMUnitTest)cmocka_unit_test(test_exhaustion_and_fini);
 	t[nrows + 2] = (struct CMUnitTest)cmocka_unit_test(test_ctwait_threads);
+	t[nrows + 3] = (struct CMUnitTest)cmocka_unit_test(test_events_and_counts);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
-	int rc = ptlt_run_group("scenario_ct", t, nrows + 3, scn_group_setup, scn_group_teardown);
+	int rc = ptlt_run_group("scenario_ct", t, nrows + 4, scn_group_setup, scn_group_teardown);
 	free(t);
 	return rc;
 }
