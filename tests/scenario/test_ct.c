@@ -60,6 +60,8 @@ typedef enum {
 	S_CHECK,
 	S_DATA,
 	S_DATAI,
+	S_UNLINK,  /* PtlMDUnlink(md[a]) */
+	S_DROPS,   /* after a quiet period, PTL_SR_DROP_COUNT moved by .s since the row began */
 } ct_op_t;
 
 typedef struct {
@@ -104,6 +106,8 @@ typedef struct {
 #define CHECK(ct_, s_, f_) { .op = S_CHECK, .a = (ct_), .s = (s_), .f = (f_) }
 #define DATA(t_, i_, n_) { .op = S_DATA, .a = (t_), .b = (i_), .len = (n_) }
 #define DATAI(i_, t_, n_) { .op = S_DATAI, .a = (i_), .b = (t_), .len = (n_) }
+#define UNLINK(md_) { .op = S_UNLINK, .a = (md_) }
+#define DROPS(n_) { .op = S_DROPS, .s = (n_) }
 
 #define ALLK PTL_CT_ALL
 static const ct_row_t rows[] = {
@@ -176,6 +180,12 @@ static const ct_row_t rows[] = {
 	    FREE(C0), GETCT(C0, PTL_CT_INVALID), INC(C0, 1, 0, .ret = PTL_CT_INVALID),
 	    TPUT(I0, T0, 8, C0, 0, .ret = PTL_CT_INVALID), FREE(C0, .ret = PTL_CT_INVALID),
 	    ALLOC(C0), INC(C0, 5, 0), CHECK(C1, 0, 0), CHECK(C2, 0, 0), DATA(T0, I0, 0) } },
+	{ "md_unlinked_before_firing_is_dropped",
+	  /* the armed put's MD goes before its counter fires: nothing is sent, the
+	   * drop is counted; a CTInc armed beside it still fires */
+	  { BIND(T0, C1, PTL_CT_COMM), TPUT(I1, T0, 8, C0, 1), TINC(C2, 1, 0, C0, 1), UNLINK(I1),
+	    DROPS(0), INC(C0, 1, 0), WAIT(C2, 1, 0), CHECK(C1, 0, 0), DROPS(1), DATA(T0, I0, 0),
+	    TPUT(I1, T0, 8, C0, 1, .ret = PTL_MD_INVALID) } },
 	{ "freed_ct_stops_md_counting",
 	  { BIND(T0, C1, PTL_CT_COMM), FREE(C1), PUT(I0, T0, 8), ALLOC(C1), CHECK(C1, 0, 0),
 	    BIND(T0, C1, PTL_CT_COMM), PUT(I0, T0, 8), WAIT(C1, 1, 0) } },
@@ -223,6 +233,7 @@ typedef struct {
 	unsigned char tbuf[NT][CT_BUF];
 	unsigned char ibuf[NI_][CT_BUF];
 	const ct_row_t *row;
+	ptl_sr_value_t drops0;
 } ct_ctx_t;
 
 static unsigned char ifill(int i, size_t j) { return (unsigned char)(0x11 * (i + 1) + 7 * j + 1); }
@@ -251,6 +262,7 @@ static int row_setup(void **state)
 		c->md[I0 + i] = ptlt_bind(&c->env, c->ibuf[i], CT_BUF, PTL_MD_THRESH_INF, 0,
 					  PTL_EQ_NONE, PTL_RETAIN);
 	}
+	assert_rc(PtlNIStatus(c->env.ni, PTL_SR_DROP_COUNT, &c->drops0), PTL_OK);
 	*state = c;
 	return 0;
 }
@@ -412,6 +424,17 @@ static void run_row(void **state)
 					ptlt_fail_at(__FILE__, __LINE__, "%s step %d: I%d byte %zu is %#x, want %#x",
 						     c->row->name, k, st->a - I0, j, c->ibuf[st->a - I0][j],
 						     want[j]);
+			continue;
+		}
+		case S_UNLINK: rc = PtlMDUnlink(md_of(c, st->a)); break;
+		case S_DROPS: {
+			ptl_sr_value_t v;
+			settle(c);
+			assert_rc(PtlNIStatus(c->env.ni, PTL_SR_DROP_COUNT, &v), PTL_OK);
+			if (v - c->drops0 != st->s)
+				ptlt_fail_at(__FILE__, __LINE__, "%s step %d: %llu drops, want %llu",
+					     c->row->name, k, (unsigned long long)(v - c->drops0),
+					     (unsigned long long)st->s);
 			continue;
 		}
 		default: ptlt_fail_at(__FILE__, __LINE__, "bad step"); break;
