@@ -1,6 +1,8 @@
 /* err.c - the one place engine errors become PTL_* codes. */
 #include "api_int.h"
 
+#include <portals3_ext.h>
+
 int pt_ptl_err(int rc)
 {
     switch (rc) {
@@ -25,6 +27,8 @@ int pt_ptl_err(int rc)
     case PT_E_IFACE: return PTL_IFACE_INVALID;
     case PT_E_PID: return PTL_PID_INVALID;
     case PT_E_HANDLE: return PTL_HANDLE_INVALID;
+    case PT_E_BADCT: return PTL_CT_INVALID;
+    case PT_E_ARG: return PTL_ARG_INVALID;
     default: return PTL_FAIL;
     }
 }

@@ -43,7 +43,7 @@ PTL_API void PtlFini(void)
 struct pt_nic *pt_api_nic_of(uint32_t h)
 {
     uint32_t t = pt_h_type(h);
-    if (t < PT_H_NI || t > PT_H_EQ)
+    if ((t < PT_H_NI || t > PT_H_EQ) && t != PT_H_CT)
         return NULL;
     struct pt_nic *nic = LD_ACQUIRE(&g_pt_nis[pt_h_ni(h)].nic); /* pairs with ST_RELEASE in NIInit */
     return nic;

@@ -166,6 +166,7 @@ PTL_API int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
     case PT_H_ME: ok = pt_me_lookup(nic, handle) != NULL; break;
     case PT_H_MD: ok = pt_md_lookup(nic, handle) != NULL; break;
     case PT_H_EQ: ok = pt_eqo_lookup(nic, handle) != NULL; break;
+    case PT_H_CT: ok = pt_ct_lookup(nic, handle) != NULL; break;
     default: ok = false;
     }
     if (!ok)

@@ -76,6 +76,11 @@ static const char *const ni_fail_str[] = {
 
 PTL_API const char *PtlErrorStr(unsigned int ptl_errno)
 {
+	/* the extension's codes (<portals3_ext.h>), past the exported table */
+	if (ptl_errno == 29)
+		return "PTL_CT_INVALID";
+	if (ptl_errno == 30)
+		return "PTL_ARG_INVALID";
 	if (ptl_errno >= ARRAY_LEN(ptl_err_str) || ptl_err_str[ptl_errno] == NULL)
 		return "PTL_UNKNOWN_ERROR";
 	return ptl_err_str[ptl_errno];

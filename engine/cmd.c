@@ -39,6 +39,8 @@ static int md_attach(struct pt_nic *nic, const struct pt_cmd_md *a, uint32_t *h_
         return rc;
     }
     md->pending = 0;
+    md->ct_h = 0;
+    md->ct_opts = 0;
     ST_RELAXED(&md->api_len, md->mem.len);
     md->me = me;
     if (me)
@@ -198,6 +200,15 @@ static int h_dump(struct pt_nic *n, struct pt_cmd *c)
     return PT_OK;
 }
 
+static int h_atomic(struct pt_nic *n, struct pt_cmd *c) { return pt_cmd_put(n, c); }
+static int h_ct_alloc(struct pt_nic *n, struct pt_cmd *c) { return pt_ct_cmd_alloc(n, &c->done->h1); }
+static int h_ct_free(struct pt_nic *n, struct pt_cmd *c) { return pt_ct_cmd_free(n, c->h); }
+static int h_ct_op(struct pt_nic *n, struct pt_cmd *c) { return pt_ct_cmd_op(n, c); }
+static int h_md_ct(struct pt_nic *n, struct pt_cmd *c)
+{
+    return pt_md_cmd_ct(n, c->h, c->u.mdct.ct, c->u.mdct.opts);
+}
+
 static const struct {
     pt_cmd_fn fn;
     const char *name;
@@ -216,6 +227,11 @@ static const struct {
     [PT_CMD_STATUS] = {h_status, "status"},
     [PT_CMD_MEMD_POST] = {h_memd_post, "memd_post"},
     [PT_CMD_DUMP] = {h_dump, "dump"},
+    [PT_CMD_ATOMIC] = {h_atomic, "atomic"},
+    [PT_CMD_CT_ALLOC] = {h_ct_alloc, "ct_alloc"},
+    [PT_CMD_CT_FREE] = {h_ct_free, "ct_free"},
+    [PT_CMD_CT_OP] = {h_ct_op, "ct_op"},
+    [PT_CMD_MD_CT] = {h_md_ct, "md_ct"},
 };
 _Static_assert(sizeof(g_cmd_table) / sizeof(g_cmd_table[0]) == PT_CMD_LAST,
                "every command op needs a handler");
@@ -229,6 +245,8 @@ int pt_cmd_dispatch(struct pt_nic *nic, struct pt_cmd *cmd)
         }
         return PT_OK;
     }
+    if (PT_UNLIKELY(cmd->flags & PT_CF_TRIG)) /* armed, not run (ct.c) */
+        return pt_trig_arm(nic, cmd);
     int rc = g_cmd_table[cmd->op].fn(nic, cmd);
     if (rc == PT_E_AGAIN)
         return rc;

@@ -35,6 +35,8 @@ static inline struct pt_eqo *ev_eqo(struct pt_nic *nic, uint32_t h)
 
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev)
 {
+    if (PT_UNLIKELY(md->ct_opts)) /* PtlMDBindCT: counted whether or not an event is posted */
+        pt_ct_count(nic, md, kind, ev->ni_fail_type != PTL_NI_OK);
     unsigned opt = md->umd.options;
     bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
     if ((is_start(kind) && sd) || (is_end(kind) && ed) || (sd && ed))

@@ -4,11 +4,13 @@
  *   31   29  28  27        17 16              0
  *   [ type ][ni][ generation ][      index     ]
  *
- * type: 1 NI, 2 ME, 3 MD, 4 EQ. Generation starts at 1, is bumped when an
+ * type: 1 NI, 2 ME, 3 MD, 4 EQ, 6 CT (counting event, portals3_ext.h).
+ * Generation starts at 1, is bumped when an
  * object slot is freed, and skips 0x7ff, so 2046 generations are in use;
  * index 0x1ffff is never allocated. So no valid handle equals PTL_HANDLE_NONE
- * (0x7fffffff). Types 5-7 never occur, so PTL_EQ_NONE (0xbfffffff) and
- * PTL_INVALID_HANDLE (0xffffffff) never decode to an object. One NI bit: a
+ * (0x7fffffff). Types 5 and 7 never occur, so PTL_EQ_NONE (0xbfffffff) and
+ * PTL_INVALID_HANDLE (0xffffffff) never decode to an object; PTL_CT_NONE
+ * (0xdfffffff) is a CT handle with generation 0x7ff and index 0x1ffff. One NI bit: a
  * process opens one NI (api/ni.c).
  *
  * Reuse bound: a freed ME, MD or EQ handle is not valid again before at least
@@ -32,7 +34,7 @@
 
 #include "config.h"
 
-enum pt_htype { PT_H_NI = 1, PT_H_ME = 2, PT_H_MD = 3, PT_H_EQ = 4 };
+enum pt_htype { PT_H_NI = 1, PT_H_ME = 2, PT_H_MD = 3, PT_H_EQ = 4, PT_H_CT = 6 };
 
 #define PT_H_GEN_SHIFT 17
 #define PT_H_GEN_MASK 0x7ffu
@@ -50,6 +52,8 @@ _Static_assert((uint64_t)(PT_H_GENS - 1u) * (PT_H_FREE_DEPTH + 1u) + 1u >= PT_H_
                "free-list depth too small for the reuse bound");
 _Static_assert((uint64_t)PT_CFG_MAX_OBJECTS + PT_H_FREE_DEPTH <= (uint64_t)PT_H_IDX_MAX + 1u,
                "index bits cannot hold a full table plus the free-list depth");
+_Static_assert((uint64_t)PT_CFG_MAX_CTS + PT_H_FREE_DEPTH <= (uint64_t)PT_H_IDX_MAX + 1u,
+               "index bits cannot hold a full CT table plus the free-list depth");
 
 static inline uint32_t pt_h_make(enum pt_htype t, uint32_t ni, uint32_t gen, uint32_t idx)
 {

@@ -158,6 +158,8 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     uint64_t len = c->u.mv.length;
     bool ack = c->u.mv.ack == PTL_ACK_REQ, gone = peer_gone(nic, rank);
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
+    if (PT_UNLIKELY(c->op == PT_CMD_ATOMIC) && pk != PT_PROTO_EAGER)
+        return cmd_dropped(nic); /* the API bounds reductions by the eager size */
     if (!gone && pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     bool waits = ack || pk == PT_PROTO_RNDV || gone; /* for an answer: a record */
@@ -185,6 +187,10 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
         h->flags |= PT_WF_ACK_REQ;
     uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
     pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
+    if (PT_UNLIKELY(c->op == PT_CMD_ATOMIC)) {
+        h->flags |= PT_WF_ATOMIC;
+        h->niov = (uint16_t)(c->u.mv.atype << 8 | c->u.mv.aop);
+    }
 
     pt_md_consume(nic, md); /* "send" counts at initiation (§6.4) */
     ptl_event_t ev;
@@ -328,7 +334,7 @@ int pt_rsp_ack(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     struct pt_md *md = pt_md_lookup(nic, h->init_md);
     if (!md)
         return PT_OK; /* §6.2: late ACKs are silently discarded (not counted) */
-    deliver_ack(nic, md, h, PTL_NI_OK);
+    deliver_ack(nic, md, h, (h->flags & PT_WF_FAIL) ? PTL_NI_FAIL : PTL_NI_OK);
     return PT_OK;
 }
 

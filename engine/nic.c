@@ -151,6 +151,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
     }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     work += drain_rx(nic);
+    if (nic->trig_rhead)
+        work += pt_trig_run(nic);   /* triggered operations that fired (ct.c) */
     if (nic->ops)
         work += pt_ops_progress(nic);
     if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
@@ -232,7 +234,7 @@ bool pt_nic_local_work(struct pt_nic *nic)
         if (q && spsc_nonempty(&q->ring))
             return true;
     }
-    return LD_RELAXED(&nic->nops) != 0;
+    return LD_RELAXED(&nic->nops) != 0 || LD_RELAXED(&nic->trig_nready) != 0;
 }
 
 void pt_nic_thread_start(struct pt_nic *nic)
@@ -380,6 +382,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->acl[i].jid = PTL_JID_ANY;
         nic->acl[i].pt_index = PTL_PT_INDEX_ANY;
     }
+    nic->max_cts = (uint32_t)cfg->max_cts;
     struct pt_op *ops = NULL;
     if (pt_obj_tables_init(nic))
         goto fail_tables;
@@ -397,6 +400,10 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nreq <<= 1;
     if (pt_ireq_init(nic, nreq))
         goto fail_ops;
+    if (pt_ct_init(nic, nic->max_cts, (uint32_t)cfg->trig_slots)) {
+        pt_ireq_fini(nic);
+        goto fail_ops;
+    }
     nic->sr[PTL_SR_PTLS_MAX] = nic->npt;
     ST_RELAXED(&nic->tag, (gen << 1) | 1u);
 
@@ -512,6 +519,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     }
     free(nic->ops_pool);
     pt_ireq_fini(nic);
+    pt_ct_fini(nic); /* with the operations still armed (never fired) */
     munmap(nic->nomatch_since, peer_state_bytes(nic));
     pt_obj_tables_fini(nic);
     pt_nic_trace_stop(nic);
@@ -530,6 +538,9 @@ void pt_nic_dump(struct pt_nic *nic, int what, FILE *f)
             (unsigned long long)nic->sr[PTL_SR_DROP_COUNT],
             (unsigned long long)nic->drops_bad_header);
     pt_wait_dump(&nic->w, f);
+    fprintf(f, "  counting events: %u live; triggered operations: %u of %u slots reserved, "
+               "%u fired and waiting to run\n",
+            nic->ct_cnt, LD_RELAXED(&nic->trig_used), nic->trig_n, LD_RELAXED(&nic->trig_nready));
     for (uint32_t p = 0; p < nic->npt; p++) {
         if (what >= 0 && (uint32_t)what != p)
             continue;

@@ -68,6 +68,8 @@ struct pt_md {
     struct pt_me *me;             /* NULL for a bound (free-floating) MD     */
     struct pt_eq *eq;             /* resolved umd.eq_handle, or NULL         */
     ptl_event_t unlink_ev;        /* template of the event that caused the unlink */
+    uint32_t ct_h;                /* PtlMDBindCT: the CT it counts into (0: none) */
+    uint8_t ct_opts;              /* PTL_CT_* kinds it counts                */
     uint32_t next_free;
 };
 
@@ -84,6 +86,20 @@ struct pt_eqo {
      * read_count at which the engine last stopped waiting (UINT64_MAX:
      * never). Set when the EQ is made. */
     uint64_t rd_cached, room_since, rd_gave_up;
+};
+
+/* A counting event (portals3_ext.h; ct.c). [E] except the values. */
+struct pt_ct {
+    _Atomic uint32_t tag;         /* [A] gen<<1|live                         */
+    uint32_t idx;
+    /* [A] the value: written only by the engine (ST_RELEASE), read by any
+     * API thread (LD_ACQUIRE: PtlCTGet, PtlCTWait). A reader may see a
+     * success and a failure of two different instants; each is exact. */
+    _Atomic uint64_t success, failure;
+    uint32_t armed, armed_tail;   /* triggered ops armed on it, by threshold then
+                                   * arming order: trig slot + 1 (0: none)   */
+    uint32_t narmed;
+    uint32_t next_free;
 };
 
 /* Free slots of one table, oldest first: index + 1 (0 = none), linked
@@ -176,8 +192,17 @@ enum pt_cmd_op {
     PT_CMD_STATUS,
     PT_CMD_MEMD_POST,    /* MEInsert/Attach + MDAttach (+ MDUpdate test)  */
     PT_CMD_DUMP,
+    PT_CMD_ATOMIC,       /* PtlAtomicPut: a put the target combines (mv) */
+    PT_CMD_CT_ALLOC,
+    PT_CMD_CT_FREE,
+    PT_CMD_CT_OP,        /* PtlCTSet / PtlCTInc (and their triggered twins) */
+    PT_CMD_MD_CT,        /* PtlMDBindCT                                   */
     PT_CMD_LAST
 };
+
+/* pt_cmd.flags */
+#define PT_CF_TRIG 0x1u  /* arm the command on trig_ct at trig_thr instead of
+                          * running it (the API reserved a slot: trig_used) */
 
 /* Completion of a synchronous command: the engine fills rc and the outputs,
  * then ST_RELEASE(done, 1) (R-DONE); the caller LD_ACQUIREs done (A-DONE). */
@@ -211,6 +236,8 @@ struct pt_cmd {
     uint32_t h;                  /* the command's main handle               */
     struct pt_done *done;        /* NULL for asynchronous commands          */
     uint64_t t_post;             /* instrumentation                         */
+    uint32_t trig_ct;            /* PT_CF_TRIG: the CT it is armed on        */
+    uint64_t trig_thr;           /* PT_CF_TRIG: its success threshold        */
     union {
         struct {                 /* PUT / GET / GETPUT (by value: async)    */
             uint32_t md2;        /* GETPUT: the put MD                      */
@@ -219,7 +246,17 @@ struct pt_cmd {
             uint32_t pt_index, ac_index;
             uint64_t match_bits, remote_offset, local_offset, length, hdr_data;
             uint64_t put_offset; /* GETPUT: offset in the put MD */
+            uint8_t aop, atype;  /* ATOMIC: ptl_op_t, ptl_datatype_t */
         } mv;
+        struct {                 /* CT_OP                                   */
+            uint32_t ct;
+            uint32_t set;        /* 1: PtlCTSet, 0: PtlCTInc                */
+            uint64_t success, failure;
+        } ct;
+        struct {                 /* MD_CT (h: the MD)                       */
+            uint32_t ct;
+            uint32_t opts;
+        } mdct;
         struct pt_cmd_me me;
         struct pt_cmd_md md;
         struct {
@@ -245,6 +282,16 @@ struct pt_cmd {
 };
 _Static_assert(sizeof(struct pt_cmd) <= 128, "a command must fit one 128-byte ring slot");
 #define PT_CMD_SLOT 128
+
+/* A triggered operation (ct.c): the command it performs, armed on a CT
+ * until that CT's success count reaches thr, then queued ready and run by
+ * the engine's poll. [E] */
+struct pt_trig {
+    struct pt_cmd cmd;           /* PUT / GET / ATOMIC / CT_OP, PT_CF_TRIG cleared */
+    uint64_t thr;
+    uint32_t next;               /* its CT's armed list, the ready FIFO or the
+                                  * free list: slot + 1 (0: end)               */
+};
 
 struct pt_cmdq {
     struct spsc_hdr ring;         /* producer: owning API thread; consumer: [E] */
@@ -342,7 +389,20 @@ struct pt_nic {
     uint32_t *ireq_head;                  /* [nprocs]: each target's list (slot + 1)  */
     uint32_t ireq_live;
 
-    pthread_t thread;
+    /* counting events and triggered operations [E] (ct.c) */
+    struct pt_ct *cts;
+    struct pt_freeq ct_fq;
+    uint32_t ct_hwm, ct_cnt, ct_slots, max_cts;
+    struct pt_trig *trigs;                /* [trig_n]                                 */
+    uint32_t trig_n, trig_free;           /* free list: slot + 1                      */
+    uint32_t trig_rhead, trig_rtail;      /* fired, to be run (FIFO; slot + 1)       */
+    _Atomic uint32_t trig_nready;         /* [E] written; read by any thread (local work) */
+    PT_ALIGNED _Atomic uint32_t trig_used;/* [A] slots reserved: an API thread RMW_ADDs
+                                           * before posting an arm command (PTL_NO_SPACE
+                                           * past trig_n), the engine RMW_SUBs when it
+                                           * frees a slot                              */
+
+    PT_ALIGNED pthread_t thread;
     bool has_thread;
 
     struct pt_timing tm;                  /* [E] NIC-side stage timing                */
@@ -418,6 +478,28 @@ uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md);
 uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e);
 void pt_eqo_retire(struct pt_nic *nic, struct pt_eqo *e);
 void pt_eqo_enqueue(struct pt_nic *nic, struct pt_eqo *e);
+struct pt_ct *pt_ct_alloc(struct pt_nic *nic);
+void pt_ct_release(struct pt_nic *nic, struct pt_ct *ct);
+struct pt_ct *pt_ct_lookup(struct pt_nic *nic, uint32_t h);
+uint32_t pt_ct_handle(struct pt_nic *nic, struct pt_ct *ct);
+
+/* counting events and triggered operations (ct.c) */
+int pt_ct_init(struct pt_nic *nic, uint32_t max_cts, uint32_t trig_slots); /* PT_E_NOSPACE */
+void pt_ct_fini(struct pt_nic *nic);
+/* An operation on an MD bound to a CT completed (event.c): count it. */
+void pt_ct_count(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, bool failed);
+/* Run fired triggered operations (the poll loop), bounded; returns work. */
+int pt_trig_run(struct pt_nic *nic);
+int pt_trig_arm(struct pt_nic *nic, struct pt_cmd *c);
+int pt_ct_cmd_alloc(struct pt_nic *nic, uint32_t *h_p);
+int pt_ct_cmd_free(struct pt_nic *nic, uint32_t h);
+int pt_ct_cmd_op(struct pt_nic *nic, const struct pt_cmd *c);
+int pt_md_cmd_ct(struct pt_nic *nic, uint32_t md_h, uint32_t ct_h, uint32_t opts);
+/* Reductions: element size of a ptl_datatype_t (0: none), whether op
+ * applies to it, and dst[i] = dst[i] OP src[i] over n bytes (whole elements). */
+size_t pt_atomic_size(unsigned type);
+bool pt_atomic_valid(unsigned op, unsigned type);
+void pt_atomic_combine(unsigned op, unsigned type, void *dst, const void *src, size_t n);
 /* PtlEQAlloc's ring, made and (on failure) freed by the API thread, outside
  * the engine (eqobj.c). NULL: count above 2^24 or no memory. */
 struct pt_eq *pt_eq_prepare(uint64_t count, ptl_eq_handler_t handler);

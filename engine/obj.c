@@ -1,5 +1,5 @@
 /*
- * obj.c - per-NI object tables (ME, MD, EQ) and handle lookup.
+ * obj.c - per-NI object tables (ME, MD, EQ, CT) and handle lookup.
  * Tables are sized at PtlNIInit to the NI's limit plus PT_H_FREE_DEPTH and
  * never shrink before PtlNIFini (see handle.h for why). Free slots are
  * engine-owned FIFOs, reused only while more than PT_H_FREE_DEPTH are
@@ -17,11 +17,13 @@ int pt_obj_tables_init(struct pt_nic *nic)
     nic->me_slots = (uint32_t)nic->limits.max_mes + PT_H_FREE_DEPTH;
     nic->md_slots = (uint32_t)nic->limits.max_mds + PT_H_FREE_DEPTH;
     nic->eq_slots = (uint32_t)nic->limits.max_eqs + PT_H_FREE_DEPTH;
+    nic->ct_slots = nic->max_cts + PT_H_FREE_DEPTH;
+    nic->cts = calloc(nic->ct_slots, sizeof *nic->cts);
     nic->mes = calloc(nic->me_slots, sizeof *nic->mes);
     nic->mds = calloc(nic->md_slots, sizeof *nic->mds);
     nic->eqs = calloc(nic->eq_slots, sizeof *nic->eqs);
     nic->portals = calloc(nic->npt, sizeof *nic->portals);
-    if (!nic->mes || !nic->mds || !nic->eqs || !nic->portals) {
+    if (!nic->mes || !nic->mds || !nic->eqs || !nic->portals || !nic->cts) {
         pt_obj_tables_fini(nic);
         return PT_E_NOSPACE;
     }
@@ -34,6 +36,8 @@ void pt_obj_tables_fini(struct pt_nic *nic)
     free(nic->mds);
     free(nic->eqs);
     free(nic->portals);
+    free(nic->cts);
+    nic->cts = NULL;
     nic->mes = NULL;
     nic->mds = NULL;
     nic->eqs = NULL;
@@ -112,6 +116,11 @@ struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic)
     OBJ_ALLOC(nic, eqs, eq_fq, eq_hwm, eq_cnt, nic->limits.max_eqs, eq_slots, struct pt_eqo);
 }
 
+struct pt_ct *pt_ct_alloc(struct pt_nic *nic)
+{
+    OBJ_ALLOC(nic, cts, ct_fq, ct_hwm, ct_cnt, nic->max_cts, ct_slots, struct pt_ct);
+}
+
 void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md) { OBJ_UNALLOC(nic, md_fq, md_cnt, md); }
 
 void pt_me_release(struct pt_nic *nic, struct pt_me *me)
@@ -127,6 +136,12 @@ void pt_md_release(struct pt_nic *nic, struct pt_md *md)
     OBJ_ENQUEUE(nic, mds, md_fq, md);
     nic->md_cnt--;
     nic->sr[PTL_SR_MDS_FREED]++;
+}
+void pt_ct_release(struct pt_nic *nic, struct pt_ct *ct)
+{
+    obj_free(&ct->tag);
+    OBJ_ENQUEUE(nic, cts, ct_fq, ct);
+    nic->ct_cnt--;
 }
 /* An EQ dies in two steps: its handle at PtlEQFree, its slot (and ring) once
  * no thread can still read the ring (eqobj.c). Until then the slot is on
@@ -160,6 +175,8 @@ struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, 
 struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_MD, mds, nic->md_slots); }
 struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_EQ, eqs, nic->eq_slots); }
 
+struct pt_ct *pt_ct_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_CT, cts, nic->ct_slots); }
+
 uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me)
 {
     return pt_h_make(PT_H_ME, nic->ni_index, LD_RELAXED(&me->tag) >> 1, me->idx);
@@ -171,4 +188,8 @@ uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md)
 uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e)
 {
     return pt_h_make(PT_H_EQ, nic->ni_index, LD_RELAXED(&e->tag) >> 1, e->idx);
+}
+uint32_t pt_ct_handle(struct pt_nic *nic, struct pt_ct *ct)
+{
+    return pt_h_make(PT_H_CT, nic->ni_index, LD_RELAXED(&ct->tag) >> 1, ct->idx);
 }

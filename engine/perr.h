@@ -29,6 +29,8 @@ enum pt_err {
     PT_E_FAIL = -20,      /* internal failure                        */
     PT_E_AGAIN = -21,     /* engine-internal: resources busy, retry  */
     PT_E_HANDLE = -22,    /* handle of no known kind                 */
+    PT_E_BADCT = -23,     /* CT handle invalid (portals3_ext.h)      */
+    PT_E_ARG = -24,       /* argument out of its domain (op/type)    */
 };
 
 #endif

@@ -55,6 +55,29 @@ static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
     return NULL;
 }
 
+/* A reduction put (PT_WF_ATOMIC, checked valid): combine its payload into
+ * [off, off + mlen) of the MD, element by element, through a small buffer
+ * (the MD may be an iovec list). A matched length that is not a whole
+ * number of elements (truncated) fails: nothing is written. */
+static bool atomic_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst, uint64_t off,
+                           uint64_t mlen)
+{
+    unsigned op = h->niov & 0xffu, type = h->niov >> 8;
+    size_t es = pt_atomic_size(type);
+    if (mlen % es)
+        return false;
+    unsigned char buf[512]; /* a multiple of every element size */
+    const unsigned char *src = pt_wire_payload(h);
+    for (uint64_t done = 0; done < mlen;) {
+        size_t n = mlen - done < sizeof buf ? (size_t)(mlen - done) : sizeof buf;
+        pt_mem_read(dst, off + done, buf, n);
+        pt_atomic_combine(op, type, buf, src + done, n);
+        pt_mem_write(dst, off + done, buf, n);
+        done += n;
+    }
+    return true;
+}
+
 static void drop(struct pt_nic *nic, const struct pt_wire_hdr *h)
 {
     PT_TRACE(nic, PT_TR_DROP, PT_TV_PTL(h->pt_index, h->rlength));
@@ -112,6 +135,13 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     bool bad_getput = h->op == PT_W_GETPUT &&
                       (rndv || copy || h->rlength != h->inline_len ||
                        h->rlength > (uint64_t)nic->limits.max_getput_md);
+    /* A reduction put is eager, whole (all its bytes inline) and names a
+     * known operation on a type it applies to. */
+    bool atomic = h->flags & PT_WF_ATOMIC;
+    if (PT_UNLIKELY(atomic) &&
+        (h->op != PT_W_PUT || rndv || copy || h->rlength != h->inline_len ||
+         !pt_atomic_valid(h->niov & 0xffu, h->niov >> 8)))
+        bad_getput = true;
     if (bad_getput) { /* lengths were bounded at dispatch entry (nic.c) */
         nic->drops_bad_header++;
         drop(nic, h);
@@ -185,6 +215,25 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     switch (h->op) {
     case PT_W_PUT:
         pt_ev_post(nic, md, PTL_EVENT_PUT_START, &ev);
+        if (PT_UNLIKELY(atomic)) {
+            bool ok = atomic_deliver(h, &md->mem, off, mlen);
+            if (!ok)
+                ev.ni_fail_type = PTL_NI_FAIL;
+            pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
+            if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
+                rsp_init(nic, rsp, PT_W_ACK, h);
+                rsp->mlength = ok ? mlen : 0;
+                rsp->tgt_offset = off;
+                if (!ok)
+                    rsp->flags = PT_WF_FAIL;
+                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
+            } else if (ack) {
+                rsp_init(nic, rsp, PT_W_NACK, h);
+                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
+            }
+            pt_md_check_unlink(nic, md, &ev);
+            return PT_OK;
+        }
         if (!rndv) {
             PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
             pt_eager_deliver(h, &md->mem, off, mlen);

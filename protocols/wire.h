@@ -52,7 +52,10 @@ enum pt_wire_flag {
     PT_WF_COPY = 1u << 3,     /* rendezvous in copy mode: DATA fragments follow    */
     PT_WF_DROPPED = 1u << 4,  /* FIN: the target dropped the put                   */
     PT_WF_FAIL = 1u << 5,     /* FIN/RFIN: the pull failed; a FIN's mlength is the
-                               * bytes delivered (the ACK's), an RFIN's the echo   */
+                               * bytes delivered (the ACK's), an RFIN's the echo;
+                               * ACK: the reduction put failed at the target       */
+    PT_WF_ATOMIC = 1u << 6,   /* PUT: a reduction (eager only): the target combines
+                               * the payload into its MD; niov = type << 8 | op    */
 };
 
 struct pt_wire_hdr {

@@ -13,6 +13,8 @@
 
 /* Ceiling of PTL_MAX_OBJECTS; engine/handle.h sizes the index field for it. */
 #define PT_CFG_MAX_OBJECTS 65535
+/* Ceiling of PTL_MAX_CTS (counting events per NI). */
+#define PT_CFG_MAX_CTS 65535
 
 enum pt_rndv_mode { PT_RNDV_AUTO = 0, PT_RNDV_CMA = 1, PT_RNDV_COPY = 2 };
 
@@ -36,6 +38,8 @@ struct pt_config {
     int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
     int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
     int64_t req_slots;      /* PTL_REQ_SLOTS: requests waiting for answers, per NI   */
+    int64_t max_cts;        /* PTL_MAX_CTS: counting events per NI                   */
+    int64_t trig_slots;     /* PTL_TRIG_SLOTS: triggered operations armed per NI     */
     int64_t timing;         /* PTL_TIMING: per-stage instrumentation on              */
     int64_t trace;          /* PTL_TRACE: the flight recorder (util/trace.h) on      */
     int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */

@@ -3,7 +3,7 @@
  * type is created and freed again (issue 12 item 4; docs/architecture.md,
  * "Handles": at least 2^26 creations of the type on the NI).
  *
- * Each test keeps the first handle of an MD, ME or EQ, frees the object, then
+ * Each test keeps the first handle of an MD, ME, EQ or CT, frees the object, then
  * creates and frees objects of the same type many times on an NI whose limit
  * leaves room for one of them at a time, well past the 1,021 cycles after
  * which 10-bit generations with LIFO reuse revived the handle. After every
@@ -12,6 +12,8 @@
  * PtlPut does not send from it, PtlEQGet does not take its events.
  */
 #include "bfx.h"
+
+#include <portals3_ext.h>
 
 #include <limits.h>
 #include <stdarg.h>
@@ -235,6 +237,44 @@ static void eq_stale_stays_invalid(void **state)
 	ptlt_ni_fini(&env);
 }
 
+/* ---- CT (portals3_ext.h): same tables and reuse rule; PTL_MAX_CTS cannot be
+ * lowered per NI, so the cycles run past the free-list depth (the stale slot
+ * is reused after about 32,800 cycles) ------------------------------------------ */
+
+#define CT_CYCLES 70000
+
+static void ct_stale_stays_invalid(void **state)
+{
+	(void)state;
+	start(1, 1, 1);
+	ptl_handle_ct_t stale, live, other;
+	ptl_ct_event_t ev, one = { 1, 0 };
+	assert_rc(PtlCTAlloc(env.ni, &other), PTL_OK);
+	assert_rc(PtlCTAlloc(env.ni, &stale), PTL_OK);
+	assert_rc(PtlCTFree(stale), PTL_OK);
+	for (unsigned i = 1; i <= CT_CYCLES; i++) {
+		assert_rc(PtlCTAlloc(env.ni, &live), PTL_OK);
+		if (live == stale)
+			note("\n  a new CT got the freed handle %#x", (unsigned)stale);
+		if (i % 64 == 1 || i > 32000) {
+			expect_stale(PtlCTInc(stale, one), PTL_CT_INVALID);
+			expect_stale(PtlCTSet(stale, one), PTL_CT_INVALID);
+			expect_stale(PtlCTGet(stale, &ev), PTL_CT_INVALID);
+			expect_stale(PtlCTWait(stale, 1, &ev), PTL_CT_INVALID);
+			expect_stale(PtlTriggeredCTInc(other, one, stale, 0), PTL_CT_INVALID);
+			expect_stale(PtlTriggeredCTInc(stale, one, other, 1u << 30), PTL_CT_INVALID);
+			expect_stale(PtlCTFree(stale), PTL_CT_INVALID);
+			int rc = PtlCTGet(live, &ev);
+			if (rc != PTL_OK || ev.success || ev.failure)
+				note("\n  the live CT behind it changed: %s {%llu, %llu}", ptlt_rc_str(rc),
+				     (unsigned long long)ev.success, (unsigned long long)ev.failure);
+		}
+		report("CT", i);
+		assert_rc(PtlCTFree(live), PTL_OK);
+	}
+	ptlt_ni_fini(&env);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +282,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(me_stale_stays_invalid, ni_setup, ni_teardown),
 		cmocka_unit_test_setup_teardown(eq_stale_stays_invalid, ni_setup, ni_teardown),
 		cmocka_unit_test_setup_teardown(md_stale_stays_invalid_long, ni_setup, ni_teardown),
+		cmocka_unit_test_setup_teardown(ct_stale_stays_invalid, ni_setup, ni_teardown),
 	};
 	int n;
 	if (PtlInit(&n) != PTL_OK)

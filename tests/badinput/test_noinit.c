@@ -7,6 +7,8 @@
  */
 #include "bfx.h"
 
+#include <portals3_ext.h>
+
 #include <stdio.h>
 
 /* handles the calls use: garbage before PtlInit, dead objects after PtlFini */
@@ -95,6 +97,33 @@ static int n_get(void) { return PtlGet(g.md, g.id, 1, 0, 0, 0); }
 static int n_getregion(void) { return PtlGetRegion(g.md, 0, 4, g.id, 1, 0, 0, 0); }
 static int n_getput(void) { return PtlGetPut(g.md, g.md, g.id, 1, 0, 0, 0, 0); }
 
+/* <portals3_ext.h> */
+static const ptl_handle_ct_t g_ct = 0xc0000001u;
+static const ptl_ct_event_t ONE = { 1, 0 };
+static int n_ctalloc(void) { ptl_handle_ct_t c; return PtlCTAlloc(g.ni, &c); }
+static int n_ctfree(void) { return PtlCTFree(g_ct); }
+static int n_ctget(void) { ptl_ct_event_t e; return PtlCTGet(g_ct, &e); }
+static int n_ctwait(void) { ptl_ct_event_t e; return PtlCTWait(g_ct, 1, &e); }
+static int n_ctset(void) { return PtlCTSet(g_ct, ONE); }
+static int n_ctinc(void) { return PtlCTInc(g_ct, ONE); }
+static int n_mdbindct(void) { return PtlMDBindCT(g.md, g_ct, PTL_CT_ALL); }
+static int n_atomicput(void)
+{
+	return PtlAtomicPut(g.md, 0, 8, PTL_NO_ACK_REQ, g.id, 1, 0, 0, 0, 0, PTL_SUM, PTL_INT64_T);
+}
+static int n_tput(void)
+{
+	return PtlTriggeredPut(g.md, 0, 4, PTL_NO_ACK_REQ, g.id, 1, 0, 0, 0, 0, g_ct, 1);
+}
+static int n_tget(void) { return PtlTriggeredGet(g.md, 0, 4, g.id, 1, 0, 0, 0, g_ct, 1); }
+static int n_tatomic(void)
+{
+	return PtlTriggeredAtomicPut(g.md, 0, 8, PTL_NO_ACK_REQ, g.id, 1, 0, 0, 0, 0, PTL_SUM,
+				     PTL_INT64_T, g_ct, 1);
+}
+static int n_tctinc(void) { return PtlTriggeredCTInc(g_ct, ONE, g_ct, 1); }
+static int n_tctset(void) { return PtlTriggeredCTSet(g_ct, ONE, g_ct, 1); }
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -108,6 +137,11 @@ static const struct {
 	{ "PtlEQGet", n_eqget },         { "PtlEQWait", n_eqwait },         { "PtlEQPoll", n_eqpoll },
 	{ "PtlACEntry", n_acentry },     { "PtlPut", n_put },               { "PtlPutRegion", n_putregion },
 	{ "PtlGet", n_get },             { "PtlGetRegion", n_getregion },   { "PtlGetPut", n_getput },
+	{ "PtlCTAlloc", n_ctalloc },     { "PtlCTFree", n_ctfree },         { "PtlCTGet", n_ctget },
+	{ "PtlCTWait", n_ctwait },       { "PtlCTSet", n_ctset },           { "PtlCTInc", n_ctinc },
+	{ "PtlMDBindCT", n_mdbindct },   { "PtlAtomicPut", n_atomicput },   { "PtlTriggeredPut", n_tput },
+	{ "PtlTriggeredGet", n_tget },   { "PtlTriggeredAtomicPut", n_tatomic },
+	{ "PtlTriggeredCTInc", n_tctinc }, { "PtlTriggeredCTSet", n_tctset },
 };
 #define NCALLS (sizeof(calls) / sizeof(calls[0]))
 

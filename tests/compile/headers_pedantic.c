@@ -20,9 +20,27 @@
 #include <portals/p3api/debug.h>
 #include <p3-config.h>
 #include <p3utils.h>
+#include <portals3_ext.h>
+#include <portals3_ext.h>
 
 /* Uses a few names so the unit is not empty and the macros expand cleanly. */
 int ptl_compile_headers_pedantic(void);
+
+/* The extension header's types and names. */
+int ptl_compile_ext_pedantic(void);
+int ptl_compile_ext_pedantic(void)
+{
+	ptl_ct_event_t ev;
+	ptl_handle_ct_t ct = PTL_CT_NONE;
+	ptl_op_t op = PTL_BXOR;
+	ptl_datatype_t dt = PTL_DOUBLE;
+	int (*wait)(ptl_handle_ct_t, ptl_size_t, ptl_ct_event_t *) = PtlCTWait;
+
+	ev.success = 1;
+	ev.failure = 0;
+	return (int)ev.success + (ct == PTL_CT_NONE) + (int)op + (int)dt + (wait != 0) +
+	       PTL_CT_INVALID + PTL_ARG_INVALID + (int)PTL_CT_ALL;
+}
 
 int ptl_compile_headers_pedantic(void)
 {

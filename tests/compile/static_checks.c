@@ -13,6 +13,7 @@
 #include <p3nal_shm.h>
 #include <p3api/debug.h>
 #include <p3rt/p3rt.h>
+#include <portals3_ext.h>
 
 #define CHECK(expr) _Static_assert(expr, #expr)
 #define SAME_TYPE(a, b) _Generic((a), b: 1, default: 0)
@@ -288,3 +289,36 @@ int (*const sig_get_pid_map)(ptl_handle_ni_t, ptl_pid_t *, unsigned) = PtlGetPID
 int (*const sig_set_jid)(ptl_handle_ni_t, ptl_jid_t) = PtlSetJID;
 
 void (*const sig_handler)(ptl_event_t *) = PTL_EQ_HANDLER_NONE;
+
+/* ---- <portals3_ext.h> (counting events, triggered operations, reductions) ---- */
+CHECK(sizeof(ptl_handle_ct_t) == sizeof(ptl_handle_any_t));
+CHECK(offsetof(ptl_ct_event_t, success) == 0 && offsetof(ptl_ct_event_t, failure) == 8);
+CHECK(PTL_CT_INVALID == PTL_VAL_FAILED + 1 && PTL_ARG_INVALID == PTL_CT_INVALID + 1);
+CHECK(PTL_CT_NONE != PTL_INVALID_HANDLE && PTL_CT_NONE != PTL_HANDLE_NONE &&
+      PTL_CT_NONE != PTL_EQ_NONE);
+CHECK((PTL_CT_SEND | PTL_CT_REPLY | PTL_CT_ACK | PTL_CT_COMM) == PTL_CT_ALL);
+CHECK(PTL_SUM == 0 && PTL_BXOR == 5 && PTL_INT32_T == 0 && PTL_DOUBLE == 4);
+int (*const sig_ct_alloc)(ptl_handle_ni_t, ptl_handle_ct_t *) = PtlCTAlloc;
+int (*const sig_ct_free)(ptl_handle_ct_t) = PtlCTFree;
+int (*const sig_ct_get)(ptl_handle_ct_t, ptl_ct_event_t *) = PtlCTGet;
+int (*const sig_ct_wait)(ptl_handle_ct_t, ptl_size_t, ptl_ct_event_t *) = PtlCTWait;
+int (*const sig_ct_set)(ptl_handle_ct_t, ptl_ct_event_t) = PtlCTSet;
+int (*const sig_ct_inc)(ptl_handle_ct_t, ptl_ct_event_t) = PtlCTInc;
+int (*const sig_md_bind_ct)(ptl_handle_md_t, ptl_handle_ct_t, unsigned int) = PtlMDBindCT;
+int (*const sig_atomic_put)(ptl_handle_md_t, ptl_size_t, ptl_size_t, ptl_ack_req_t,
+			    ptl_process_id_t, ptl_pt_index_t, ptl_ac_index_t, ptl_match_bits_t,
+			    ptl_size_t, ptl_hdr_data_t, ptl_op_t, ptl_datatype_t) = PtlAtomicPut;
+int (*const sig_trig_put)(ptl_handle_md_t, ptl_size_t, ptl_size_t, ptl_ack_req_t,
+			  ptl_process_id_t, ptl_pt_index_t, ptl_ac_index_t, ptl_match_bits_t,
+			  ptl_size_t, ptl_hdr_data_t, ptl_handle_ct_t, ptl_size_t) = PtlTriggeredPut;
+int (*const sig_trig_get)(ptl_handle_md_t, ptl_size_t, ptl_size_t, ptl_process_id_t,
+			  ptl_pt_index_t, ptl_ac_index_t, ptl_match_bits_t, ptl_size_t,
+			  ptl_handle_ct_t, ptl_size_t) = PtlTriggeredGet;
+int (*const sig_trig_atomic)(ptl_handle_md_t, ptl_size_t, ptl_size_t, ptl_ack_req_t,
+			     ptl_process_id_t, ptl_pt_index_t, ptl_ac_index_t, ptl_match_bits_t,
+			     ptl_size_t, ptl_hdr_data_t, ptl_op_t, ptl_datatype_t, ptl_handle_ct_t,
+			     ptl_size_t) = PtlTriggeredAtomicPut;
+int (*const sig_trig_ct_inc)(ptl_handle_ct_t, ptl_ct_event_t, ptl_handle_ct_t,
+			     ptl_size_t) = PtlTriggeredCTInc;
+int (*const sig_trig_ct_set)(ptl_handle_ct_t, ptl_ct_event_t, ptl_handle_ct_t,
+			     ptl_size_t) = PtlTriggeredCTSet;

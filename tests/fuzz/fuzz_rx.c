@@ -106,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(&c, data + i, len < sizeof c ? len : sizeof c);
             c.op = (uint16_t)(c.op % 3); /* PUT, GET, GETPUT: the by-value commands */
             c.done = NULL;
+            c.flags = 0; /* only the API arms triggered operations (with a reserved slot) */
             c.h = g_mds[c.h % (uint32_t)g_nmd];
             c.u.mv.md2 = g_mds[c.u.mv.md2 % (uint32_t)g_nmd];
             if (kind & 4)

@@ -32,6 +32,13 @@ seeds = {
     "fin": rec(5, hdr(FIN, flags=4, rlen=10, mlen=10)),
     "nack": rec(5, hdr(NACK)),
     "rfin": rec(9, hdr(RFIN)),
+    # reduction puts (PT_WF_ATOMIC, niov = type << 8 | op; portals3_ext.h)
+    "put_atomic_sum_i64": rec(0, hdr(PUT, flags=0x40, niov=(1 << 8) | 0, inline=16, rlen=16, pt=0)
+                          + struct.pack("<qq", 5, -7)) + rec(3, b""),
+    "put_atomic_ack_bxor_u64": rec(0, hdr(PUT, flags=0x41, niov=(2 << 8) | 5, inline=8, rlen=8,
+                                          pt=1) + struct.pack("<Q", 0xff00)) + rec(3, b""),
+    "put_atomic_max_double": rec(0, hdr(PUT, flags=0x40, niov=(4 << 8) | 2, inline=16, rlen=16,
+                                        roff=4, pt=0) + struct.pack("<dd", 1.5, -2.0)),
     "cmd_put": rec(6, struct.pack("<HHIQQ", 0, 0, 0, 0, 0) + bytes(96)) + rec(3, b""),
     "cmd_get": rec(6, struct.pack("<HHIQQ", 1, 0, 1, 0, 0) + bytes(96)) + rec(3, b""),
 }
