@@ -139,8 +139,12 @@ static void print_tunables(void)
     int n = pt_tunables(&t);
     printf("\nTunables (set in the environment)\n");
     for (int i = 0; i < n; i++) {
-        printf("  %-20s = %-10" PRId64 " (default %" PRId64 ", from %s)\n", t[i].name,
-               *t[i].value, t[i].def, t[i].source);
+        if (t[i].svalue)
+            printf("  %-20s = %-10s (default \"\", from %s)\n", t[i].name,
+                   t[i].svalue[0] ? t[i].svalue : "\"\"", t[i].source);
+        else
+            printf("  %-20s = %-10" PRId64 " (default %" PRId64 ", from %s)\n", t[i].name,
+                   *t[i].value, t[i].def, t[i].source);
         printf("      %s\n", t[i].help);
     }
 }
