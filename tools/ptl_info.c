@@ -17,6 +17,9 @@
 #include "cpu.h"
 #include "shm.h"
 #include "xport.h"
+#ifdef PTL_WITH_OFI
+#include "ofi.h"
+#endif
 
 #include <portals3.h>
 
@@ -194,6 +197,18 @@ static int decode_trace(int argc, char **argv)
     return 0;
 }
 
+static void print_ofi(void)
+{
+    printf("\nlibfabric (PTL_TRANSPORT=ofi, docs/ofi.md)\n");
+#ifdef PTL_WITH_OFI
+    printf("  transport      %s for this process's jobs (PTL_TRANSPORT)\n",
+           pt_config()->transport == PT_TRANSPORT_OFI ? "ofi" : "shm");
+    pt_ofi_describe(stdout);
+#else
+    printf("  not built in (CMake option PTL_WITH_OFI; needs libfabric-dev)\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--trace"))
@@ -209,7 +224,12 @@ int main(int argc, char **argv)
                 "or the last N of each rank).\n");
         return help ? 0 : 2;
     }
+#ifdef PTL_WITH_OFI
+    printf("libportals %s (Portals 3.3 API, shared-memory and libfabric transports)\n",
+           PTL_VERSION_STRING);
+#else
     printf("libportals %s (Portals 3.3 API, shared-memory transport)\n", PTL_VERSION_STRING);
+#endif
     print_limits();
     print_tunables();
     char buf[256];
@@ -217,5 +237,6 @@ int main(int argc, char **argv)
     printf("\nCores and NUMA\n  %s\n", buf);
     print_geometry();
     print_cma();
+    print_ofi();
     return 0;
 }

@@ -244,7 +244,8 @@ struct pt_xport {
     struct ofi_ctx rd_ctx[OFI_MAX_READS];
     uint32_t rd_pending;  /* pull: reads posted, not completed                    */
     int rd_err;
-    uint32_t pend_res;    /* the buffer reserve() handed out last                 */
+    uint32_t pend_res;    /* the buffer reserve() handed out and commit() has not
+                           * sent yet, or UINT32_MAX                              */
 
     /* address exchange */
     struct ofi_addrx ax;
@@ -538,15 +539,19 @@ static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     }
     if (PT_UNLIKELY(!peer_addr(x, peer) || x->dead[peer]))
         return NULL;
-    if (PT_UNLIKELY(x->sfree == UINT32_MAX)) {
-        progress(x); /* send completions return buffers */
-        if (x->sfree == UINT32_MAX)
-            return NULL;
+    /* A reservation the engine did not commit (it may reserve, then decide
+     * otherwise) is handed out again: one outstanding at a time (xport.h). */
+    uint32_t i = x->pend_res;
+    if (i == UINT32_MAX) {
+        if (PT_UNLIKELY(x->sfree == UINT32_MAX)) {
+            progress(x); /* send completions return buffers */
+            if (x->sfree == UINT32_MAX)
+                return NULL;
+        }
+        i = sbuf_get(x);
     }
-    uint32_t i = sbuf_get(x);
     x->sb[i].peer = peer;
     x->sb[i].c.idx = (uint32_t)cls;
-    /* remember which buffer this peer/class reservation is (one at a time) */
     x->pend_res = i;
     return x->sb[i].mem + OFI_PFX;
 }
@@ -628,6 +633,7 @@ static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t 
 static void ofi_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     uint32_t i = x->pend_res;
+    x->pend_res = UINT32_MAX;
     struct ofi_sbuf *b = &x->sb[i];
     struct ofi_pfx *p = (struct ofi_pfx *)b->mem;
     void *h = b->mem + OFI_PFX;
@@ -1126,6 +1132,7 @@ static int ofi_setup(struct pt_xport *x)
     }
     x->rr[0] = x->rr[1] = n - 1;
     x->sfree = UINT32_MAX;
+    x->pend_res = UINT32_MAX;
     for (uint32_t i = x->nsb; i-- > 0;) {
         x->sb[i].c.kind = CTX_SEND;
         x->sb[i].mem = x->smem + (size_t)i * sbytes;
