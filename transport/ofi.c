@@ -419,11 +419,21 @@ static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t 
  * its ring. */
 static void on_message(struct pt_xport *x, const char *buf, size_t len)
 {
-    const struct ofi_pfx *p = (const struct ofi_pfx *)buf;
-    if (PT_UNLIKELY(len < OFI_PFX || p->magic != OFI_MAGIC || p->src >= x->n)) {
+    /* The provider packs messages into a multi-receive buffer at any byte
+     * offset: the prefix is copied out, the slot copied into its aligned ring. */
+    struct ofi_pfx pf;
+    const struct ofi_pfx *p = &pf;
+    if (PT_UNLIKELY(len < OFI_PFX)) {
         x->bad_msgs++;
-        pt_log_once(PT_LOG_WARN, "ofi: a malformed message (%zu bytes, magic %#x, from %u) was dropped",
-                    len, len >= 8 ? p->magic : 0, len >= 8 ? p->src : 0);
+        pt_log_once(PT_LOG_WARN, "ofi: a %zu-byte message was dropped (shorter than the prefix)",
+                    len);
+        return;
+    }
+    memcpy(&pf, buf, sizeof pf);
+    if (PT_UNLIKELY(p->magic != OFI_MAGIC || p->src >= x->n)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: a malformed message (%zu bytes, magic %#x, from %u) was "
+                                 "dropped", len, p->magic, p->src);
         return;
     }
     uint32_t s = p->src;
