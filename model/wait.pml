@@ -38,8 +38,8 @@
  * after a successful fi_trywait), an engine poll reads the CQ (clears it),
  * and the S2/W2/D3 checks see arrivals through has_work (rx_pending's
  * fi_trywait). Rings by the rank itself bump seq and write its eventfd
- * (efd); engine sleepers drain efd, compare seq, then block until fdrdy or
- * efd (ppoll: the wait does not look at seq). MUT_FDDRAIN drains after the
+ * (evfdw); engine sleepers drain it, compare seq, then block until fdrdy or
+ * evfdw (ppoll: the wait does not look at seq). MUT_FDDRAIN drains after the
  * comparison: SPIN must find the lost wake-up (host mode, two threads: an
  * event post's ring between a waiter's comparison and its drain).
  */
@@ -85,7 +85,7 @@ byte evq[NT];          /* events in thread (r,a)'s EQ                 */
 byte in_engine[2];     /* threads inside poll (must stay <= 1)        */
 byte done;             /* application threads finished                */
 bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
-bool efd[2];           /* FDWAIT: the rank's eventfd holds a ring         */
+bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 
 #if OFFLOAD
 #define EVS(r)   evsl[r]
@@ -94,7 +94,7 @@ bool efd[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 #else
 #define EVS(r)   sleepers[r]   /* host mode: event sleepers are the bell's */
 #define EVSEQ(r) seq[r]
-#define EVFD(r)  if :: FDWAIT -> efd[r] = 1 :: else fi  /* pt_wait_ring on the bell */
+#define EVFD(r)  if :: FDWAIT -> evfdw[r] = 1 :: else fi  /* pt_wait_ring on the bell */
 #endif
 
 /* The engine sleepers' wait on the bell (wait.c bell_wait): the futex, or
@@ -104,18 +104,18 @@ bool efd[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 #if FDWAIT
 #ifdef MUT_FDDRAIN
 #define DRAIN_BEFORE(r)
-#define DRAIN_AFTER(r)  drained = efd[r]; efd[r] = 0;
+#define DRAIN_AFTER(r)  drained = evfdw[r]; evfdw[r] = 0;
 #else
-#define DRAIN_BEFORE(r) drained = efd[r]; efd[r] = 0;
+#define DRAIN_BEFORE(r) drained = evfdw[r]; evfdw[r] = 0;
 #define DRAIN_AFTER(r)
 #endif
-#define PASS_ON(r) if :: drained && sleepers[r] > 1 -> efd[r] = 1 :: else fi
+#define PASS_ON(r) if :: drained && sleepers[r] > 1 -> evfdw[r] = 1 :: else fi
 #define BELL_WAIT(r, lbl) \
     DRAIN_BEFORE(r) \
     if \
     :: (seq[r] & BIT) == 0 -> \
         PASS_ON(r) \
-    :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || efd[r]) \
+    :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || evfdw[r]) \
     fi; \
     drained = 0
 #else
@@ -142,7 +142,7 @@ inline has_work(r, w) {
 inline ring(r) {                        /* pt_wait_ring: seq bump + FUTEX_WAKE */
     seq[r] = 0;
 #if FDWAIT
-    efd[r] = 1                          /* ... then the eventfd write */
+    evfdw[r] = 1                          /* ... then the eventfd write */
 #endif
 }
 #define BIT (1 << _pid)

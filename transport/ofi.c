@@ -80,7 +80,6 @@
 #define OFI_K_CREDIT   2u
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
-#define OFI_MAX_REG    256u          /* rendezvous registrations alive at a time  */
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
 
 /* The wire-header fields this transport reads (xport.h, "What the transport
@@ -236,9 +235,11 @@ struct pt_xport {
     uint64_t bad_msgs;
 
     /* rendezvous */
-    struct ofi_reg reg[OFI_MAX_REG];
+    struct ofi_reg *reg;  /* [reg_cap]: our descriptors' registrations           */
+    uint32_t reg_cap;     /* 2 * PTL_REQ_SLOTS + 64 per rank: rendezvous puts we
+                           * wait for, and replies we serve                    */
     uint32_t nreg;
-    struct ofi_rkey rk[OFI_MAX_REG]; /* peers' descriptors we may pull from     */
+    struct ofi_rkey *rk;  /* [reg_cap]: peers' descriptors we may pull from      */
     uint32_t nrk, rk_next;
     uint64_t next_key;    /* requested keys (providers without FI_MR_PROV_KEY)  */
     struct ofi_ctx rd_ctx[OFI_MAX_READS];
@@ -573,9 +574,9 @@ static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
     uint32_t niov = W_NIOV(h);
     if (niov == 0 || niov > PT_XPORT_IOV_MAX)
         return 0;
-    if (x->nreg == OFI_MAX_REG) {
-        pt_log_once(PT_LOG_WARN, "ofi: more than %u rendezvous transfers in flight: the next "
-                                 "ones fail", OFI_MAX_REG);
+    if (x->nreg == x->reg_cap) {
+        pt_log_once(PT_LOG_WARN, "ofi: more than %u rendezvous descriptors in flight: the "
+                                 "next ones fail (PTL_NI_FAIL)", x->reg_cap);
         return 0;
     }
     const struct ofi_wiov *w = W_IOV(h);
@@ -632,10 +633,10 @@ static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t 
             hi = w[i].addr + w[i].len;
     }
     uint32_t k;
-    if (x->nrk < OFI_MAX_REG) {
+    if (x->nrk < x->reg_cap) {
         k = x->nrk++;
     } else { /* a peer that never gets its answer: the oldest goes */
-        k = x->rk_next++ % OFI_MAX_REG;
+        k = x->rk_next++ % x->reg_cap;
     }
     x->rk[k] = (struct ofi_rkey){lo, hi, key, peer, W_OP(h), w_desc_id(h)};
 }
@@ -929,6 +930,8 @@ static void ofi_free(struct pt_xport *x)
     free(x->rxo);
     free(x->held_list);
     free(x->inmem);
+    free(x->reg);
+    free(x->rk);
     free(x);
 }
 
@@ -1129,9 +1132,12 @@ static int ofi_setup(struct pt_xport *x)
     size_t rsize = 64 * sbytes > (256u << 10) ? 64 * sbytes : (256u << 10);
     x->rmem = aligned_alloc(64, OFI_NRBUF * rsize);
     x->inmem = aligned_alloc(64, (size_t)n * 2 * x->qslots * x->slot);
+    x->reg_cap = 2 * (uint32_t)pt_config()->req_slots + 64 * n;
+    x->reg = calloc(x->reg_cap, sizeof *x->reg);
+    x->rk = calloc(x->reg_cap, sizeof *x->rk);
     if (!x->addr || !x->cred || !x->owe || !x->sent || !x->dead || !x->gone || !x->owe_flag ||
         !x->pidfd || !x->in || !x->rxo || !x->held_list || !x->sb || !x->pend || !x->smem ||
-        !x->rmem || !x->inmem)
+        !x->rmem || !x->inmem || !x->reg || !x->rk)
         return -ENOMEM;
     for (uint32_t p = 0; p < n; p++) {
         x->addr[p] = FI_ADDR_NOTAVAIL;
