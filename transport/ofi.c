@@ -1212,6 +1212,20 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     int rc = pt_shm_open(slot_size, queue_slots, pid_hint, &so, &shm, info_p);
     if (rc)
         return rc;
+    /* A rank that published a name before (PtlNIFini, then PtlNIInit again)
+     * would get a new endpoint that its peers do not know: their address
+     * vectors, credits and order stamps describe the old one. Refused until
+     * re-attaching is done (docs/ofi.md), rather than left to hang. */
+    char old[PT_SHM_EP_NAME_MAX];
+    size_t oldlen = sizeof old;
+    uint32_t gen;
+    if (pt_shm_ep_lookup(shm, info_p->rank, old, &oldlen, &gen) == 0) {
+        pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: rank %u initialises an NI a second time in this "
+                           "job (after PtlNIFini): not supported over libfabric yet",
+               info_p->rank);
+        so->close(shm);
+        return -ENOTSUP;
+    }
     struct pt_xport *x = calloc(1, sizeof *x);
     if (!x) {
         so->close(shm);
