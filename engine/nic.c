@@ -28,6 +28,18 @@ _Static_assert(PT_XPORT_SEQ_OFF == __builtin_offsetof(struct pt_wire_hdr, xseq),
                "the transport's slot sequence word is the wire header's xseq");
 _Static_assert(PT_XPORT_ORD_OFF == __builtin_offsetof(struct pt_wire_hdr, xord),
                "the transport's order stamp is the wire header's xord");
+#define PT_OFF(f) __builtin_offsetof(struct pt_wire_hdr, f)
+_Static_assert(PT_XPORT_OP_OFF == PT_OFF(op) && PT_XPORT_FLAGS_OFF == PT_OFF(flags) &&
+                   PT_XPORT_NIOV_OFF == PT_OFF(niov) && PT_XPORT_REQ_OFF == PT_OFF(req) &&
+                   PT_XPORT_TGT_LINK_OFF == PT_OFF(tgt_link) &&
+                   PT_XPORT_TGT_MD_OFF == PT_OFF(tgt_md) && PT_XPORT_MLENGTH_OFF == PT_OFF(mlength) &&
+                   PT_XPORT_TGT_OFFSET_OFF == PT_OFF(tgt_offset),
+               "the wire fields the transport reads (xport.h) moved");
+#undef PT_OFF
+_Static_assert(PT_XPORT_W_PUT == PT_W_PUT && PT_XPORT_W_REPLY == PT_W_REPLY &&
+                   PT_XPORT_W_FIN == PT_W_FIN && PT_XPORT_W_RFIN == PT_W_RFIN &&
+                   PT_XPORT_F_RNDV == PT_WF_RNDV && PT_XPORT_IOV_MAX == PT_MAX_IOV + 1,
+               "the wire codes the transport reads (xport.h) changed");
 
 /* ---- the loop body ------------------------------------------------------- */
 
@@ -372,6 +384,17 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->ev_eq_h = PTL_EQ_NONE;
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
+    if (nic->xo->wait_fd && pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x)) != 0) {
+        pt_log(PT_LOG_ERR, "cannot create the eventfd the engine sleeps on");
+        for (int c = 0; c < PT_CLS_NR; c++) {
+            free(nic->cin[c]);
+            free(nic->copy_busy[c]);
+        }
+        free(nic->nomatch_since);
+        nic->xo->close(nic->x);
+        free(nic);
+        return PT_E_NOSPACE;
+    }
     pt_nic_trace_start(nic);
 
     /* ACL: REF initialises every entry to "any process of my uid" (§6.14). */
@@ -414,8 +437,11 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
             nic->has_thread = false;
             nic->offload = false;
+            int xfd = nic->w.xfd, efd = nic->w.efd;
             pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), false, cfg->nic_yield,
                          (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
+            nic->w.xfd = xfd; /* keep the descriptors made above */
+            nic->w.efd = efd;
             pt_nic_trace_start(nic);
         }
     }
@@ -523,6 +549,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     munmap(nic->nomatch_since, peer_state_bytes(nic));
     pt_obj_tables_fini(nic);
     pt_nic_trace_stop(nic);
+    pt_wait_fini(&nic->w);
     nic->xo->close(nic->x);
     free(nic);
 }

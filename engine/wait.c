@@ -11,9 +11,14 @@
 #include "nic.h"
 #include "perturb.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
                   uint64_t nic_spin_ns, uint64_t wait_spin_ns)
@@ -28,6 +33,81 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->ev = nic_thread ? &w->evw : bell;
     ST_RELAXED(&w->nic_state, nic_thread ? PT_NIC_IDLE : PT_NIC_STOP);
     ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
+    w->xfd = -1;
+    w->efd = -1;
+}
+
+int pt_wait_set_fd(struct pt_wait *w, int xfd)
+{
+    if (xfd < 0)
+        return 0;
+    int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (e < 0)
+        return -errno;
+    w->efd = e;
+    w->xfd = xfd;
+    return 0;
+}
+
+void pt_wait_fini(struct pt_wait *w)
+{
+    if (w->efd >= 0)
+        close(w->efd);
+    w->efd = -1;
+    w->xfd = -1;
+}
+
+/* ---- sleeping on a descriptor (docs/waiting.md) ----------------------------- */
+
+static void efd_post(struct pt_wait *w)
+{
+    uint64_t one = 1;
+    (void)!write(w->efd, &one, sizeof one);
+}
+
+void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww)
+{
+    pt_wake_all(ww); /* seq bump first: a sleeper that read seq before does not block */
+    if (ww == w->bell && w->efd >= 0)
+        efd_post(w);
+}
+
+/* The bell's wait when the transport has a descriptor: as pt_futex_wait (the
+ * seq bump of a ring ends it), but asleep in poll() on the transport's
+ * descriptor (arrivals; the caller's recheck ran the transport's trywait in
+ * rx_pending) and our eventfd (rings by this process: pt_wait_ring). The
+ * eventfd is drained before seq is looked at, so a ring after the look
+ * leaves it readable; a drained ring that another sleeper may need (seq
+ * moved and we are not alone) is passed on. Returns false on timeout. */
+static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns)
+{
+    uint64_t v;
+    bool drained = read(w->efd, &v, sizeof v) == (ssize_t)sizeof v;
+    if (LD_ACQUIRE(&ww->seq) != seq) {
+        if (drained && LD_RELAXED(&ww->sleepers) > 1)
+            efd_post(w);
+        return true;
+    }
+    struct pollfd p[2] = {{.fd = w->xfd, .events = POLLIN}, {.fd = w->efd, .events = POLLIN}};
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = timeout_ns / 1000000000;
+        ts.tv_nsec = timeout_ns % 1000000000;
+        tp = &ts;
+    }
+    int n = ppoll(p, 2, tp, NULL);
+    if (n != 0)
+        return true; /* readable, or a signal: the caller rechecks either way */
+    return LD_ACQUIRE(&ww->seq) != seq;
+}
+
+/* Every engine sleeper's wait on the bell (the event sleepers' own word is
+ * a plain futex). */
+static bool bell_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns)
+{
+    if (ww == w->bell && w->xfd >= 0)
+        return fd_wait(w, ww, seq, timeout_ns);
+    return pt_futex_wait(ww, seq, timeout_ns);
 }
 
 /* ---- the hostile-peer backstop (wait.h; not part of the protocol) ---------- */
@@ -82,7 +162,7 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     *rung_p = false;
     if (!unannounced_work(nic))
         return false;
-    if (pt_futex_wait(ww, seq, backstop(w))) {
+    if (bell_wait(w, ww, seq, backstop(w))) {
         *rung_p = true; /* the ringer was on its way */
         return false;
     }
@@ -138,7 +218,7 @@ static void kick(struct pt_nic *nic)
              * anyway costs a spurious wake at most. */
             RMW_ADD(&w->st.kicks_rung, 1);
             PT_TRACE_WAIT(nic, PT_TR_KICK, 1);
-            pt_wake_all(w->bell);
+            pt_wait_ring(w, w->bell);
             return;
         }
         RMW_ADD(&w->st.kicks_drained, 1);
@@ -299,7 +379,7 @@ void *pt_wait_nic_thread(void *arg)
         RMW_ADD(&w->st.nic_sleeps, 1);
         repair_bell(w);
         PT_TRACE_WAIT(nic, PT_TR_NIC_SLEEP, seq);
-        bool rung = pt_futex_wait(b, seq, backstop(w));
+        bool rung = bell_wait(w, b, seq, backstop(w));
         if (PT_UNLIKELY(!rung))
             check_missed(nic, b, seq, &rung); /* still announced */
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
@@ -312,12 +392,12 @@ void *pt_wait_nic_thread(void *arg)
 void pt_wait_stop(struct pt_wait *w)
 {
     ST_RELEASE(&w->stop, 1);
-    pt_wake_all(w->bell); /* the seq bump: a sleeper that read seq before it never blocks */
+    pt_wait_ring(w, w->bell); /* the seq bump: a sleeper that read seq before it never blocks */
 }
 
 void pt_wait_wake_everyone(struct pt_wait *w)
 {
-    pt_wake_all(w->bell);
+    pt_wait_ring(w, w->bell);
     if (w->ev != w->bell)
         pt_wake_all(w->ev);
 }
@@ -470,7 +550,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
                  * word of this protocol. */
                 PT_TRACE_WAIT(nic, PT_TR_PARK, seq);
                 pt_life_park(nic->ni_index);
-                bool rung = pt_futex_wait(ev, seq, left); /* [W3] */
+                bool rung = bell_wait(w, ev, seq, left); /* [W3] */
                 bool missed = false;
                 if (!rung && by_backstop) /* nobody rang (seq unchanged) */
                     missed = check_missed(nic, ev, seq, &rung);

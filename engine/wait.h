@@ -112,6 +112,12 @@ struct pt_wait {
     struct pt_wait_stats st;
     struct pt_trace *tr;               /* flight recorder or NULL (util/trace.h): set
                                         * after pt_wait_init, before any thread runs */
+    /* A transport whose arrivals do not ring the bell (ofi; xport.h wait_fd):
+     * engine sleepers sleep in poll() on xfd and efd instead of the futex,
+     * and every ring of the bell by this process also writes efd (see
+     * "Sleeping on a descriptor" in docs/waiting.md). -1: futex only. */
+    int xfd;                           /* the transport's descriptor             */
+    int efd;                           /* our eventfd (written by ringers)        */
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -136,6 +142,13 @@ struct pt_wait {
 /* Set up (API thread, before the NIC thread starts). */
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
                   uint64_t nic_spin_ns, uint64_t wait_spin_ns);
+/* Sleep on the transport's descriptor too (after pt_wait_init, before any
+ * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
+int pt_wait_set_fd(struct pt_wait *w, int xfd);
+void pt_wait_fini(struct pt_wait *w);
+/* Ring the bell: pt_wake_all, and the eventfd when sleepers poll (wait.c). */
+void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww);
+
 /* The NIC thread's body (pthread start routine; arg is the struct pt_nic). */
 void *pt_wait_nic_thread(void *nic);
 /* Ask the NIC thread to end (it is then joined by the caller). */
@@ -191,7 +204,7 @@ static inline void pt_wait_events_posted(struct pt_wait *w)
 {
     FENCE_FULL(); /* D6: the posts before reading sleepers; pairs with W2's RMW */
     if (LD_RELAXED(&w->ev->sleepers))
-        pt_wake_all(w->ev);
+        pt_wait_ring(w, w->ev);
 }
 
 /* Wait until ready(arg) (which may consume what it finds), running the engine

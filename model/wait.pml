@@ -31,6 +31,17 @@
  * mutant, and fails if a mutant passes.
  *
  * Labels (engine/wait.h): S1-S3 NIC thread, W1-W3 API waiter, D1-D6 rules.
+ *
+ * FDWAIT=1: the transport has a wait descriptor (the ofi transport,
+ * docs/waiting.md "Sleeping on a descriptor"). Peers never ring: a publish
+ * makes the receiver's descriptor readable (fdrdy, libfabric's CQ wait fd
+ * after a successful fi_trywait), an engine poll reads the CQ (clears it),
+ * and the S2/W2/D3 checks see arrivals through has_work (rx_pending's
+ * fi_trywait). Rings by the rank itself bump seq and write its eventfd
+ * (evfdw); engine sleepers drain it, compare seq, then block until fdrdy or
+ * evfdw (ppoll: the wait does not look at seq). MUT_FDDRAIN drains after the
+ * comparison: SPIN must find the lost wake-up (host mode, two threads: an
+ * event post's ring between a waiter's comparison and its drain).
  */
 
 #ifndef OFFLOAD
@@ -44,6 +55,9 @@
 #endif
 #ifndef GET
 #define GET 1                  /* rank 0 ends with a get rank 1 never waits for */
+#endif
+#ifndef FDWAIT
+#define FDWAIT 0               /* 1: sleep on the transport's descriptor */
 #endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
@@ -70,13 +84,42 @@ byte rxq[NT];          /* messages for thread (r,a) in rank r's queues */
 byte evq[NT];          /* events in thread (r,a)'s EQ                 */
 byte in_engine[2];     /* threads inside poll (must stay <= 1)        */
 byte done;             /* application threads finished                */
+bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
+bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 
 #if OFFLOAD
 #define EVS(r)   evsl[r]
 #define EVSEQ(r) evseq[r]
+#define EVFD(r)  skip          /* evw is a plain futex */
 #else
 #define EVS(r)   sleepers[r]   /* host mode: event sleepers are the bell's */
 #define EVSEQ(r) seq[r]
+#define EVFD(r)  if :: FDWAIT -> evfdw[r] = 1 :: else fi  /* pt_wait_ring on the bell */
+#endif
+
+/* The engine sleepers' wait on the bell (wait.c bell_wait): the futex, or
+ * with FDWAIT fd_wait: drain the eventfd, compare seq, block in ppoll until
+ * the descriptor or the eventfd is readable. A drained ring whose seq moved
+ * is passed on when other sleepers are announced. */
+#if FDWAIT
+#ifdef MUT_FDDRAIN
+#define DRAIN_BEFORE(r)
+#define DRAIN_AFTER(r)  drained = evfdw[r]; evfdw[r] = 0;
+#else
+#define DRAIN_BEFORE(r) drained = evfdw[r]; evfdw[r] = 0;
+#define DRAIN_AFTER(r)
+#endif
+#define PASS_ON(r) if :: drained && sleepers[r] > 1 -> evfdw[r] = 1 :: else fi
+#define BELL_WAIT(r, lbl) \
+    DRAIN_BEFORE(r) \
+    if \
+    :: (seq[r] & BIT) == 0 -> \
+        PASS_ON(r) \
+    :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || evfdw[r]) \
+    fi; \
+    drained = 0
+#else
+#define BELL_WAIT(r, lbl) lbl: FUTEX_WAIT(seq[r])
 #endif
 
 #define ME (_pid + 1)
@@ -96,7 +139,12 @@ inline has_work(r, w) {
     }
 }
 
-inline ring(r) { seq[r] = 0 }           /* pt_wake_all: seq bump + FUTEX_WAKE */
+inline ring(r) {                        /* pt_wait_ring: seq bump + FUTEX_WAKE */
+    seq[r] = 0;
+#if FDWAIT
+    evfdw[r] = 1                          /* ... then the eventfd write */
+#endif
+}
 #define BIT (1 << _pid)
 #define READ_SEQ(word) word = word | BIT   /* seq = LD_ACQUIRE(&w->seq)   */
 #define FUTEX_WAIT(word) ((word & BIT) == 0) /* returns once woken after the read */
@@ -105,7 +153,8 @@ inline ring(r) { seq[r] = 0 }           /* pt_wake_all: seq bump + FUTEX_WAKE */
  * (p == 2: nothing was sent). */
 inline d1_check(p) {
     if
-    :: p < 2 ->
+    :: p < 2 && FDWAIT -> skip   /* the publish made the descriptor readable */
+    :: p < 2 && !FDWAIT ->
 #ifndef MUT_D1
         /* D1: FENCE_FULL (pt_wake_if_sleeping), then its loads */
         ls = sleepers[p];
@@ -126,6 +175,9 @@ inline d1_check(p) {
 inline poll(r, n) {
     n = 0;
     j = 0;
+#if FDWAIT
+    fdrdy[r] = 0;        /* fi_cq_read: what arrived is in the CQ (rxq/getq) now */
+#endif
     do
     :: j < NAPP ->
 #ifdef MUT_D1
@@ -145,7 +197,8 @@ inline poll(r, n) {
                 if                               /* spsc_commit_seq: release store */
                 :: cmdget[Q(r, j)] -> getq[Q(p, j)]++
                 :: else -> rxq[Q(p, j)]++
-                fi
+                fi;
+                if :: FDWAIT -> fdrdy[p] = 1 :: else fi
             :: else -> p = 2
             fi;
             in_engine[r]--
@@ -165,7 +218,8 @@ inline poll(r, n) {
                 getq[Q(r, j)]--;
                 p = 1 - r;
                 n++;
-                rxq[Q(p, j)]++                   /* the REPLY */
+                rxq[Q(p, j)]++;                  /* the REPLY */
+                if :: FDWAIT -> fdrdy[p] = 1 :: else fi
             :: else -> p = 2
             fi
         };
@@ -193,9 +247,9 @@ inline poll(r, n) {
     :: posted ->
         /* D6: FENCE_FULL, then wake event sleepers */
 #ifdef MUT_D6
-        if :: le > 0 -> EVSEQ(r) = 0 :: else fi
+        if :: le > 0 -> EVSEQ(r) = 0; EVFD(r) :: else fi
 #else
-        if :: EVS(r) > 0 -> EVSEQ(r) = 0 :: else fi
+        if :: EVS(r) > 0 -> EVSEQ(r) = 0; EVFD(r) :: else fi
 #endif
     :: else
     fi;
@@ -379,7 +433,11 @@ inline wait_event(r, a) {
                if
                :: skipped -> EVS(r)--; skipped = 0
                :: else ->
+#if OFFLOAD || !FDWAIT
 W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
+#else
+                   BELL_WAIT(r, W3);       /* host mode: ev is the bell */
+#endif
                    EVS(r)--
                fi
            fi
@@ -398,7 +456,7 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
 proctype App(byte r; byte a)
 {
     byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le;
-    bool holding, wanted, polling;
+    bool holding, wanted, polling, drained;
     byte round = 0;
     do
     :: round < ROUNDS ->
@@ -428,6 +486,7 @@ proctype App(byte r; byte a)
 proctype Nic(byte r)
 {
     byte n, p, ls, lp, lt, i, j, got, w, posted, k, le;
+    bool drained;
     do
     :: /* S1 */
        try_take(r, got);
@@ -459,7 +518,7 @@ proctype Nic(byte r)
        :: lt == 0 && w -> sleepers[r]--; lt = 0; w = 0
        :: else ->
            lt = 0; w = 0;
-end_S3:    FUTEX_WAIT(seq[r]);            /* futex_wait(bell, seq, forever) */
+           BELL_WAIT(r, end_S3);          /* bell_wait(bell, seq, forever) */
            sleepers[r]--
        fi
     od

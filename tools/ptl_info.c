@@ -17,6 +17,9 @@
 #include "cpu.h"
 #include "shm.h"
 #include "xport.h"
+#ifdef PTL_WITH_OFI
+#include "ofi.h"
+#endif
 
 #include <portals3.h>
 
@@ -139,8 +142,12 @@ static void print_tunables(void)
     int n = pt_tunables(&t);
     printf("\nTunables (set in the environment)\n");
     for (int i = 0; i < n; i++) {
-        printf("  %-20s = %-10" PRId64 " (default %" PRId64 ", from %s)\n", t[i].name,
-               *t[i].value, t[i].def, t[i].source);
+        if (t[i].svalue)
+            printf("  %-20s = %-10s (default \"\", from %s)\n", t[i].name,
+                   t[i].svalue[0] ? t[i].svalue : "\"\"", t[i].source);
+        else
+            printf("  %-20s = %-10" PRId64 " (default %" PRId64 ", from %s)\n", t[i].name,
+                   *t[i].value, t[i].def, t[i].source);
         printf("      %s\n", t[i].help);
     }
 }
@@ -191,6 +198,18 @@ static int decode_trace(int argc, char **argv)
     return 0;
 }
 
+static void print_ofi(void)
+{
+    printf("\nlibfabric (PTL_TRANSPORT=ofi, docs/ofi.md)\n");
+#ifdef PTL_WITH_OFI
+    printf("  transport      %s for this process's jobs (PTL_TRANSPORT)\n",
+           pt_config()->transport == PT_TRANSPORT_OFI ? "ofi" : "shm");
+    pt_ofi_describe(stdout);
+#else
+    printf("  not built in (CMake option PTL_WITH_OFI; needs libfabric-dev)\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--trace"))
@@ -206,7 +225,12 @@ int main(int argc, char **argv)
                 "or the last N of each rank).\n");
         return help ? 0 : 2;
     }
+#ifdef PTL_WITH_OFI
+    printf("libportals %s (Portals 3.3 API, shared-memory and libfabric transports)\n",
+           PTL_VERSION_STRING);
+#else
     printf("libportals %s (Portals 3.3 API, shared-memory transport)\n", PTL_VERSION_STRING);
+#endif
     print_limits();
     print_tunables();
     char buf[256];
@@ -214,5 +238,6 @@ int main(int argc, char **argv)
     printf("\nCores and NUMA\n  %s\n", buf);
     print_geometry();
     print_cma();
+    print_ofi();
     return 0;
 }

@@ -201,6 +201,8 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
         ST_RELAXED(&rec->dead, 0);
         ST_RELAXED(&rec->wstatus, 0);
         ST_RELAXED(&rec->probe_addr, 0);
+        ST_RELAXED(&rec->ep_len, 0);
+        ST_RELAXED(&rec->ep_gen, 0);
         for (uint32_t snd = 0; snd < l->nprocs; snd++)
             for (uint32_t c = 0; c < PT_CLS_NR; c++)
                 spsc_init(pt_shm_qhdr(base, l, l->nprocs, snd, r, c), s->qslots, s->slot_size);
@@ -617,6 +619,7 @@ struct pt_xport {
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
     size_t peer_bytes;            /* the mapping that holds the per-peer arrays     */
     bool cma_allowed;             /* PTL_CMA != 0                                   */
+    uint32_t qslots;              /* the region's queue depth                       */
     void *base;
     uint64_t size;
 };
@@ -934,6 +937,49 @@ static const struct pt_xport_ops g_shm_ops = {
     .job_failed = shm_job_failed,
     .close = shm_close,
 };
+
+const struct pt_xport_ops *pt_shm_ops(void) { return &g_shm_ops; }
+
+uint32_t pt_shm_queue_depth(struct pt_xport *x) { return x->qslots; }
+
+bool pt_shm_rank_attached(struct pt_xport *x, uint32_t rank)
+{
+    return rank < x->n && LD_ACQUIRE(&x->ranks[rank].state) == PT_SHM_R_ATTACHED; /* A-ATT */
+}
+
+_Static_assert(PT_SHM_EP_NAME_MAX == sizeof(((struct pt_shm_rank *)0)->ep_name),
+               "PT_SHM_EP_NAME_MAX is the rank record's name field");
+
+int pt_shm_ep_publish(struct pt_xport *x, const void *name, size_t len)
+{
+    if (len == 0 || len > PT_SHM_EP_NAME_MAX)
+        return -E2BIG;
+    struct pt_shm_rank *rec = &x->ranks[x->me];
+    ST_RELEASE(&rec->ep_len, 0);
+    memcpy(rec->ep_name, name, len);
+    RMW_ADD(&rec->ep_gen, 1);
+    ST_RELEASE(&rec->ep_len, (uint32_t)len); /* R-EP pairs with A-EP */
+    return 0;
+}
+
+int pt_shm_ep_lookup(struct pt_xport *x, uint32_t rank, void *name, size_t *len, uint32_t *gen)
+{
+    if (rank >= x->n)
+        return -EINVAL;
+    struct pt_shm_rank *rec = &x->ranks[rank];
+    uint32_t n = LD_ACQUIRE(&rec->ep_len); /* A-EP pairs with R-EP */
+    if (n == 0 || n > PT_SHM_EP_NAME_MAX)
+        return -EAGAIN;
+    if (n > *len)
+        return -ENOBUFS;
+    memcpy(name, rec->ep_name, n);
+    *gen = LD_RELAXED(&rec->ep_gen);
+    FENCE_FULL(); /* the copy before the second look */
+    if (LD_ACQUIRE(&rec->ep_len) != n)
+        return -EAGAIN;
+    *len = n;
+    return 0;
+}
 
 /* ---- opening ---------------------------------------------------------------- */
 
@@ -1425,6 +1471,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->n = n;
     x->np = np;
     x->ospid = self;
+    x->qslots = id.qslots;
     x->cma_allowed = pt_config()->cma != 0;
     for (uint32_t p = 0; p < n; p++) {
         x->nids[p] = LD_RELAXED(&ranks[p].nid);

@@ -41,6 +41,25 @@ int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                 const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                 struct pt_xport_info *info_p);
 
+/* The ops of the shared-memory transport (the ofi transport keeps the job
+ * region for identity, liveness and names and delegates those ops here). */
+const struct pt_xport_ops *pt_shm_ops(void);
+
+/* Endpoint names in the rank records (shm_region.h, lines 2-3), the
+ * one-host implementation of the ofi transport's address exchange. x is a
+ * shm transport from pt_shm_open. publish: this rank's name (control path,
+ * the owner only); -E2BIG if longer than PT_SHM_EP_NAME_MAX. lookup: 0 with
+ * *len and *gen set, -EAGAIN while the rank has not published (or is
+ * re-publishing), -ENOBUFS if *len is too small, -EINVAL for a bad rank.
+ * Any thread; no syscall. */
+#define PT_SHM_EP_NAME_MAX (2u * 64u - 8u)
+int pt_shm_ep_publish(struct pt_xport *x, const void *name, size_t len);
+int pt_shm_ep_lookup(struct pt_xport *x, uint32_t rank, void *name, size_t *len, uint32_t *gen);
+/* Queue depth of the job (the region's), and whether rank is attached now
+ * (not yet or no longer: false). For transports built on the region. */
+uint32_t pt_shm_queue_depth(struct pt_xport *x);
+bool pt_shm_rank_attached(struct pt_xport *x, uint32_t rank);
+
 /* ---- creator / launcher side ---------------------------------------------- */
 
 struct pt_shm_spec {

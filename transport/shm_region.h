@@ -20,7 +20,7 @@
  * process slots, and every part below is per process slot.
  *
  *   0          struct pt_shm_hdr                      (one page)
- *   off_ranks  struct pt_shm_rank[P]                  (128 bytes each)
+ *   off_ranks  struct pt_shm_rank[P]                  (256 bytes each)
  *   off_qhdrs  struct spsc_hdr[P][P][2]               receiver-major:
  *              [r][s][c] is the header of the queue from sender s to receiver
  *              r of class c (PT_CLS_REQ, PT_CLS_RSP). Packed together so that
@@ -62,7 +62,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   3u                     /* 2: trace areas; 3: guests */
+#define PT_SHM_VERSION   4u                     /* 2: trace areas; 3: guests; 4: endpoint names */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 1024u
@@ -165,9 +165,19 @@ struct pt_shm_rank {
      * ST_RELAXED before R-ATT; peers read it after A-ATT for the CMA probe.   */
     _Atomic uint64_t probe_addr;
     uint8_t pad_[PT_CACHELINE - 4 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t)];
+
+    /* Lines 2-3: the rank's network endpoint name, for transports that
+     * address peers by name (ofi; shm.h pt_shm_ep_publish/lookup). Written
+     * by the rank only: ep_len ST_RELEASE(0), the name bytes, ep_gen + 1,
+     * then ep_len ST_RELEASE(len) (R-EP). Peers LD_ACQUIRE ep_len (A-EP),
+     * copy the name and ep_gen, and LD_ACQUIRE ep_len again: a different
+     * value means a re-publish raced the copy (try again later).          */
+    PT_ALIGNED _Atomic uint32_t ep_len;
+    _Atomic uint32_t ep_gen;
+    uint8_t ep_name[2 * PT_CACHELINE - 2 * sizeof(uint32_t)];
 };
-_Static_assert(sizeof(struct pt_shm_rank) == 2 * PT_CACHELINE,
-               "pt_shm_rank: doorbell line + identity line");
+_Static_assert(sizeof(struct pt_shm_rank) == 4 * PT_CACHELINE,
+               "pt_shm_rank: doorbell line + identity line + two endpoint-name lines");
 _Static_assert(sizeof(struct pt_waitword) <= PT_CACHELINE, "the doorbell fits its line");
 
 /* Byte offsets of every part of a region; the ONE place the layout is computed. */

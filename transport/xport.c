@@ -3,8 +3,14 @@
 #include "xport.h"
 
 #include <string.h>
+#include "config.h"
+#include "log.h"
 #include "shm.h"
+#ifdef PTL_WITH_OFI
+#include "ofi.h"
+#endif
 
+#include <errno.h>
 #include <stdlib.h>
 
 uint32_t pt_slot_size_for(uint32_t eager_max)
@@ -43,7 +49,18 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
 {
     /* ptlrun (PTL_JOB_FD) or a named job (PTL_JOB): the shared job region. */
     if (env_set("PTL_JOB_FD") || env_set("PTL_JOB")) {
-        int rc = pt_shm_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+        int rc;
+        if (pt_config()->transport == PT_TRANSPORT_OFI) {
+#ifdef PTL_WITH_OFI
+            rc = pt_ofi_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+#else
+            pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: this libportals was built without libfabric "
+                               "(CMake option PTL_WITH_OFI)");
+            rc = -ENOTSUP;
+#endif
+        } else {
+            rc = pt_shm_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+        }
         if (rc == 0)
             pt_launcher_watch(); /* ranks of ptlrun die with it (launcher.c) */
         return rc;

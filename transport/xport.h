@@ -107,6 +107,14 @@ struct pt_xport_ops {
     uint32_t (*job_failed)(struct pt_xport *x);
     /* Mark this rank as finished (orderly PtlNIFini) and detach. */
     void (*close)(struct pt_xport *x);
+    /* Sleeping (engine/wait.c). A transport whose arrivals do not ring the
+     * doorbell (ofi: they come through the provider) returns a descriptor
+     * that becomes readable when something may have arrived or a peer may
+     * have died; engine sleepers poll() it beside their own eventfd. Its
+     * rx_pending is then also the "trywait": false means nothing is pending
+     * and any later arrival makes the descriptor readable. NULL or -1: peers
+     * ring the doorbell (shm, loopback). Any thread. */
+    int (*wait_fd)(struct pt_xport *x);
 };
 
 /* Open the transport for this process: the shared job region when the
@@ -142,6 +150,28 @@ void pt_launcher_watch(void);
 #define PT_XPORT_GETPUT_MAX  64u
 #define PT_XPORT_RNDV_DESC   (65u * 16u)
 #define PT_XPORT_MIN_SLOT    ((PT_XPORT_HDR_BYTES + PT_XPORT_RNDV_DESC + 63u) & ~63u)
+
+/* What the transport reads of the wire header (protocols/wire.h, a layer
+ * above: the engine static_asserts that these match). The ofi transport
+ * registers a rendezvous descriptor's memory for remote reads when it
+ * sends it, tells the puller the key, and ends the registration when the
+ * descriptor's answer passes: FIN (echoes the put's req) or RFIN (echoes the
+ * reply's tgt_md, tgt_offset, mlength and tgt_link). It reads nothing else
+ * of the header but the order stamp it writes. */
+#define PT_XPORT_OP_OFF       4u    /* uint8_t op                               */
+#define PT_XPORT_FLAGS_OFF    5u    /* uint8_t flags                            */
+#define PT_XPORT_NIOV_OFF     6u    /* uint16_t niov                            */
+#define PT_XPORT_REQ_OFF      108u  /* uint32_t req                             */
+#define PT_XPORT_TGT_LINK_OFF 120u  /* uint32_t tgt_link                        */
+#define PT_XPORT_TGT_MD_OFF   40u   /* uint32_t tgt_md                          */
+#define PT_XPORT_MLENGTH_OFF  80u   /* uint64_t mlength                         */
+#define PT_XPORT_TGT_OFFSET_OFF 96u /* uint64_t tgt_offset                      */
+#define PT_XPORT_W_PUT        1u
+#define PT_XPORT_W_REPLY      5u
+#define PT_XPORT_W_FIN        6u
+#define PT_XPORT_W_RFIN       8u
+#define PT_XPORT_F_RNDV       2u    /* the payload is (addr, len) pairs         */
+#define PT_XPORT_IOV_MAX      65u   /* PT_MAX_IOV + 1                            */
 uint32_t pt_slot_size_for(uint32_t eager_max);
 /* Queue depth from PTL_QUEUE_SLOTS: the next power of two, at least 4. */
 uint32_t pt_queue_slots_for(uint32_t want);

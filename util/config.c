@@ -12,7 +12,8 @@ extern char **environ;
 
 static struct pt_config g_cfg;
 
-#define T(n, f, d, lo, hi, h) { n, d, lo, hi, h, &g_cfg.f, "default" }
+#define T(n, f, d, lo, hi, h) { n, d, lo, hi, h, &g_cfg.f, NULL, 0, "default" }
+#define TS(n, f, h) { n, 0, 0, 0, h, NULL, g_cfg.f, sizeof g_cfg.f, "default" }
 static struct pt_tunable g_table[] = {
     T("PTL_OFFLOAD", offload, 1, 0, 1,
       "1: a NIC thread per NI does all receive-side work; 0: host matching, the calling thread runs the engine inside Ptl calls"),
@@ -66,8 +67,13 @@ static struct pt_tunable g_table[] = {
       "how long a rank waits for a dead peer's launcher to confirm before failing its operations"),
     T("PTL_JOB_GUESTS", job_guests, -1, -1, 256,
       "slots for processes that join a running job (a child that re-initialises Portals after fork, a process started outside ptlrun with PTL_JOB): read by ptlrun (or the rank that creates a named job) when it sizes the region; -1: 4, or the number of ranks if fewer"),
+    T("PTL_TRANSPORT", transport, 0, 0, 1,
+      "between the ranks of a ptlrun job: 0 or shm, the shared job region; 1 or ofi, libfabric for every peer (same host included; build option PTL_WITH_OFI), docs/ofi.md"),
+    TS("PTL_OFI_PROVIDER", ofi_provider,
+       "libfabric provider for PTL_TRANSPORT=ofi, e.g. \"tcp;ofi_rxm\" (empty: the best reliable one found; ptl_info lists them)"),
 };
 #undef T
+#undef TS
 
 /* Runtime variables that are not tunables but are PTL_* by convention. */
 static const char *g_runtime_vars[] = {
@@ -78,9 +84,23 @@ static void parse_env(void)
 {
     for (size_t i = 0; i < sizeof(g_table) / sizeof(g_table[0]); i++) {
         struct pt_tunable *t = &g_table[i];
+        const char *s = getenv(t->name);
+        if (t->svalue) {
+            t->svalue[0] = '\0';
+            t->source = "default";
+            if (s && *s) {
+                if (strlen(s) >= t->ssize) {
+                    pt_log(PT_LOG_WARN, "%s=%s is longer than %zu characters; ignored", t->name,
+                           s, t->ssize - 1);
+                    continue;
+                }
+                memcpy(t->svalue, s, strlen(s) + 1);
+                t->source = "env";
+            }
+            continue;
+        }
         *t->value = t->def;
         t->source = "default";
-        const char *s = getenv(t->name);
         if (!s || !*s)
             continue;
         char *end;
@@ -89,6 +109,8 @@ static void parse_env(void)
         if (errno || *end) {
             if (!strcmp(t->name, "PTL_RNDV_MODE") && (!strcmp(s, "auto") || !strcmp(s, "cma") || !strcmp(s, "copy"))) {
                 v = !strcmp(s, "auto") ? 0 : !strcmp(s, "cma") ? 1 : 2;
+            } else if (!strcmp(t->name, "PTL_TRANSPORT") && (!strcmp(s, "shm") || !strcmp(s, "ofi"))) {
+                v = !strcmp(s, "shm") ? PT_TRANSPORT_SHM : PT_TRANSPORT_OFI;
             } else {
                 pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
                        (long long)t->def);

@@ -9,6 +9,7 @@
 #ifndef PT_CONFIG_H
 #define PT_CONFIG_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Ceiling of PTL_MAX_OBJECTS; engine/handle.h sizes the index field for it. */
@@ -45,13 +46,19 @@ struct pt_config {
     int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */
     int64_t ni_fail_grace_ms; /* PTL_PEER_TIMEOUT_MS: how long a dead peer is waited */
     int64_t job_guests;     /* PTL_JOB_GUESTS: process slots for joiners, -1 default */
+    int64_t transport;      /* PTL_TRANSPORT: 0 shm (the job region), 1 ofi (libfabric) */
+    char ofi_provider[64];  /* PTL_OFI_PROVIDER: libfabric provider; "" = best found  */
 };
+
+enum pt_transport_kind { PT_TRANSPORT_SHM = 0, PT_TRANSPORT_OFI = 1 };
 
 struct pt_tunable {
     const char *name;
     int64_t def, min, max;
     const char *help;
-    int64_t *value;   /* into the parsed struct */
+    int64_t *value;   /* into the parsed struct; NULL for a string tunable */
+    char *svalue;     /* a string tunable: its buffer in the parsed struct  */
+    size_t ssize;
     const char *source; /* "default" or "env" after parsing */
 };
 

@@ -1,0 +1,1263 @@
+/*
+ * ofi.c - the libfabric transport: wire messages between the ranks' engines
+ * as libfabric messages on one reliable-datagram endpoint (FI_EP_RDM) per
+ * rank, bulk data by RMA read issued by the side that pulls (ofi.h).
+ *
+ * What stays the same as on shared memory (xport.h): slots, two classes,
+ * credits, the order rules, defer/unhold. What differs:
+ *
+ *   Sending. reserve() hands out a send buffer from a pool (registered when
+ *   the provider wants local registration); the slot is the buffer after a
+ *   64-byte transport prefix (struct ofi_pfx: sender rank, class, credits
+ *   returned). commit() stamps the order word as shm does and fi_send()s
+ *   prefix + the bytes used; the buffer returns to the pool at its send
+ *   completion. Credits: PTL_QUEUE_SLOTS per (sender, receiver, class), as
+ *   on shm; reserve returns NULL without one, so a receiver that stops
+ *   releasing stalls only its own senders.
+ *
+ *   Receiving. A few large buffers are posted with FI_MULTI_RECV. peek()
+ *   reads the CQ (this is the only place the provider makes progress: data
+ *   progress is FI_PROGRESS_MANUAL and nothing but the engine-token holder
+ *   calls in, so there is no provider thread), copies each message into the
+ *   (sender, class) receive ring and reposts a buffer once the provider has
+ *   released it. From the rings on, peek/release/defer are shm's logic.
+ *   release() returns credits: on the next message to that peer (prefix),
+ *   or in a credit message once half a queue is owed.
+ *
+ *   Bulk. A rendezvous descriptor (the wire header's PT_WF_RNDV) names
+ *   memory of the sender; commit() registers it for remote read (fi_mr_regv,
+ *   FI_REMOTE_READ) and puts the key in the prefix; the receiver's pull()
+ *   fi_read()s segments into the matched buffer, progressing its own CQ
+ *   meanwhile (the owner must progress too: its engine is woken by the read
+ *   request on its sockets). The registration ends when the descriptor's
+ *   answer comes back (FIN for a put, RFIN for a get reply, which echo
+ *   `req` / `tgt_link`), or at close.
+ *
+ *   Sleeping. wait_fd() is an epoll set of the CQ's wait object (FI_WAIT_FD)
+ *   and one pidfd per peer rank on this host; rx_pending() is "a message is
+ *   queued, or fi_trywait() says completions are pending". The waiting
+ *   protocol (engine/wait.c) sleeps in poll() on it beside its own eventfd.
+ *
+ *   Names. Each rank publishes its fi_getname() through a small address
+ *   exchange (struct ofi_addrx); on one host the job region's rank records
+ *   hold them (shm.h pt_shm_ep_publish/lookup); a peer is inserted into the
+ *   address vector at the first send to it, once it has published.
+ *
+ * The job region stays underneath for identity, liveness, the failure flag
+ * and the trace area: those ops are shm's.
+ */
+#include "ofi.h"
+
+#include "config.h"
+#include "log.h"
+#include "shm.h"
+
+#include <p3api/misc.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define OFI_PFX        64u           /* transport prefix before every slot       */
+#define OFI_MAGIC      0x4f50u       /* "PO"                                      */
+#define OFI_K_DATA     1u
+#define OFI_K_CREDIT   2u
+#define OFI_NRBUF      4u            /* multi-receive buffers posted              */
+#define OFI_CQ_BATCH   16
+#define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
+
+/* The wire-header fields this transport reads (xport.h, "What the transport
+ * reads of the wire header"; the engine asserts these offsets). */
+struct ofi_wiov {
+    uint64_t addr, len;
+};
+#define W_U8(h, off)  (((const uint8_t *)(h))[off])
+#define W_U16(h, off) (*(const uint16_t *)((const char *)(h) + (off)))
+#define W_U32(h, off) (*(const uint32_t *)((const char *)(h) + (off)))
+#define W_OP(h)       W_U8(h, PT_XPORT_OP_OFF)
+#define W_FLAGS(h)    W_U8(h, PT_XPORT_FLAGS_OFF)
+#define W_NIOV(h)     W_U16(h, PT_XPORT_NIOV_OFF)
+#define W_IOV(h)      ((const struct ofi_wiov *)((const char *)(h) + PT_XPORT_HDR_BYTES))
+#define W_U64(h, off) (*(const uint64_t *)((const char *)(h) + (off)))
+/* What a descriptor and the answer that ends its life both carry: a put's
+ * req (unique while it waits), or a reply's target MD, offset, length and
+ * GET_START link (the link alone is 0 when start events are off). Two
+ * replies with the same id describe the same memory: either's key reads it,
+ * so ending either one is right. */
+static inline uint64_t w_desc_id(const void *h)
+{
+    uint8_t op = W_OP(h);
+    if (op == PT_XPORT_W_PUT || op == PT_XPORT_W_FIN)
+        return W_U32(h, PT_XPORT_REQ_OFF);
+    uint64_t v = W_U32(h, PT_XPORT_TGT_MD_OFF) | (uint64_t)W_U32(h, PT_XPORT_TGT_LINK_OFF) << 32;
+    v ^= W_U64(h, PT_XPORT_TGT_OFFSET_OFF) * 0x9e3779b97f4a7c15ull;
+    v ^= W_U64(h, PT_XPORT_MLENGTH_OFF) * 0xc2b2ae3d27d4eb4full;
+    return v;
+}
+
+/* The prefix every message carries (64 bytes, so slots stay 64-aligned). */
+struct ofi_pfx {
+    uint16_t magic;
+    uint16_t kind;      /* OFI_K_*                                              */
+    uint16_t cls;       /* data: enum pt_cls                                    */
+    uint16_t pad0;
+    uint32_t src;       /* sender's rank                                        */
+    uint32_t len;       /* data: bytes of the slot that follow                  */
+    uint32_t cred[PT_CLS_NR]; /* credits the sender returns to the receiver    */
+    uint64_t rkey;      /* data, rendezvous descriptor: key of its memory       */
+    uint8_t pad[OFI_PFX - 32];
+};
+_Static_assert(sizeof(struct ofi_pfx) == OFI_PFX, "the prefix is one cache line");
+
+/* Operation contexts: what a completion's op_context points at. */
+enum { CTX_SEND = 1, CTX_RECV = 2, CTX_READ = 3 };
+struct ofi_ctx {
+    struct fi_context fc; /* first: the provider's scratch (FI_CONTEXT mode) */
+    uint32_t kind;
+    uint32_t idx;
+};
+
+struct ofi_sbuf {
+    struct ofi_ctx c;
+    uint32_t peer;
+    uint32_t next;        /* free list                                          */
+    char *mem;            /* OFI_PFX + slot_size bytes                          */
+    void *desc;           /* local MR descriptor or NULL                        */
+};
+
+struct ofi_rbuf {
+    struct ofi_ctx c;
+    char *mem;
+    size_t size;
+    void *desc;
+    bool posted;
+};
+
+/* One receive ring per (sender, class): messages copied out of the
+ * multi-receive buffers, in arrival order. Token holder only. */
+struct ofi_inq {
+    char *slots;          /* cap * slot_size                                    */
+    uint32_t head, tail;  /* counters; head - tail <= cap                        */
+    uint32_t ord;         /* order stamp of the message peek returned            */
+};
+
+struct ofi_rx_ord {        /* as shm's: per sender */
+    uint32_t next;
+    uint32_t req_waits;
+    uint32_t held;
+};
+
+/* A rendezvous registration of ours, ended by the descriptor's answer. */
+struct ofi_reg {
+    struct fid_mr *mr;
+    uint32_t peer;
+    uint8_t op;           /* PT_W_PUT (ended by FIN) or PT_W_REPLY (by RFIN)   */
+    uint64_t id;          /* w_desc_id                                          */
+};
+
+/* A peer's rendezvous descriptor we may read from, ended by our answer. */
+struct ofi_rkey {
+    uint64_t lo, hi;      /* the descriptor's address range                     */
+    uint64_t key;
+    uint32_t peer;
+    uint8_t op;
+    uint64_t id;
+};
+
+#define OFI_MAX_READS 32u /* reads in flight per pull step */
+
+struct pt_xport {
+    /* the job region underneath (identity, liveness, names, trace) */
+    const struct pt_xport_ops *so;
+    struct pt_xport *shm;
+    uint32_t me, n, slot, qslots;
+
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_cq *cq;
+    struct fid_av *av;
+    int cq_fd;            /* the CQ's wait object                                */
+    int epfd;             /* epoll: cq_fd + peer pidfds (wait_fd)                */
+    int *pidfd;           /* [peer] or -1                                        */
+    uint32_t npidfd;
+    bool mr_local;        /* FI_MR_LOCAL: our buffers need descriptors           */
+    bool mr_virt;         /* FI_MR_VIRT_ADDR: RMA addresses are virtual          */
+    bool mr_prov_key;
+
+    /* peers */
+    fi_addr_t *addr;      /* [peer]: FI_ADDR_NOTAVAIL until inserted             */
+    uint32_t *cred;       /* [peer * 2 + c]: credits we hold towards peer         */
+    uint32_t *owe;        /* [peer * 2 + c]: credits we owe peer (released)       */
+    uint32_t *sent;       /* [peer]: messages committed to peer (order stamps)    */
+    uint8_t *dead;        /* [peer]: a send to it failed (token holder)           */
+    _Atomic uint32_t *gone; /* [peer]: its pidfd fired while it was attached (any
+                           * thread writes, relaxed: a monotonic flag)           */
+    _Atomic uint32_t failed; /* PTL_NI_PEER_DIED once a peer was seen gone       */
+    bool *owe_flag;       /* [peer]: a credit message is due                      */
+    uint32_t nowe;
+
+    /* sending */
+    struct ofi_sbuf *sb;
+    uint32_t nsb, sfree;  /* free list head (UINT32_MAX: none)                    */
+    char *smem;
+    struct fid_mr *smr;
+    uint32_t *pend;       /* ring of send buffers not yet accepted (EAGAIN)       */
+    uint32_t npend_cap, pend_head, pend_tail;
+
+    /* receiving */
+    struct ofi_rbuf rb[OFI_NRBUF];
+    char *rmem;
+    struct fid_mr *rmr;
+    struct ofi_inq *in;   /* [s * 2 + c]                                         */
+    struct ofi_rx_ord *rxo;
+    uint32_t rr[PT_CLS_NR];
+    uint32_t *held_list, nheld;
+    _Atomic uint32_t queued; /* messages in the rings (any thread reads; rx_pending) */
+    char *inmem;
+    uint64_t bad_msgs;
+
+    /* rendezvous */
+    struct ofi_reg *reg;  /* [reg_cap]: our descriptors' registrations           */
+    uint32_t reg_cap;     /* 2 * PTL_REQ_SLOTS + 64 per rank: rendezvous puts we
+                           * wait for, and replies we serve                    */
+    uint32_t nreg;
+    struct ofi_rkey *rk;  /* [reg_cap]: peers' descriptors we may pull from      */
+    uint32_t nrk, rk_next;
+    uint64_t next_key;    /* requested keys (providers without FI_MR_PROV_KEY)  */
+    struct ofi_ctx rd_ctx[OFI_MAX_READS];
+    uint32_t rd_pending;  /* pull: reads posted, not completed                    */
+    int rd_err;
+    uint32_t pend_res;    /* the buffer reserve() handed out and commit() has not
+                           * sent yet, or UINT32_MAX                              */
+
+    /* address exchange */
+    struct ofi_addrx ax;
+    char prov[64];
+};
+
+/* ---- address exchange on one host: the job region's rank records --------- */
+
+static int region_publish(void *ctx, const void *name, size_t len)
+{
+    return pt_shm_ep_publish(ctx, name, len);
+}
+
+static int region_lookup(void *ctx, uint32_t rank, void *name, size_t *len)
+{
+    uint32_t gen;
+    return pt_shm_ep_lookup(ctx, rank, name, len, &gen);
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static inline char *inq_slot(struct pt_xport *x, struct ofi_inq *q, uint32_t i)
+{
+    return q->slots + (size_t)(i & (x->qslots - 1)) * x->slot;
+}
+
+static inline uint32_t *slot_ord(void *slot) { return (uint32_t *)((char *)slot + PT_XPORT_ORD_OFF); }
+
+static void log_fi(const char *what, ssize_t rc)
+{
+    pt_log(PT_LOG_ERR, "ofi: %s: %s", what, fi_strerror((int)-rc));
+}
+
+/* Post multi-receive buffer i. */
+static int post_rbuf(struct pt_xport *x, uint32_t i)
+{
+    struct ofi_rbuf *b = &x->rb[i];
+    struct iovec v = {b->mem, b->size};
+    struct fi_msg m = {.msg_iov = &v, .desc = &b->desc, .iov_count = 1,
+                       .addr = FI_ADDR_UNSPEC, .context = &b->c.fc};
+    ssize_t rc;
+    do {
+        rc = fi_recvmsg(x->ep, &m, FI_MULTI_RECV);
+        if (rc == -FI_EAGAIN)
+            (void)fi_cq_read(x->cq, NULL, 0);
+    } while (rc == -FI_EAGAIN);
+    if (rc) {
+        log_fi("fi_recvmsg", rc);
+        return (int)rc;
+    }
+    b->posted = true;
+    return 0;
+}
+
+/* Insert peer's published name into the address vector: true once known. */
+static bool peer_addr(struct pt_xport *x, uint32_t peer)
+{
+    if (PT_LIKELY(x->addr[peer] != FI_ADDR_NOTAVAIL))
+        return true;
+    char name[256];
+    size_t len = sizeof name;
+    if (x->ax.lookup(x->ax.ctx, peer, name, &len) != 0)
+        return false; /* not published yet: the engine retries (reserve NULL) */
+    fi_addr_t a = FI_ADDR_NOTAVAIL;
+    int rc = fi_av_insert(x->av, name, 1, &a, 0, NULL);
+    if (rc != 1) {
+        pt_log_once(PT_LOG_ERR, "ofi: fi_av_insert for rank %u failed (%d)", peer, rc);
+        return false;
+    }
+    x->addr[peer] = a;
+    return true;
+}
+
+static void sbuf_free(struct pt_xport *x, uint32_t i)
+{
+    x->sb[i].next = x->sfree;
+    x->sfree = i;
+}
+
+static uint32_t sbuf_get(struct pt_xport *x)
+{
+    uint32_t i = x->sfree;
+    if (i != UINT32_MAX)
+        x->sfree = x->sb[i].next;
+    return i;
+}
+
+/* Hand a filled buffer to the provider, or queue it behind earlier ones (the
+ * queue keeps commit order). */
+static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
+{
+    struct ofi_sbuf *b = &x->sb[i];
+    b->c.idx = (uint32_t)len; /* remembered for a retry */
+    if (x->pend_head == x->pend_tail) {
+        ssize_t rc = fi_send(x->ep, b->mem, len, b->desc, x->addr[b->peer], &b->c.fc);
+        if (PT_LIKELY(rc == 0))
+            return;
+        if (rc != -FI_EAGAIN) {
+            pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
+            x->dead[b->peer] = 1;
+            sbuf_free(x, i);
+            return;
+        }
+    }
+    x->pend[x->pend_head++ % x->npend_cap] = i;
+}
+
+static void flush_pending(struct pt_xport *x)
+{
+    while (x->pend_tail != x->pend_head) {
+        uint32_t i = x->pend[x->pend_tail % x->npend_cap];
+        struct ofi_sbuf *b = &x->sb[i];
+        ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
+        if (rc == -FI_EAGAIN)
+            return;
+        x->pend_tail++;
+        if (rc) {
+            pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
+            x->dead[b->peer] = 1;
+            sbuf_free(x, i);
+        }
+    }
+}
+
+/* A credit message to peer (what we owe it), if a buffer is free. */
+static void send_credits(struct pt_xport *x, uint32_t peer)
+{
+    if (!peer_addr(x, peer))
+        return;
+    uint32_t i = sbuf_get(x);
+    if (i == UINT32_MAX)
+        return; /* later: owe_flag stays set */
+    struct ofi_sbuf *b = &x->sb[i];
+    struct ofi_pfx *p = (struct ofi_pfx *)b->mem;
+    memset(p, 0, sizeof *p);
+    p->magic = OFI_MAGIC;
+    p->kind = OFI_K_CREDIT;
+    p->src = x->me;
+    p->cred[0] = x->owe[peer * 2];
+    p->cred[1] = x->owe[peer * 2 + 1];
+    x->owe[peer * 2] = x->owe[peer * 2 + 1] = 0;
+    x->owe_flag[peer] = false;
+    b->peer = peer;
+    send_or_queue(x, i, OFI_PFX);
+}
+
+/* End our registration that answer h from peer completes, if any. */
+static void reg_end(struct pt_xport *x, uint32_t peer, const void *h)
+{
+    uint8_t op;
+    if (W_OP(h) == PT_XPORT_W_FIN)
+        op = PT_XPORT_W_PUT;
+    else if (W_OP(h) == PT_XPORT_W_RFIN)
+        op = PT_XPORT_W_REPLY;
+    else
+        return;
+    uint64_t id = w_desc_id(h);
+    for (uint32_t k = 0; k < x->nreg; k++) {
+        struct ofi_reg *r = &x->reg[k];
+        if (r->peer == peer && r->op == op && r->id == id) {
+            fi_close(&r->mr->fid);
+            x->reg[k] = x->reg[--x->nreg];
+            return;
+        }
+    }
+}
+
+static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key);
+
+/* A message arrived: check it, take its credits, copy a data message into
+ * its ring. */
+static void on_message(struct pt_xport *x, const char *buf, size_t len)
+{
+    /* The provider packs messages into a multi-receive buffer at any byte
+     * offset: the prefix is copied out, the slot copied into its aligned ring. */
+    struct ofi_pfx pf;
+    const struct ofi_pfx *p = &pf;
+    if (PT_UNLIKELY(len < OFI_PFX)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: a %zu-byte message was dropped (shorter than the prefix)",
+                    len);
+        return;
+    }
+    memcpy(&pf, buf, sizeof pf);
+    if (PT_UNLIKELY(p->magic != OFI_MAGIC || p->src >= x->n)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: a malformed message (%zu bytes, magic %#x, from %u) was "
+                                 "dropped", len, p->magic, p->src);
+        return;
+    }
+    uint32_t s = p->src;
+    /* Credits can never exceed the queue: a peer returning more is faulty. */
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        uint32_t v = x->cred[s * 2 + c] + p->cred[c];
+        x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
+    }
+    if (p->kind == OFI_K_CREDIT)
+        return;
+    if (PT_UNLIKELY(p->kind != OFI_K_DATA || p->cls >= PT_CLS_NR || p->len < PT_XPORT_HDR_BYTES ||
+                    p->len > x->slot || len != OFI_PFX + p->len)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: a malformed message from rank %u was dropped", s);
+        return;
+    }
+    struct ofi_inq *q = &x->in[s * 2 + p->cls];
+    if (PT_UNLIKELY(q->head - q->tail >= x->qslots)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: rank %u sent beyond its credits: message dropped", s);
+        return;
+    }
+    char *slot = inq_slot(x, q, q->head);
+    memcpy(slot, buf + OFI_PFX, p->len);
+    if (PT_UNLIKELY(x->nreg) && p->cls == PT_CLS_RSP)
+        reg_end(x, s, slot);
+    if (PT_UNLIKELY(W_FLAGS(slot) & PT_XPORT_F_RNDV) && p->rkey &&
+        (W_OP(slot) == PT_XPORT_W_PUT || W_OP(slot) == PT_XPORT_W_REPLY))
+        rkey_add(x, s, slot, p->rkey);
+    q->head++;
+    ST_RELAXED(&x->queued, LD_RELAXED(&x->queued) + 1);
+}
+
+/* Read the CQ once (one batch). Returns completions handled. */
+static int progress(struct pt_xport *x)
+{
+    struct fi_cq_data_entry e[OFI_CQ_BATCH];
+    ssize_t n = fi_cq_read(x->cq, e, OFI_CQ_BATCH);
+    if (n == -FI_EAGAIN) {
+        if (PT_UNLIKELY(x->pend_head != x->pend_tail))
+            flush_pending(x);
+        return 0;
+    }
+    if (n == -FI_EAVAIL) {
+        struct fi_cq_err_entry err;
+        memset(&err, 0, sizeof err);
+        if (fi_cq_readerr(x->cq, &err, 0) == 1) {
+            struct ofi_ctx *c = err.op_context;
+            if (c && c->kind == CTX_SEND) {
+                struct ofi_sbuf *b = (struct ofi_sbuf *)c;
+                pt_log_once(PT_LOG_WARN, "ofi: a send to rank %u failed: %s", b->peer,
+                            fi_strerror(err.err));
+                x->dead[b->peer] = 1;
+                sbuf_free(x, (uint32_t)(b - x->sb));
+            } else if (c && c->kind == CTX_READ) {
+                x->rd_pending--;
+                x->rd_err = err.err ? -err.err : -EIO;
+            } else if (c && c->kind == CTX_RECV) {
+                struct ofi_rbuf *b = (struct ofi_rbuf *)c;
+                if (err.flags & FI_MULTI_RECV)
+                    b->posted = false;
+                if (err.err != FI_ECANCELED)
+                    pt_log_once(PT_LOG_WARN, "ofi: receive error: %s", fi_strerror(err.err));
+            }
+        }
+        return 1;
+    }
+    if (n < 0) {
+        pt_log_once(PT_LOG_ERR, "ofi: fi_cq_read: %s", fi_strerror((int)-n));
+        return 0;
+    }
+    for (ssize_t k = 0; k < n; k++) {
+        struct ofi_ctx *c = e[k].op_context;
+        if (c->kind == CTX_SEND) {
+            sbuf_free(x, (uint32_t)((struct ofi_sbuf *)c - x->sb));
+        } else if (c->kind == CTX_RECV) {
+            struct ofi_rbuf *b = (struct ofi_rbuf *)c;
+            if (e[k].flags & FI_RECV)
+                on_message(x, e[k].buf, e[k].len);
+            if (e[k].flags & FI_MULTI_RECV)
+                b->posted = false;
+        } else if (c->kind == CTX_READ) {
+            x->rd_pending--;
+        }
+    }
+    for (uint32_t i = 0; i < OFI_NRBUF; i++)
+        if (!x->rb[i].posted)
+            (void)post_rbuf(x, i);
+    if (PT_UNLIKELY(x->pend_head != x->pend_tail))
+        flush_pending(x);
+    if (PT_UNLIKELY(x->nowe)) {
+        x->nowe = 0;
+        for (uint32_t p = 0; p < x->n; p++)
+            if (x->owe_flag[p]) {
+                send_credits(x, p);
+                if (x->owe_flag[p])
+                    x->nowe = 1;
+            }
+    }
+    return (int)n;
+}
+
+/* ---- the ops --------------------------------------------------------------- */
+
+static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    if (PT_UNLIKELY(peer >= x->n))
+        return NULL;
+    if (PT_UNLIKELY(x->cred[peer * 2 + cls] == 0)) {
+        progress(x); /* credit returns may be waiting in the CQ */
+        if (x->cred[peer * 2 + cls] == 0)
+            return NULL;
+    }
+    if (PT_UNLIKELY(!peer_addr(x, peer) || x->dead[peer]))
+        return NULL;
+    /* A reservation the engine did not commit (it may reserve, then decide
+     * otherwise) is handed out again: one outstanding at a time (xport.h). */
+    uint32_t i = x->pend_res;
+    if (i == UINT32_MAX) {
+        if (PT_UNLIKELY(x->sfree == UINT32_MAX)) {
+            progress(x); /* send completions return buffers */
+            if (x->sfree == UINT32_MAX)
+                return NULL;
+        }
+        i = sbuf_get(x);
+    }
+    x->sb[i].peer = peer;
+    x->sb[i].c.idx = (uint32_t)cls;
+    x->pend_res = i;
+    return x->sb[i].mem + OFI_PFX;
+}
+
+/* Rendezvous descriptor in a message we send: register its memory for the
+ * peer's reads; the key travels in the prefix. */
+static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
+{
+    uint32_t niov = W_NIOV(h);
+    if (niov == 0 || niov > PT_XPORT_IOV_MAX)
+        return 0;
+    if (x->nreg == x->reg_cap) {
+        pt_log_once(PT_LOG_WARN, "ofi: more than %u rendezvous descriptors in flight: the "
+                                 "next ones fail (PTL_NI_FAIL)", x->reg_cap);
+        return 0;
+    }
+    const struct ofi_wiov *w = W_IOV(h);
+    struct iovec v[PT_XPORT_IOV_MAX];
+    for (uint32_t i = 0; i < niov; i++) {
+        v[i].iov_base = (void *)(uintptr_t)w[i].addr;
+        v[i].iov_len = w[i].len;
+    }
+    struct fid_mr *mr = NULL;
+    int rc = fi_mr_regv(x->domain, v, niov, FI_REMOTE_READ, 0, ++x->next_key, 0, &mr, NULL);
+    if (rc == 0 && (x->info->domain_attr->mr_mode & FI_MR_ENDPOINT)) {
+        rc = fi_mr_bind(mr, &x->ep->fid, 0);
+        if (rc == 0)
+            rc = fi_mr_enable(mr);
+    }
+    if (rc) {
+        if (mr)
+            fi_close(&mr->fid);
+        pt_log_once(PT_LOG_WARN, "ofi: registering rendezvous memory: %s", fi_strerror(-rc));
+        return 0;
+    }
+    struct ofi_reg *r = &x->reg[x->nreg++];
+    r->mr = mr;
+    r->peer = peer;
+    r->op = W_OP(h);
+    r->id = w_desc_id(h);
+    return fi_mr_key(mr);
+}
+
+/* We answer a descriptor of peer's (FIN for its put, RFIN for its reply):
+ * forget its key. */
+static void rkey_end(struct pt_xport *x, uint32_t peer, const void *h)
+{
+    uint8_t op = W_OP(h) == PT_XPORT_W_FIN ? PT_XPORT_W_PUT : PT_XPORT_W_REPLY;
+    uint64_t id = w_desc_id(h);
+    for (uint32_t k = 0; k < x->nrk; k++) {
+        struct ofi_rkey *r = &x->rk[k];
+        if (r->peer == peer && r->op == op && r->id == id) {
+            x->rk[k] = x->rk[--x->nrk];
+            return;
+        }
+    }
+}
+
+static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key)
+{
+    uint32_t niov = W_NIOV(h) < PT_XPORT_IOV_MAX ? W_NIOV(h) : PT_XPORT_IOV_MAX;
+    const struct ofi_wiov *w = W_IOV(h);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < niov; i++) {
+        if (w[i].addr < lo)
+            lo = w[i].addr;
+        if (w[i].addr + w[i].len > hi)
+            hi = w[i].addr + w[i].len;
+    }
+    uint32_t k;
+    if (x->nrk < x->reg_cap) {
+        k = x->nrk++;
+    } else { /* a peer that never gets its answer: the oldest goes */
+        k = x->rk_next++ % x->reg_cap;
+    }
+    x->rk[k] = (struct ofi_rkey){lo, hi, key, peer, W_OP(h), w_desc_id(h)};
+}
+
+static void ofi_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
+{
+    uint32_t i = x->pend_res;
+    x->pend_res = UINT32_MAX;
+    struct ofi_sbuf *b = &x->sb[i];
+    struct ofi_pfx *p = (struct ofi_pfx *)b->mem;
+    void *h = b->mem + OFI_PFX;
+    if (len > x->slot)
+        len = x->slot;
+    *slot_ord(h) = x->sent[peer]++;
+    p->magic = OFI_MAGIC;
+    p->kind = OFI_K_DATA;
+    p->cls = (uint16_t)cls;
+    p->src = x->me;
+    p->len = len;
+    p->cred[0] = x->owe[peer * 2];
+    p->cred[1] = x->owe[peer * 2 + 1];
+    x->owe[peer * 2] = x->owe[peer * 2 + 1] = 0;
+    p->rkey = 0;
+    uint8_t op = W_OP(h);
+    if (PT_UNLIKELY(W_FLAGS(h) & PT_XPORT_F_RNDV) && (op == PT_XPORT_W_PUT || op == PT_XPORT_W_REPLY))
+        p->rkey = reg_desc(x, peer, h);
+    else if (PT_UNLIKELY(x->nrk) && (op == PT_XPORT_W_FIN || op == PT_XPORT_W_RFIN))
+        rkey_end(x, peer, h);
+    x->cred[peer * 2 + cls]--;
+    send_or_queue(x, i, OFI_PFX + len);
+}
+
+/* As shm's order_pick (xport.h, "Order"). */
+static int order_pick(struct pt_xport *x, uint32_t s, int c, uint32_t ord, void **slot_p)
+{
+    int o = c ^ 1;
+    if (o == PT_CLS_REQ && x->rxo[s].req_waits)
+        return c;
+    struct ofi_inq *oq = &x->in[s * 2 + o];
+    if (oq->head == oq->tail)
+        return c;
+    void *other = inq_slot(x, oq, oq->tail);
+    if ((int32_t)(*slot_ord(other) - ord) > 0)
+        return c;
+    *slot_p = other;
+    return o;
+}
+
+static void *scan(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
+{
+    const uint32_t n = x->n;
+    for (int c0 = PT_CLS_RSP; c0 >= PT_CLS_REQ; c0--) {
+        uint32_t s = x->rr[c0];
+        for (uint32_t i = 0; i < n; i++) {
+            if (++s == n)
+                s = 0;
+            if (PT_UNLIKELY(x->nheld) && x->rxo[s].held)
+                continue;
+            int c = c0;
+            struct ofi_inq *q = &x->in[s * 2 + c];
+            if (q->head == q->tail)
+                continue;
+            void *slot = inq_slot(x, q, q->tail);
+            uint32_t ord = *slot_ord(slot);
+            if (PT_UNLIKELY(ord != x->rxo[s].next)) {
+                c = order_pick(x, s, c, ord, &slot);
+                q = &x->in[s * 2 + c];
+                ord = *slot_ord(slot);
+            }
+            q->ord = ord;
+            x->rr[c] = s;
+            *peer_p = s;
+            *cls_p = (enum pt_cls)c;
+            return slot;
+        }
+    }
+    return NULL;
+}
+
+static void *ofi_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
+{
+    if (LD_RELAXED(&x->queued)) {
+        void *m = scan(x, peer_p, cls_p);
+        if (m)
+            return m;
+    }
+    if (!progress(x))
+        return NULL;
+    while (progress(x) == OFI_CQ_BATCH)
+        ; /* a full batch: more may be there */
+    return scan(x, peer_p, cls_p);
+}
+
+static void ofi_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    struct ofi_inq *q = &x->in[peer * 2 + cls];
+    x->rxo[peer].next = q->ord + 1;
+    if (cls == PT_CLS_REQ)
+        x->rxo[peer].req_waits = 0;
+    q->tail++;
+    ST_RELAXED(&x->queued, LD_RELAXED(&x->queued) - 1);
+    if (++x->owe[peer * 2 + cls] >= x->qslots / 2 && !x->owe_flag[peer]) {
+        x->owe_flag[peer] = true;
+        send_credits(x, peer);
+        if (x->owe_flag[peer])
+            x->nowe = 1; /* no buffer now: progress() sends it */
+    }
+}
+
+static void ofi_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    if (cls == PT_CLS_REQ)
+        x->rxo[peer].req_waits = 1;
+    if (!x->rxo[peer].held) {
+        x->rxo[peer].held = 1;
+        x->held_list[x->nheld++] = peer;
+    }
+}
+
+static void ofi_unhold_all(struct pt_xport *x)
+{
+    while (x->nheld)
+        x->rxo[x->held_list[--x->nheld]].held = 0;
+}
+
+/* Any thread: a message queued, or completions the provider has (fi_trywait
+ * says it is not safe to sleep on the wait fd). False means: sleeping on
+ * wait_fd is safe, the fd becomes readable for anything that comes later. */
+static bool ofi_rx_pending(struct pt_xport *x)
+{
+    if (LD_RELAXED(&x->queued))
+        return true;
+    if (x->npidfd) {
+        /* A peer's pidfd fired: it exited. Still attached to the job region
+         * (no orderly PtlNIFini) it is dead to us, as the launcher judges
+         * (pt_shm_rank_exited), and the job has failed: work for the engine
+         * (pt_nic_fail). Its pidfd leaves the set (it would stay readable). */
+        struct epoll_event ev[8];
+        int k = epoll_wait(x->epfd, ev, 8, 0);
+        bool died = false;
+        for (int i = 0; i < k; i++) {
+            if (ev[i].data.u32 == UINT32_MAX)
+                continue; /* the CQ: fi_trywait below decides */
+            uint32_t p = ev[i].data.u32;
+            if (p >= x->n || x->pidfd[p] < 0)
+                continue;
+            (void)epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd[p], NULL);
+            if (pt_shm_rank_attached(x->shm, p)) {
+                ST_RELAXED(&x->gone[p], 1);
+                uint32_t z = 0;
+                RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
+                died = true;
+            }
+        }
+        if (died)
+            return true;
+    }
+    struct fid *f = &x->cq->fid;
+    return fi_trywait(x->fabric, &f, 1) != FI_SUCCESS;
+}
+
+static int ofi_wait_fd(struct pt_xport *x) { return x->epfd; }
+
+static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote)
+{
+    if (peer >= x->n)
+        return -EINVAL;
+    if (peer == x->me)
+        return pt_iov_copy_local(local, nlocal, remote, nremote);
+    if (nremote < 1)
+        return -EFAULT;
+    uint64_t a0 = (uint64_t)(uintptr_t)remote[0].iov_base;
+    const struct ofi_rkey *rk = NULL;
+    for (uint32_t k = 0; k < x->nrk; k++)
+        if (x->rk[k].peer == peer && a0 >= x->rk[k].lo && a0 < x->rk[k].hi) {
+            rk = &x->rk[k];
+            break;
+        }
+    if (!rk || x->dead[peer] || !peer_addr(x, peer))
+        return rk ? -ESRCH : -EFAULT;
+    uint64_t key = rk->key, base = x->mr_virt ? 0 : rk->lo;
+    size_t done = 0, li = 0, ri = 0, lo = 0, ro = 0;
+    x->rd_err = 0;
+    while ((int)li < nlocal && (int)ri < nremote) {
+        /* post up to OFI_MAX_READS pieces, then wait for them */
+        uint32_t posted = 0;
+        while (posted < OFI_MAX_READS && (int)li < nlocal && (int)ri < nremote) {
+            size_t m = local[li].iov_len - lo;
+            if (remote[ri].iov_len - ro < m)
+                m = remote[ri].iov_len - ro;
+            if (m) {
+                uint64_t ra = (uint64_t)(uintptr_t)remote[ri].iov_base + ro - base;
+                struct ofi_ctx *c = &x->rd_ctx[posted];
+                c->kind = CTX_READ;
+                ssize_t rc;
+                while ((rc = fi_read(x->ep, (char *)local[li].iov_base + lo, m, NULL,
+                                     x->addr[peer], ra, key, &c->fc)) == -FI_EAGAIN)
+                    progress(x);
+                if (rc) {
+                    pt_log_once(PT_LOG_WARN, "ofi: fi_read from rank %u: %s", peer,
+                                fi_strerror((int)-rc));
+                    x->rd_err = (int)rc;
+                    break;
+                }
+                x->rd_pending++;
+                posted++;
+                done += m;
+            }
+            lo += m;
+            ro += m;
+            if (lo == local[li].iov_len) { li++; lo = 0; }
+            if (ro == remote[ri].iov_len) { ri++; ro = 0; }
+        }
+        for (uint64_t polls = 0; x->rd_pending; polls++) {
+            progress(x);
+            if ((polls & 0xfff) == 0xfff && !x->so->peer_alive(x->shm, peer)) {
+                x->dead[peer] = 1;
+                return -ESRCH; /* contexts stay with the provider until close */
+            }
+        }
+        if (x->rd_err)
+            return x->rd_err < 0 ? x->rd_err : -EIO;
+    }
+    return (ssize_t)done;
+}
+
+static bool ofi_peer_alive(struct pt_xport *x, uint32_t peer)
+{
+    if (peer < x->n && peer != x->me && (x->dead[peer] || LD_RELAXED(&x->gone[peer])))
+        return false;
+    return x->so->peer_alive(x->shm, peer);
+}
+
+static struct pt_waitword *ofi_doorbell(struct pt_xport *x) { return x->so->doorbell(x->shm); }
+static pid_t ofi_peer_ospid(struct pt_xport *x, uint32_t p) { return x->so->peer_ospid(x->shm, p); }
+static int ofi_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
+{
+    /* Guests (processes that join a running job) live in the job region's
+     * queues only: over ofi the peers are the ranks (docs/ofi.md). */
+    int r = x->so->rank_of(x->shm, nid, pid);
+    return r >= 0 && (uint32_t)r < x->n ? r : -1;
+}
+static void ofi_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p)
+{
+    x->so->id_of(x->shm, rank, nid_p, pid_p);
+}
+static uint32_t ofi_job_failed(struct pt_xport *x)
+{
+    uint32_t f = x->so->job_failed(x->shm);
+    return f ? f : LD_RELAXED(&x->failed);
+}
+
+static void ofi_free(struct pt_xport *x)
+{
+    for (uint32_t k = 0; k < x->nreg; k++)
+        fi_close(&x->reg[k].mr->fid);
+    x->nreg = 0;
+    if (x->ep)
+        fi_close(&x->ep->fid);
+    if (x->smr)
+        fi_close(&x->smr->fid);
+    if (x->rmr)
+        fi_close(&x->rmr->fid);
+    if (x->av)
+        fi_close(&x->av->fid);
+    if (x->cq)
+        fi_close(&x->cq->fid);
+    if (x->domain)
+        fi_close(&x->domain->fid);
+    if (x->fabric)
+        fi_close(&x->fabric->fid);
+    if (x->info)
+        fi_freeinfo(x->info);
+    if (x->epfd >= 0)
+        close(x->epfd);
+    if (x->pidfd)
+        for (uint32_t p = 0; p < x->n; p++)
+            if (x->pidfd[p] >= 0)
+                close(x->pidfd[p]);
+    free(x->pidfd);
+    free(x->addr);
+    free(x->cred);
+    free(x->owe);
+    free(x->sent);
+    free(x->dead);
+    free((void *)x->gone);
+    free(x->owe_flag);
+    free(x->sb);
+    free(x->smem);
+    free(x->pend);
+    free(x->rmem);
+    free(x->in);
+    free(x->rxo);
+    free(x->held_list);
+    free(x->inmem);
+    free(x->reg);
+    free(x->rk);
+    free(x);
+}
+
+static void ofi_close(struct pt_xport *x)
+{
+    /* Sends still queued or in flight: give them a moment to leave (an answer
+     * the peer waits for), then tear down; the region records the detach. */
+    for (int i = 0; i < 1000 && (x->pend_head != x->pend_tail || (x->nsb && x->sfree == UINT32_MAX)); i++)
+        progress(x);
+    struct pt_xport *shm = x->shm;
+    const struct pt_xport_ops *so = x->so;
+    ofi_free(x);
+    so->close(shm);
+}
+
+static const struct pt_xport_ops g_ofi_ops = {
+    .name = "ofi",
+    .reserve = ofi_reserve,
+    .commit = ofi_commit,
+    .peek = ofi_peek,
+    .release = ofi_release,
+    .defer = ofi_defer,
+    .unhold_all = ofi_unhold_all,
+    .rx_pending = ofi_rx_pending,
+    .pull = ofi_pull,
+    .peer_alive = ofi_peer_alive,
+    .doorbell = ofi_doorbell,
+    .peer_ospid = ofi_peer_ospid,
+    .rank_of = ofi_rank_of,
+    .id_of = ofi_id_of,
+    .job_failed = ofi_job_failed,
+    .close = ofi_close,
+    .wait_fd = ofi_wait_fd,
+};
+
+/* ---- opening ------------------------------------------------------------------ */
+
+static struct fi_info *make_hints(const char *prov)
+{
+    struct fi_info *h = fi_allocinfo();
+    if (!h)
+        return NULL;
+    h->caps = FI_MSG | FI_MULTI_RECV | FI_RMA | FI_READ | FI_REMOTE_READ;
+    h->mode = FI_CONTEXT;
+    h->ep_attr->type = FI_EP_RDM;
+    h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    h->domain_attr->threading = FI_THREAD_SAFE; /* rx_pending's fi_trywait: any thread */
+    h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+    if (prov && *prov)
+        h->fabric_attr->prov_name = strdup(prov);
+    return h;
+}
+
+/* The default provider: reliable across hosts, best first. Providers that
+ * reach only this host (shm) or are unreliable underneath (udp;ofi_rxd) are
+ * taken only when named. */
+static const char *const g_pref[] = {"verbs;ofi_rxm", "psm2", "tcp;ofi_rxm", "net", "sockets"};
+
+static struct fi_info *pick(struct fi_info *list, const char *want)
+{
+    if (want && *want)
+        return list;
+    for (size_t k = 0; k < sizeof g_pref / sizeof g_pref[0]; k++)
+        for (struct fi_info *i = list; i; i = i->next)
+            if (!strcmp(i->fabric_attr->prov_name, g_pref[k]))
+                return i;
+    return NULL;
+}
+
+static int get_info(struct fi_info **all_p, struct fi_info **chosen_p)
+{
+    const char *want = pt_config()->ofi_provider;
+    struct fi_info *hints = make_hints(want);
+    if (!hints)
+        return -ENOMEM;
+    struct fi_info *all = NULL;
+    int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &all);
+    fi_freeinfo(hints);
+    if (rc) {
+        *all_p = NULL;
+        *chosen_p = NULL;
+        return rc;
+    }
+    *all_p = all;
+    *chosen_p = pick(all, want);
+    return 0;
+}
+
+void pt_ofi_describe(FILE *f)
+{
+    struct fi_info *all = NULL, *ch = NULL;
+    int rc = get_info(&all, &ch);
+    const char *want = pt_config()->ofi_provider;
+    if (rc) {
+        fprintf(f, "  no provider offers FI_EP_RDM with messages, multi-receive and RMA read%s%s: "
+                   "%s\n", *want ? " under PTL_OFI_PROVIDER=" : "", want, fi_strerror(-rc));
+        return;
+    }
+    char seen[1024] = "";
+    for (struct fi_info *i = all; i; i = i->next) {
+        const char *p = i->fabric_attr->prov_name;
+        if (strstr(seen, p) && strstr(seen, p)[strlen(p)] == ',')
+            continue;
+        if (strlen(seen) + strlen(p) + 2 < sizeof seen) {
+            strcat(seen, p);
+            strcat(seen, ",");
+        }
+        fprintf(f, "  provider %-16s (first domain %s, fabric %s)\n", p,
+                i->domain_attr->name ? i->domain_attr->name : "?",
+                i->fabric_attr->name ? i->fabric_attr->name : "?");
+    }
+    if (ch)
+        fprintf(f, "  PTL_TRANSPORT=ofi uses: %s, domain %s%s\n", ch->fabric_attr->prov_name,
+                ch->domain_attr->name ? ch->domain_attr->name : "?",
+                *want ? " (PTL_OFI_PROVIDER)" : " (default rule: verbs;ofi_rxm, psm2, "
+                                                "tcp;ofi_rxm, net, sockets)");
+    else
+        fprintf(f, "  PTL_TRANSPORT=ofi: none of the default providers is present; set "
+                   "PTL_OFI_PROVIDER\n");
+    fi_freeinfo(all);
+}
+
+static int open_fabric(struct pt_xport *x)
+{
+    struct fi_info *all = NULL, *ch = NULL;
+    int rc = get_info(&all, &ch);
+    if (rc || !ch) {
+        const char *want = pt_config()->ofi_provider;
+        pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: no libfabric provider%s%s offers a reliable "
+                           "datagram endpoint with messages, multi-receive and RMA read%s%s "
+                           "(ptl_info lists the providers)",
+               *want ? " " : "", want, rc ? ": " : "", rc ? fi_strerror(-rc) : "");
+        if (all)
+            fi_freeinfo(all);
+        return rc ? rc : -ENODEV;
+    }
+    x->info = fi_dupinfo(ch);
+    fi_freeinfo(all);
+    if (!x->info)
+        return -ENOMEM;
+    snprintf(x->prov, sizeof x->prov, "%s", x->info->fabric_attr->prov_name);
+    x->mr_virt = x->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+    x->mr_prov_key = x->info->domain_attr->mr_mode & FI_MR_PROV_KEY;
+#define TRY(call, what)                  \
+    do {                                 \
+        rc = (call);                     \
+        if (rc) {                        \
+            log_fi(what, rc);            \
+            return rc;                   \
+        }                                \
+    } while (0)
+    TRY(fi_fabric(x->info->fabric_attr, &x->fabric, NULL), "fi_fabric");
+    TRY(fi_domain(x->fabric, x->info, &x->domain, NULL), "fi_domain");
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
+                             .size = 4096};
+    TRY(fi_cq_open(x->domain, &cqa, &x->cq, NULL), "fi_cq_open");
+    struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = x->n};
+    TRY(fi_av_open(x->domain, &ava, &x->av, NULL), "fi_av_open");
+    TRY(fi_endpoint(x->domain, x->info, &x->ep, NULL), "fi_endpoint");
+    TRY(fi_ep_bind(x->ep, &x->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+    TRY(fi_ep_bind(x->ep, &x->av->fid, 0), "fi_ep_bind(av)");
+    size_t minmr = OFI_PFX + x->slot;
+    TRY(fi_setopt(&x->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &minmr, sizeof minmr),
+        "FI_OPT_MIN_MULTI_RECV");
+    TRY(fi_enable(x->ep), "fi_enable");
+    TRY(fi_control(&x->cq->fid, FI_GETWAIT, &x->cq_fd), "FI_GETWAIT");
+#undef TRY
+    return 0;
+}
+
+static int ofi_setup(struct pt_xport *x)
+{
+    uint32_t n = x->n;
+    x->epfd = -1;
+    x->addr = malloc(n * sizeof *x->addr);
+    x->cred = calloc((size_t)n * 2, sizeof *x->cred);
+    x->owe = calloc((size_t)n * 2, sizeof *x->owe);
+    x->sent = calloc(n, sizeof *x->sent);
+    x->dead = calloc(n, 1);
+    x->gone = calloc(n, sizeof *x->gone);
+    x->owe_flag = calloc(n, sizeof *x->owe_flag);
+    x->pidfd = malloc(n * sizeof *x->pidfd);
+    if (x->pidfd)
+        for (uint32_t p = 0; p < n; p++)
+            x->pidfd[p] = -1;
+    x->in = calloc((size_t)n * 2, sizeof *x->in);
+    x->rxo = calloc(n, sizeof *x->rxo);
+    x->held_list = calloc(n, sizeof *x->held_list);
+    uint64_t want_sb = (uint64_t)n * 2 * x->qslots + n;
+    x->nsb = want_sb > 1024 ? 1024 : (uint32_t)want_sb;
+    x->sb = calloc(x->nsb, sizeof *x->sb);
+    x->npend_cap = x->nsb;
+    x->pend = calloc(x->npend_cap, sizeof *x->pend);
+    size_t sbytes = OFI_PFX + x->slot;
+    x->smem = aligned_alloc(64, (size_t)x->nsb * sbytes);
+    size_t rsize = 64 * sbytes > (256u << 10) ? 64 * sbytes : (256u << 10);
+    x->rmem = aligned_alloc(64, OFI_NRBUF * rsize);
+    x->inmem = aligned_alloc(64, (size_t)n * 2 * x->qslots * x->slot);
+    x->reg_cap = 2 * (uint32_t)pt_config()->req_slots + 64 * n;
+    x->reg = calloc(x->reg_cap, sizeof *x->reg);
+    x->rk = calloc(x->reg_cap, sizeof *x->rk);
+    if (!x->addr || !x->cred || !x->owe || !x->sent || !x->dead || !x->gone || !x->owe_flag ||
+        !x->pidfd || !x->in || !x->rxo || !x->held_list || !x->sb || !x->pend || !x->smem ||
+        !x->rmem || !x->inmem || !x->reg || !x->rk)
+        return -ENOMEM;
+    for (uint32_t p = 0; p < n; p++) {
+        x->addr[p] = FI_ADDR_NOTAVAIL;
+        x->cred[p * 2] = x->cred[p * 2 + 1] = x->qslots;
+        x->pidfd[p] = -1;
+        for (int c = 0; c < 2; c++)
+            x->in[p * 2 + c].slots = x->inmem + ((size_t)p * 2 + c) * x->qslots * x->slot;
+    }
+    x->rr[0] = x->rr[1] = n - 1;
+    x->sfree = UINT32_MAX;
+    x->pend_res = UINT32_MAX;
+    for (uint32_t i = x->nsb; i-- > 0;) {
+        x->sb[i].c.kind = CTX_SEND;
+        x->sb[i].mem = x->smem + (size_t)i * sbytes;
+        sbuf_free(x, i);
+    }
+    int rc = open_fabric(x);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < OFI_NRBUF; i++) {
+        x->rb[i].c.kind = CTX_RECV;
+        x->rb[i].mem = x->rmem + (size_t)i * rsize;
+        x->rb[i].size = rsize;
+        rc = post_rbuf(x, i);
+        if (rc)
+            return rc;
+    }
+    /* The sleep set: the CQ's wait object and every peer's pidfd. */
+    x->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (x->epfd < 0)
+        return -errno;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
+    if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->cq_fd, &ev) != 0)
+        return -errno;
+    for (uint32_t p = 0; p < n; p++) {
+        pid_t pid = p == x->me ? 0 : x->so->peer_ospid(x->shm, p);
+        if (pid <= 0)
+            continue;
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+            continue; /* gone already, or an old kernel: the launcher's flag still works */
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+        ev.data.u32 = p;
+        if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            continue;
+        }
+        x->pidfd[p] = fd;
+        x->npidfd++;
+    }
+    /* Our name, for the peers. */
+    char name[256];
+    size_t len = sizeof name;
+    rc = fi_getname(&x->ep->fid, name, &len);
+    if (rc) {
+        log_fi("fi_getname", rc);
+        return rc;
+    }
+    rc = x->ax.publish(x->ax.ctx, name, len);
+    if (rc)
+        pt_log(PT_LOG_ERR, "ofi: cannot publish the endpoint name (%zu bytes): %s", len,
+               strerror(-rc));
+    return rc;
+}
+
+int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                struct pt_xport_info *info_p)
+{
+    const struct pt_xport_ops *so;
+    struct pt_xport *shm;
+    int rc = pt_shm_open(slot_size, queue_slots, pid_hint, &so, &shm, info_p);
+    if (rc)
+        return rc;
+    if (info_p->rank >= info_p->nranks) {
+        pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: a process that joins a running job (a guest) "
+                           "needs PTL_TRANSPORT=shm (docs/ofi.md)");
+        so->close(shm);
+        return -ENOTSUP;
+    }
+    /* A rank that published a name before (PtlNIFini, then PtlNIInit again)
+     * would get a new endpoint that its peers do not know: their address
+     * vectors, credits and order stamps describe the old one. Refused until
+     * re-attaching is done (docs/ofi.md), rather than left to hang. */
+    char old[PT_SHM_EP_NAME_MAX];
+    size_t oldlen = sizeof old;
+    uint32_t gen;
+    if (pt_shm_ep_lookup(shm, info_p->rank, old, &oldlen, &gen) == 0) {
+        pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: rank %u initialises an NI a second time in this "
+                           "job (after PtlNIFini): not supported over libfabric yet",
+               info_p->rank);
+        so->close(shm);
+        return -ENOTSUP;
+    }
+    struct pt_xport *x = calloc(1, sizeof *x);
+    if (!x) {
+        so->close(shm);
+        return -ENOMEM;
+    }
+    x->so = so;
+    x->shm = shm;
+    x->me = info_p->rank;
+    x->n = info_p->nranks;
+    info_p->nprocs = info_p->nranks; /* no guests over ofi (ofi_rank_of) */
+    x->slot = info_p->slot_size;
+    x->qslots = pt_shm_queue_depth(shm);
+    x->ax = (struct ofi_addrx){shm, region_publish, region_lookup};
+    rc = ofi_setup(x);
+    if (rc) {
+        ofi_free(x);
+        so->close(shm);
+        return rc < 0 ? rc : -EIO;
+    }
+    *ops_p = &g_ofi_ops;
+    *x_p = x;
+    info_p->cma_ok = true;
+    info_p->cma_why = "ofi: the puller reads with fi_read (RMA)";
+    pt_log(PT_LOG_INFO, "ofi: rank %u of %u on provider %s", x->me, x->n, x->prov);
+    return 0;
+}

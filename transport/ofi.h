@@ -1,0 +1,36 @@
+/*
+ * ofi.h - the libfabric transport (ofi.c), built when PTL_WITH_OFI is on.
+ *
+ * pt_ofi_open attaches to the job region like pt_shm_open (identity,
+ * liveness, trace area), then opens a libfabric RDM endpoint and publishes
+ * its name through the address exchange below. Same contract as
+ * pt_xport_open.
+ */
+#ifndef PT_OFI_H
+#define PT_OFI_H
+
+#include "xport.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* How ranks learn each other's endpoint names: publish ours once, look a
+ * peer's up (non-blocking: -EAGAIN while it has not published). On one host
+ * the job region's rank records implement it (shm.h); a PMIx client
+ * (PMIx_Put/Commit/Fence/Get) is the next implementation. */
+struct ofi_addrx {
+    void *ctx;
+    int (*publish)(void *ctx, const void *name, size_t len);
+    int (*lookup)(void *ctx, uint32_t rank, void *name, size_t *len);
+};
+
+int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                struct pt_xport_info *info_p);
+
+/* ptl_info: the providers libfabric offers for what the transport needs,
+ * and the one PTL_OFI_PROVIDER (or the default rule) picks. */
+void pt_ofi_describe(FILE *f);
+
+#endif
