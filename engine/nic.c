@@ -386,14 +386,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
     if (nic->xo->wait_fd && pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x)) != 0) {
         pt_log(PT_LOG_ERR, "cannot create the eventfd the engine sleeps on");
-        for (int c = 0; c < PT_CLS_NR; c++) {
-            free(nic->cin[c]);
-            free(nic->copy_busy[c]);
-        }
-        free(nic->nomatch_since);
-        nic->xo->close(nic->x);
-        free(nic);
-        return PT_E_NOSPACE;
+        goto fail_fd;
     }
     pt_nic_trace_start(nic);
 
@@ -454,6 +447,8 @@ fail_ops:
     pt_obj_tables_fini(nic);
 fail_tables:
     pt_nic_trace_stop(nic);
+    pt_wait_fini(&nic->w);
+fail_fd:
     munmap(pm, peer_state_bytes(nic));
     nic->xo->close(nic->x);
     free(nic);
