@@ -115,16 +115,23 @@ PTL_API int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t
     return w.rc;
 }
 
-static int ct_op(ptl_handle_ct_t ct_handle, ptl_ct_event_t v, uint32_t set)
+/* The command of PtlCTSet (set) and PtlCTInc, direct or triggered. */
+static struct pt_cmd ct_op_cmd(ptl_handle_ct_t ct_handle, ptl_ct_event_t v, uint32_t set)
 {
-    struct pt_nic *nic = ct_nic(ct_handle);
-    if (!nic)
-        return PTL_CT_INVALID;
     struct pt_cmd c = {.op = PT_CMD_CT_OP};
     c.u.ct.ct = ct_handle;
     c.u.ct.set = set;
     c.u.ct.success = v.success;
     c.u.ct.failure = v.failure;
+    return c;
+}
+
+static int ct_op(ptl_handle_ct_t ct_handle, ptl_ct_event_t v, uint32_t set)
+{
+    struct pt_nic *nic = ct_nic(ct_handle);
+    if (!nic)
+        return PTL_CT_INVALID;
+    struct pt_cmd c = ct_op_cmd(ct_handle, v, set);
     return pt_ptl_err(pt_nic_call(nic, &c));
 }
 
@@ -305,11 +312,7 @@ static int trig_ct_op(ptl_handle_ct_t ct_handle, ptl_ct_event_t v, uint32_t set,
     struct pt_nic *nic = ct_nic(ct_handle);
     if (!nic)
         return PTL_CT_INVALID;
-    struct pt_cmd c = {.op = PT_CMD_CT_OP};
-    c.u.ct.ct = ct_handle;
-    c.u.ct.set = set;
-    c.u.ct.success = v.success;
-    c.u.ct.failure = v.failure;
+    struct pt_cmd c = ct_op_cmd(ct_handle, v, set);
     return post(nic, &c, true, trig_ct, threshold);
 }
 
