@@ -15,10 +15,16 @@ dead=$(sh -c 'echo $$') # a process that has exited
 job=live$$.c$dead
 seg=/dev/shm/ptl-$uid-$job
 foreign=/dev/shm/ptl-$uid-foreign$$.c$dead
-tmpseg=/dev/shm/ptl-$uid-stale$$~$dead
+# The temporary's creator stays alive until just before our ptlrun starts:
+# every other ptlrun of a parallel ctest run cleans stale names at its start,
+# and would remove a temporary of a dead creator under our setup.
+sleep 60 &
+holder=$!
+tmpseg=/dev/shm/ptl-$uid-stale$$~$holder
 r0=
 cleanup() {
   [ -n "$r0" ] && kill -9 "$r0" 2>/dev/null
+  [ -n "$holder" ] && kill -9 "$holder" 2>/dev/null
   rm -f "$seg" "$foreign" "$tmpseg"
 }
 fail() { echo "shm_cleanup_names: FAIL: $*" >&2; cleanup; exit 1; }
@@ -33,7 +39,10 @@ if [ "$uid" -eq 0 ]; then
   : >"$foreign" && chown 65534:65534 "$foreign" && chmod 600 "$foreign" \
     || fail "cannot make $foreign (test setup)"
 fi
-: >"$tmpseg" && chmod 600 "$tmpseg" || fail "cannot make $tmpseg (test setup)"
+(umask 077 && : >"$tmpseg") || fail "cannot make $tmpseg (test setup)"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+holder=
 
 "$PTLRUN" -v -n 1 -- /bin/true || fail "ptlrun -n 1 /bin/true failed"
 [ -e "$seg" ] || fail "ptlrun's clean-up removed $seg of a live job"
