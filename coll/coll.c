@@ -429,74 +429,95 @@ static void group_teardown(struct group *g)
 	pthread_mutex_unlock(&tab_lock);
 }
 
-/* Every member tells every other that its MEs are posted; a hello that
- * found no ME yet is sent again. A hello carries 1 once we heard the peer:
- * the peer is done with us when it receives such a one. */
+/* Every member tells every other that its MEs are posted. Per peer P two
+ * MEs (match_id P) count into two CTs: P's "hello" and P's "heard you". A
+ * hello may reach P before P posted (then it is dropped): it is sent again,
+ * with a growing interval, until P's hello or "heard you" arrives; then one
+ * "heard you" goes to P (P has posted). We are done with P when P's "heard
+ * you" came.
+ * P sends no hello after its "heard you", so nothing of it is left in
+ * flight when we unlink. Counters cannot overflow as an EQ would. */
+static void sleep_us(long us)
+{
+	struct timespec ts = {0, us * 1000};
+	nanosleep(&ts, NULL);
+}
+
 static int hello(struct group *g)
 {
-	ptl_handle_eq_t eq;
-	ptl_handle_me_t me;
-	ptl_handle_md_t md;
-	ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-	int rc = PtlEQAlloc(g->ni, 4 * g->n + 64, PTL_EQ_HANDLER_NONE, &eq);
-	if (rc != PTL_OK)
-		return rc;
-	rc = PtlMEAttach(g->ni, g->pt, any, mbits(g->gid, K_HELLO, 0, 0), 0, PTL_RETAIN,
-			 PTL_INS_AFTER, &me);
-	if (rc != PTL_OK) {
-		PtlEQFree(eq);
-		return rc;
+	ptl_size_t n = g->n;
+	ptl_handle_ct_t *ct = malloc(2 * n * sizeof *ct);
+	ptl_handle_me_t *me = malloc(2 * n * sizeof *me);
+	uint8_t *st = calloc(n, 1); /* 1 heard, 2 heard and answered, 3 done */
+	int rc = ct && me && st ? PTL_OK : PTL_NO_SPACE;
+	for (ptl_size_t i = 0; ct && me && i < 2 * n; i++) {
+		ct[i] = PTL_CT_NONE;
+		me[i] = PTL_INVALID_HANDLE;
 	}
-	ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE,
-		      NULL, eq};
-	rc = PtlMDAttach(me, d, PTL_RETAIN, &md);
-	uint8_t *heard = calloc(g->n, 1), *acked = calloc(g->n, 1);
-	if (!heard || !acked)
-		rc = PTL_NO_SPACE;
-	ptl_size_t left = g->n - 1;
-	uint64_t start = now_ms(), last = 0;
+	for (ptl_size_t i = 0; rc == PTL_OK && i < 2 * n; i++) {
+		if (i % n == g->me)
+			continue;
+		ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
+		ptl_handle_md_t md;
+		rc = PtlCTAlloc(g->ni, &ct[i]);
+		if (rc == PTL_OK)
+			rc = PtlMEAttach(g->ni, g->pt, g->ids[i % n],
+					 mbits(g->gid, K_HELLO, 0, (unsigned)(i / n)), 0, PTL_RETAIN,
+					 PTL_INS_AFTER, &me[i]);
+		if (rc == PTL_OK)
+			rc = PtlMDAttach(me[i], d, PTL_RETAIN, &md);
+		if (rc == PTL_OK)
+			rc = PtlMDBindCT(md, ct[i], PTL_CT_COMM);
+	}
+	ptl_size_t left = n - 1;
+	uint64_t start = now_ms(), last = 0, gap = 1;
 	while (rc == PTL_OK && left) {
 		uint64_t t = now_ms();
 		if (t - start > HELLO_TIMEOUT_MS) {
 			rc = PTL_FAIL;
 			break;
 		}
-		if (t - last >= 2) {
+		int resend = t - last >= gap;
+		if (resend) {
 			last = t;
-			for (ptl_size_t i = 0; rc == PTL_OK && i < g->n; i++)
-				if (i != g->me && !heard[i])
-					rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-						    mbits(g->gid, K_HELLO, 0, 0), 0, 0);
+			gap = gap < 32 ? gap * 2 : 32;
 		}
-		ptl_event_t ev;
-		int which;
-		int prc = PtlEQPoll(&eq, 1, 2, &ev, &which);
-		if (prc == PTL_EQ_EMPTY)
-			continue;
-		if (prc != PTL_OK && prc != PTL_EQ_DROPPED) {
-			rc = prc;
-			break;
-		}
-		if (ev.type != PTL_EVENT_PUT_END)
-			continue;
-		for (ptl_size_t i = 0; i < g->n; i++) {
-			if (i == g->me || !same_id(ev.initiator, g->ids[i]))
+		for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++) {
+			if (i == g->me || st[i] == 3)
 				continue;
-			if (!heard[i]) {
-				heard[i] = 1;
+			ptl_ct_event_t h, a;
+			rc = PtlCTGet(ct[i], &h);
+			if (rc == PTL_OK)
+				rc = PtlCTGet(ct[n + i], &a);
+			if (rc != PTL_OK)
+				break;
+			if (!st[i] && (h.success || a.success)) /* either says P posted */
+				st[i] = 1;
+			if (st[i] == 1) { /* P posted: this one arrives */
 				rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-					    mbits(g->gid, K_HELLO, 0, 0), 0, 1);
+					    mbits(g->gid, K_HELLO, 0, 1), 0, 0);
+				st[i] = 2;
+			} else if (!st[i] && resend) {
+				rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+					    mbits(g->gid, K_HELLO, 0, 0), 0, 0);
 			}
-			if (ev.hdr_data == 1 && !acked[i]) {
-				acked[i] = 1;
+			if (st[i] == 2 && a.success) {
+				st[i] = 3;
 				left--;
 			}
 		}
+		if (left)
+			sleep_us(100);
 	}
-	free(heard);
-	free(acked);
-	PtlMEUnlink(me);
-	PtlEQFree(eq);
+	for (ptl_size_t i = 0; me && ct && i < 2 * n; i++) {
+		if (me[i] != PTL_INVALID_HANDLE)
+			PtlMEUnlink(me[i]);
+		if (ct[i] != PTL_CT_NONE)
+			PtlCTFree(ct[i]);
+	}
+	free(ct);
+	free(me);
+	free(st);
 	return rc;
 }
 
