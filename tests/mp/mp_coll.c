@@ -11,6 +11,9 @@
  *   nonblocking collectives in flight waited in reverse order, one finished
  *   by PtlCollTest; two overlapping groups (the job and the job in reverse
  *   order, and the even ranks) running at once; bad arguments.
+ * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
+ * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
+ * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
  */
 #include "mp_util.h"
 
@@ -19,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EAGER 4032
 #define RNDV 70000
@@ -462,10 +467,46 @@ static void t_bad(struct mp *m, ptl_handle_coll_t g)
     mp_log("bad arguments checked");
 }
 
-int main(void)
+static int died(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    MP_CHECK(PtlCollBarrier(g));
+    if (ME == 2) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+        fflush(NULL);
+        _exit(0); /* no PtlNIFini: the others see a dead peer */
+    }
+    int64_t x = ME, y;
+    ptl_handle_coll_req_t qa, qb;
+    uint64_t t0 = mp_now_ms();
+    MP_CHECK(PtlCollIallreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qa));
+    MP_CHECK(PtlCollIbarrier(g, &qb));
+    mp_doing("waits on a group with a dead member");
+    int ra = PtlCollWait(qa), rb = PtlCollWait(qb);
+    uint64_t ms = mp_now_ms() - t0;
+    if (ra != PTL_FAIL || rb != PTL_FAIL)
+        mp_die("waits with a dead member returned %d and %d, expected PTL_FAIL", ra, rb);
+    if (ms > 15000)
+        mp_die("the waits took %llu ms", (unsigned long long)ms);
+    if (ME == 0)
+        printf("mp_coll died: OK (PTL_FAIL after %llu ms)\n", (unsigned long long)ms);
+    fflush(NULL);
+    PtlNIFini(m->ni);
+    PtlFini();
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     struct mp m;
-    mp_init(&m, 1);
+    mp_init(&m, argc > 1 ? 3 : 1);
+    if (argc > 1 && !strcmp(argv[1], "died")) {
+        N = m.size;
+        ME = m.rank;
+        return died(&m);
+    }
     N = m.size;
     ME = m.rank;
     ptl_handle_coll_t g;
