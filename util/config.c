@@ -55,6 +55,8 @@ static struct pt_tunable g_table[] = {
       "initiator requests per NI that wait for their answer (gets, rendezvous puts, puts asking for an ACK; power of two): more wait in their command ring"),
     T("PTL_MAX_CTS", max_cts, 4096, 1, PT_CFG_MAX_CTS,
       "counting events (PtlCTAlloc, portals3_ext.h) per NI; one more gives PTL_NO_SPACE"),
+    T("PTL_COLL_PT", coll_pt, 60, 0, 255,
+      "portal index the collective library (p3coll.h) uses for its own messages; keep it free of application MEs and at most PTL_MAX_PT_INDEX"),
     T("PTL_TRIG_SLOTS", trig_slots, 4096, 1, 1 << 20,
       "triggered operations (PtlTriggered*, portals3_ext.h) armed and not yet performed, per NI; one more gives PTL_NO_SPACE"),
     T("PTL_TIMING", timing, 0, 0, 1,

@@ -1,0 +1,534 @@
+/*
+ * mp_coll - the collective library (<p3coll.h>) on every rank of the job
+ * (run with 1 to 8 ranks, both modes). Every result is checked against a
+ * serial computation of the same data:
+ *   barrier; bcast of 0, 1, 8, eager-limit, eager+1 and rendezvous bytes from
+ *   every root; allreduce of every type and operation (counts 0, 1, 8, one
+ *   eager segment, several segments), in place and not, and bit-identical
+ *   float results on every member (checked through an allgather); reduce to
+ *   every root; gather and scatter from every root, allgather and alltoall
+ *   (0, 1, 8, eager, rendezvous bytes per member, in place too); 16
+ *   nonblocking collectives in flight waited in reverse order, one finished
+ *   by PtlCollTest; two overlapping groups (the job and the job in reverse
+ *   order, and the even ranks) running at once; bad arguments.
+ * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
+ * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
+ * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
+ */
+#include "mp_util.h"
+
+#include <p3coll.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EAGER 4032
+#define RNDV 70000
+
+static unsigned N, ME;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        mp_die("out of memory");
+    return p;
+}
+
+/* ---- reductions: data and the serial result -------------------------------- */
+
+static const size_t tsize[] = {4, 8, 8, 4, 8};
+static const char *tname[] = {"int32", "int64", "uint64", "float", "double"};
+static const char *oname[] = {"sum", "min", "max", "band", "bor", "bxor"};
+
+/* element i of member r; `exact`: floats that sum exactly */
+static void value(unsigned r, size_t i, ptl_coll_type_t t, void *out, int exact)
+{
+    uint64_t x = (r + 1) * 0x9E3779B97F4A7C15ull ^ (i + 3) * 0xC2B2AE3D27D4EB4Full;
+    int64_t s = (int64_t)(x >> 40) % 2001 - 1000;
+    switch (t) {
+    case PTL_COLL_INT32: *(int32_t *)out = (int32_t)(x >> 32) ^ (int32_t)s; break;
+    case PTL_COLL_INT64: *(int64_t *)out = (int64_t)(x >> 3) * (s < 0 ? -1 : 1); break;
+    case PTL_COLL_UINT64: *(uint64_t *)out = x; break;
+    case PTL_COLL_FLOAT: *(float *)out = exact ? (float)s : (float)s * 0.1f + 1e-3f * (float)r; break;
+    case PTL_COLL_DOUBLE: *(double *)out = exact ? (double)s : (double)s * 0.1 + 1e-7 * r; break;
+    }
+}
+
+#define COMB(T, a, b, op, bit)                                                                     \
+    do {                                                                                           \
+        T *pa = (T *)(a), vb = *(const T *)(b);                                                    \
+        switch (op) {                                                                              \
+        case PTL_COLL_SUM: *pa = (T)(*pa + vb); break;                                             \
+        case PTL_COLL_MIN: if (vb < *pa) *pa = vb; break;                                          \
+        case PTL_COLL_MAX: if (vb > *pa) *pa = vb; break;                                          \
+        default: bit; break;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+static void combine(ptl_coll_type_t t, ptl_coll_op_t op, void *a, const void *b)
+{
+    switch (t) {
+    case PTL_COLL_INT32: {
+        uint32_t *ua = a, ub = *(const uint32_t *)b;
+        if (op == PTL_COLL_SUM) { *ua += ub; break; } /* wraps like the engine */
+        COMB(int32_t, a, b, op,
+             *ua = op == PTL_COLL_BAND ? *ua & ub : op == PTL_COLL_BOR ? *ua | ub : *ua ^ ub);
+        break;
+    }
+    case PTL_COLL_INT64: {
+        uint64_t *ua = a, ub = *(const uint64_t *)b;
+        if (op == PTL_COLL_SUM) { *ua += ub; break; }
+        COMB(int64_t, a, b, op,
+             *ua = op == PTL_COLL_BAND ? *ua & ub : op == PTL_COLL_BOR ? *ua | ub : *ua ^ ub);
+        break;
+    }
+    case PTL_COLL_UINT64: {
+        uint64_t *ua = a, ub = *(const uint64_t *)b;
+        COMB(uint64_t, a, b, op,
+             *ua = op == PTL_COLL_BAND ? *ua & ub : op == PTL_COLL_BOR ? *ua | ub : *ua ^ ub);
+        break;
+    }
+    case PTL_COLL_FLOAT: COMB(float, a, b, op, (void)0); break;
+    case PTL_COLL_DOUBLE: COMB(double, a, b, op, (void)0); break;
+    }
+}
+
+static void make_input(void *buf, size_t count, ptl_coll_type_t t, unsigned r, int exact)
+{
+    for (size_t i = 0; i < count; i++)
+        value(r, i, t, (char *)buf + i * tsize[t], exact);
+}
+
+static void serial(void *out, size_t count, ptl_coll_type_t t, ptl_coll_op_t op, int exact)
+{
+    char v[8];
+    make_input(out, count, t, 0, exact);
+    for (unsigned r = 1; r < N; r++)
+        for (size_t i = 0; i < count; i++) {
+            value(r, i, t, v, exact);
+            combine(t, op, (char *)out + i * tsize[t], v);
+        }
+}
+
+static void check_close(const void *got, const void *want, size_t count, ptl_coll_type_t t,
+                        int exact, const char *what)
+{
+    if (exact || t < PTL_COLL_FLOAT) {
+        if (memcmp(got, want, count * tsize[t])) {
+            for (size_t i = 0; i < count; i++)
+                if (memcmp((const char *)got + i * tsize[t], (const char *)want + i * tsize[t],
+                           tsize[t]))
+                    mp_die("%s: element %zu differs from the serial result", what, i);
+        }
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        double a = t == PTL_COLL_FLOAT ? ((const float *)got)[i] : ((const double *)got)[i];
+        double b = t == PTL_COLL_FLOAT ? ((const float *)want)[i] : ((const double *)want)[i];
+        double tol = (t == PTL_COLL_FLOAT ? 1e-4 : 1e-10) * (fabs(b) + 1.0) * N;
+        if (fabs(a - b) > tol)
+            mp_die("%s: element %zu is %.17g, serial %.17g", what, i, a, b);
+    }
+}
+
+/* ---- the collectives --------------------------------------------------------- */
+
+static void t_allreduce(ptl_handle_coll_t g)
+{
+    const size_t counts[] = {0, 1, 8, 0 /* eager */, 0 /* segments */};
+    int n_ops = 0;
+    for (int t = 0; t <= PTL_COLL_DOUBLE; t++) {
+        size_t cs[5];
+        memcpy(cs, counts, sizeof cs);
+        cs[3] = EAGER / tsize[t];
+        cs[4] = 3 * EAGER / tsize[t] + 5;
+        for (int op = 0; op <= PTL_COLL_BXOR; op++) {
+            if (t >= PTL_COLL_FLOAT && op >= PTL_COLL_BAND)
+                continue;
+            for (int ci = 0; ci < 5; ci++) {
+                size_t c = cs[ci], b = c * tsize[t];
+                for (int exact = 0; exact < 2; exact++) {
+                    if (exact && t < PTL_COLL_FLOAT)
+                        continue;
+                    char *in = xmalloc(b), *out = xmalloc(b), *want = xmalloc(b);
+                    char what[96];
+                    snprintf(what, sizeof what, "allreduce %s %s count %zu%s", tname[t], oname[op],
+                             c, exact ? " exact" : "");
+                    mp_doing("allreduce");
+                    make_input(in, c, t, ME, exact);
+                    memset(out, 0xa5, b);
+                    int inplace = ci == 2;
+                    if (inplace)
+                        memcpy(out, in, b);
+                    MP_CHECK(PtlCollAllreduce(g, inplace ? out : in, out, c, t, op));
+                    serial(want, c, t, op, exact);
+                    check_close(out, want, c, t, exact, what);
+                    /* bit-identical on every member */
+                    if (b && t >= PTL_COLL_FLOAT) {
+                        char *all = xmalloc(b * N);
+                        MP_CHECK(PtlCollAllgather(g, out, all, b));
+                        for (unsigned r = 0; r < N; r++)
+                            if (memcmp(all + r * b, out, b))
+                                mp_die("%s: member %u's result differs in its bits", what, r);
+                        free(all);
+                    }
+                    free(in);
+                    free(out);
+                    free(want);
+                    n_ops++;
+                }
+            }
+        }
+    }
+    mp_log("allreduce: %d cases checked", n_ops);
+}
+
+static void t_reduce(ptl_handle_coll_t g)
+{
+    for (unsigned root = 0; root < N; root++)
+        for (int t = 0; t <= PTL_COLL_DOUBLE; t++)
+            for (int op = 0; op <= PTL_COLL_BXOR; op++) {
+                if (t >= PTL_COLL_FLOAT && op >= PTL_COLL_BAND)
+                    continue;
+                size_t c = op == 0 && root == N - 1 ? 2 * EAGER / tsize[t] + 1 : 8;
+                size_t b = c * tsize[t];
+                char *in = xmalloc(b), *out = xmalloc(b), *want = xmalloc(b);
+                make_input(in, c, t, ME, 1);
+                memset(out, 0x5a, b);
+                mp_doing("reduce");
+                MP_CHECK(PtlCollReduce(g, in, out, c, t, op, root));
+                if (ME == root) {
+                    char what[80];
+                    snprintf(what, sizeof what, "reduce %s %s to %u", tname[t], oname[op], root);
+                    serial(want, c, t, op, 1);
+                    check_close(out, want, c, t, 1, what);
+                } else {
+                    for (size_t i = 0; i < b; i++)
+                        if ((unsigned char)out[i] != 0x5a)
+                            mp_die("reduce: a non-root's recvbuf was written");
+                }
+                free(in);
+                free(out);
+                free(want);
+            }
+    mp_log("reduce: every root, type and op checked");
+}
+
+static const size_t lens[] = {0, 1, 8, EAGER, EAGER + 1, RNDV};
+#define NLENS (sizeof lens / sizeof lens[0])
+
+static void t_bcast(ptl_handle_coll_t g)
+{
+    for (unsigned root = 0; root < N; root++)
+        for (size_t li = 0; li < NLENS; li++) {
+            size_t l = lens[li];
+            char *buf = xmalloc(l);
+            if (ME == root)
+                mp_fill(buf, l, root, 40 + (unsigned)li, 0);
+            else
+                memset(buf, 0, l);
+            mp_doing("bcast");
+            MP_CHECK(PtlCollBcast(g, buf, l, root));
+            int64_t bad = mp_check_pattern(buf, l, root, 40 + (unsigned)li, 0);
+            if (bad >= 0)
+                mp_die("bcast of %zu bytes from %u: byte %lld wrong", l, root, (long long)bad);
+            free(buf);
+        }
+    mp_log("bcast: every root and size checked");
+}
+
+static void t_gather_scatter(ptl_handle_coll_t g)
+{
+    for (unsigned root = 0; root < N; root++)
+        for (size_t li = 0; li < NLENS; li++) {
+            size_t l = lens[li];
+            char *mine = xmalloc(l), *all = xmalloc(l * N);
+            mp_fill(mine, l, ME, 60 + (unsigned)li, 0);
+            memset(all, 0, l * N);
+            mp_doing("gather");
+            MP_CHECK(PtlCollGather(g, mine, all, l, root));
+            if (ME == root)
+                for (unsigned r = 0; r < N; r++)
+                    if (mp_check_pattern(all + r * l, l, r, 60 + (unsigned)li, 0) >= 0)
+                        mp_die("gather of %zu to %u: member %u's part wrong", l, root, r);
+            /* scatter: the root sends part r = pattern(r) */
+            if (ME == root)
+                for (unsigned r = 0; r < N; r++)
+                    mp_fill(all + r * l, l, r, 80 + (unsigned)li, 0);
+            memset(mine, 0, l);
+            mp_doing("scatter");
+            MP_CHECK(PtlCollScatter(g, all, mine, l, root));
+            if (mp_check_pattern(mine, l, ME, 80 + (unsigned)li, 0) >= 0)
+                mp_die("scatter of %zu from %u: my part wrong", l, root);
+            free(mine);
+            free(all);
+        }
+    mp_log("gather, scatter: every root and size checked");
+}
+
+static void t_allgather_alltoall(ptl_handle_coll_t g)
+{
+    for (size_t li = 0; li < NLENS; li++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            size_t l = lens[li];
+            char *mine = xmalloc(l), *all = xmalloc(l * N), *send = xmalloc(l * N);
+            mp_fill(mine, l, ME, 100 + (unsigned)li, 0);
+            memset(all, 0, l * N);
+            if (inplace)
+                memcpy(all + ME * l, mine, l);
+            mp_doing("allgather");
+            MP_CHECK(PtlCollAllgather(g, inplace ? all : mine, all, l));
+            for (unsigned r = 0; r < N; r++)
+                if (mp_check_pattern(all + r * l, l, r, 100 + (unsigned)li, 0) >= 0)
+                    mp_die("allgather of %zu%s: member %u's part wrong", l,
+                           inplace ? " in place" : "", r);
+            /* alltoall: part j of member r's send = pattern(r, tag j) */
+            for (unsigned j = 0; j < N; j++)
+                mp_fill(send + j * l, l, ME, 120 + j, 0);
+            if (inplace)
+                memcpy(all, send, l * N);
+            else
+                memset(all, 0, l * N);
+            mp_doing("alltoall");
+            MP_CHECK(PtlCollAlltoall(g, inplace ? all : send, all, l));
+            for (unsigned r = 0; r < N; r++)
+                if (mp_check_pattern(all + r * l, l, r, 120 + ME, 0) >= 0)
+                    mp_die("alltoall of %zu%s: part from %u wrong", l, inplace ? " in place" : "", r);
+            free(mine);
+            free(all);
+            free(send);
+        }
+    mp_log("allgather, alltoall: every size checked, in place too");
+}
+
+/* 16 nonblocking collectives in flight, waited in reverse order. */
+static void t_inflight(ptl_handle_coll_t g)
+{
+    enum { K = 16, C = 40 };
+    static int64_t in[K][C], out[K][C], want[C];
+    static char bc[K][100];
+    ptl_handle_coll_req_t q[K];
+    for (int k = 0; k < K; k++) {
+        if (k % 4 == 3) {
+            unsigned root = (unsigned)k % N;
+            if (ME == root)
+                mp_fill(bc[k], sizeof bc[k], root, 200 + (unsigned)k, 0);
+            else
+                memset(bc[k], 0, sizeof bc[k]);
+            MP_CHECK(PtlCollIbcast(g, bc[k], sizeof bc[k], root, &q[k]));
+        } else if (k % 4 == 1) {
+            MP_CHECK(PtlCollIbarrier(g, &q[k]));
+        } else {
+            for (int i = 0; i < C; i++)
+                in[k][i] = (int64_t)ME * 1000 + k * 10 + i;
+            MP_CHECK(PtlCollIallreduce(g, in[k], out[k], C, PTL_COLL_INT64, PTL_COLL_SUM, &q[k]));
+        }
+    }
+    mp_doing("16 nonblocking collectives");
+    int done = 0;
+    uint64_t t0 = mp_now_ms();
+    while (!done) { /* the last one by PtlCollTest */
+        MP_CHECK(PtlCollTest(q[K - 1], &done));
+        if (mp_now_ms() - t0 > MP_WAIT_MS)
+            mp_die("PtlCollTest never said done");
+    }
+    for (int k = K - 2; k >= 0; k--)
+        MP_CHECK(PtlCollWait(q[k]));
+    for (int k = 0; k < K; k++) {
+        if (k % 4 == 3) {
+            if (mp_check_pattern(bc[k], sizeof bc[k], (unsigned)k % N, 200 + (unsigned)k, 0) >= 0)
+                mp_die("in flight: bcast %d wrong", k);
+        } else if (k % 4 != 1) {
+            for (int i = 0; i < C; i++) {
+                want[i] = 0;
+                for (unsigned r = 0; r < N; r++)
+                    want[i] += (int64_t)r * 1000 + k * 10 + i;
+                if (out[k][i] != want[i])
+                    mp_die("in flight: allreduce %d element %d is %lld, want %lld", k, i,
+                           (long long)out[k][i], (long long)want[i]);
+            }
+        }
+    }
+    if (PtlCollWait(q[0]) != PTL_HANDLE_INVALID)
+        mp_die("a completed request's handle is still valid");
+    mp_log("16 nonblocking collectives in flight checked");
+}
+
+/* Two overlapping groups at once: the job reversed, and the even ranks. */
+static void t_overlap(struct mp *m, ptl_handle_coll_t world)
+{
+    ptl_process_id_t *rev = xmalloc(N * sizeof *rev), *even = xmalloc(N * sizeof *even);
+    unsigned ne = 0;
+    for (unsigned r = 0; r < N; r++) {
+        rev[r] = m->ids[N - 1 - r];
+        if (r % 2 == 0)
+            even[ne++] = m->ids[r];
+    }
+    ptl_handle_coll_t gr, ge = 0;
+    MP_CHECK(PtlCollGroupCreate(m->ni, rev, N, &gr));
+    if (ME % 2 == 0)
+        MP_CHECK(PtlCollGroupCreate(m->ni, even, ne, &ge));
+    int64_t a[16], b[16], c[16], ra[16], rb[16], rc[16];
+    for (int i = 0; i < 16; i++) {
+        a[i] = ME + i;
+        b[i] = (int64_t)ME * 3 - i;
+        c[i] = (int64_t)ME * ME + i;
+    }
+    ptl_handle_coll_req_t qa, qb, qc = 0;
+    MP_CHECK(PtlCollIallreduce(world, a, ra, 16, PTL_COLL_INT64, PTL_COLL_SUM, &qa));
+    MP_CHECK(PtlCollIallreduce(gr, b, rb, 16, PTL_COLL_INT64, PTL_COLL_MAX, &qb));
+    if (ge)
+        MP_CHECK(PtlCollIallreduce(ge, c, rc, 16, PTL_COLL_INT64, PTL_COLL_MIN, &qc));
+    mp_doing("overlapping groups");
+    if (qc)
+        MP_CHECK(PtlCollWait(qc));
+    MP_CHECK(PtlCollWait(qb));
+    MP_CHECK(PtlCollWait(qa));
+    for (int i = 0; i < 16; i++) {
+        int64_t sa = 0, mb = INT64_MIN, mc = INT64_MAX;
+        for (unsigned r = 0; r < N; r++) {
+            sa += r + i;
+            if ((int64_t)r * 3 - i > mb)
+                mb = (int64_t)r * 3 - i;
+            if (r % 2 == 0 && (int64_t)r * r + i < mc)
+                mc = (int64_t)r * r + i;
+        }
+        if (ra[i] != sa || rb[i] != mb || (ge && rc[i] != mc))
+            mp_die("overlapping groups: element %d wrong", i);
+    }
+    /* a bcast in the reversed group: member index 0 is the last rank */
+    char buf[64];
+    if (ME == N - 1)
+        mp_fill(buf, sizeof buf, 7, 7, 0);
+    MP_CHECK(PtlCollBcast(gr, buf, sizeof buf, 0));
+    if (mp_check_pattern(buf, sizeof buf, 7, 7, 0) >= 0)
+        mp_die("bcast in the reversed group wrong");
+    MP_CHECK(PtlCollGroupFree(gr));
+    if (ge)
+        MP_CHECK(PtlCollGroupFree(ge));
+    free(rev);
+    free(even);
+    mp_log("overlapping groups checked");
+}
+
+static void expect_rc(int got, int want, const char *what)
+{
+    if (got != want)
+        mp_die("%s: returned %d, expected %d", what, got, want);
+}
+
+static void t_bad(struct mp *m, ptl_handle_coll_t g)
+{
+    ptl_handle_coll_req_t q;
+    int64_t x = 1, y;
+    float f = 1, fy;
+    char buf[8];
+    if (N > 1) { /* a group without the caller */
+        ptl_handle_coll_t h;
+        ptl_process_id_t *others = xmalloc(N * sizeof *others);
+        for (unsigned r = 0, k = 0; r < N; r++)
+            if (r != ME)
+                others[k++] = m->ids[r];
+        expect_rc(PtlCollGroupCreate(m->ni, others, N - 1, &h), PTL_PROCESS_INVALID,
+                  "create without the caller");
+        free(others);
+    }
+    expect_rc(PtlCollGroupCreate(m->ni, m->ids, 0, &q), PTL_ARG_INVALID, "create of 0 members");
+    expect_rc(PtlCollBcast(g, buf, sizeof buf, N), PTL_ARG_INVALID, "bcast root out of range");
+    expect_rc(PtlCollReduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, N + 5), PTL_ARG_INVALID,
+              "reduce root out of range");
+    expect_rc(PtlCollGather(g, buf, buf, 1, N), PTL_ARG_INVALID, "gather root out of range");
+    expect_rc(PtlCollScatter(g, buf, buf, 1, (ptl_size_t)-1), PTL_ARG_INVALID,
+              "scatter root out of range");
+    expect_rc(PtlCollAllreduce(g, &f, &fy, 1, PTL_COLL_FLOAT, PTL_COLL_BXOR), PTL_ARG_INVALID,
+              "bxor on float");
+    expect_rc(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_DOUBLE, PTL_COLL_BAND), PTL_ARG_INVALID,
+              "band on double");
+    expect_rc(PtlCollAllreduce(g, &x, &y, 1, (ptl_coll_type_t)9, PTL_COLL_SUM), PTL_ARG_INVALID,
+              "unknown type");
+    expect_rc(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, (ptl_coll_op_t)17), PTL_ARG_INVALID,
+              "unknown op");
+    expect_rc(PtlCollTest(0, NULL), PTL_HANDLE_INVALID, "test of handle 0");
+    expect_rc(PtlCollWait(12345), PTL_HANDLE_INVALID, "wait of a never issued request");
+    expect_rc(PtlCollBarrier(0), PTL_HANDLE_INVALID, "barrier on handle 0");
+    /* a freed group */
+    ptl_handle_coll_t h;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &h));
+    MP_CHECK(PtlCollBarrier(h));
+    MP_CHECK(PtlCollGroupFree(h));
+    expect_rc(PtlCollBarrier(h), PTL_HANDLE_INVALID, "barrier on a freed group");
+    expect_rc(PtlCollAllreduce(h, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM), PTL_HANDLE_INVALID,
+              "allreduce on a freed group");
+    expect_rc(PtlCollGroupFree(h), PTL_HANDLE_INVALID, "second free");
+    mp_log("bad arguments checked");
+}
+
+static int died(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    MP_CHECK(PtlCollBarrier(g));
+    if (ME == 2) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+        fflush(NULL);
+        _exit(0); /* no PtlNIFini: the others see a dead peer */
+    }
+    int64_t x = ME, y;
+    ptl_handle_coll_req_t qa, qb;
+    uint64_t t0 = mp_now_ms();
+    MP_CHECK(PtlCollIallreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qa));
+    MP_CHECK(PtlCollIbarrier(g, &qb));
+    mp_doing("waits on a group with a dead member");
+    int ra = PtlCollWait(qa), rb = PtlCollWait(qb);
+    uint64_t ms = mp_now_ms() - t0;
+    if (ra != PTL_FAIL || rb != PTL_FAIL)
+        mp_die("waits with a dead member returned %d and %d, expected PTL_FAIL", ra, rb);
+    if (ms > 15000)
+        mp_die("the waits took %llu ms", (unsigned long long)ms);
+    if (ME == 0)
+        printf("mp_coll died: OK (PTL_FAIL after %llu ms)\n", (unsigned long long)ms);
+    fflush(NULL);
+    PtlNIFini(m->ni);
+    PtlFini();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct mp m;
+    mp_init(&m, argc > 1 ? 3 : 1);
+    if (argc > 1 && !strcmp(argv[1], "died")) {
+        N = m.size;
+        ME = m.rank;
+        return died(&m);
+    }
+    N = m.size;
+    ME = m.rank;
+    ptl_handle_coll_t g;
+    mp_doing("group create");
+    MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
+    for (int i = 0; i < 20; i++)
+        MP_CHECK(PtlCollBarrier(g));
+    t_bcast(g);
+    t_allreduce(g);
+    t_reduce(g);
+    t_gather_scatter(g);
+    t_allgather_alltoall(g);
+    t_inflight(g);
+    t_overlap(&m, g);
+    t_bad(&m, g);
+    MP_CHECK(PtlCollBarrier(g));
+    MP_CHECK(PtlCollGroupFree(g));
+    if (mp_drops(&m) > 1000)
+        mp_die("%lld messages dropped", (long long)mp_drops(&m));
+    mp_barrier(&m);
+    if (ME == 0)
+        printf("mp_coll: OK (%u ranks)\n", N);
+    mp_fini(&m);
+    return 0;
+}
