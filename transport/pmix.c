@@ -8,7 +8,8 @@
  * doorbell, and the address exchange:
  *   - rank and size: PMIx_Init's proc, PMIX_JOB_SIZE;
  *   - Portals ids: nid = the node of the rank (PMIX_NODEID, else a hash of
- *     PMIX_HOSTNAME), pid = the rank (as ptlrun's default map);
+ *     PMIX_HOSTNAME, as the rank itself sees it, published beside its
+ *     endpoint name), pid = the rank (as ptlrun's default map);
  *   - endpoint names: PMIx_Put + PMIx_Commit of our name, a collecting
  *     PMIx_Fence, then PMIx_Get of every peer's, once, at open (no PMIx call
  *     after open but the event handler and PMIx_Finalize);
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #define PMIX_EP_KEY "ptl.ofi.ep"
+#define PMIX_NID_KEY "ptl.nid"
 
 struct pt_xport {
     pmix_proc_t me;
@@ -70,6 +72,7 @@ static void on_event(size_t id, pmix_status_t status, const pmix_proc_t *source,
                      pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
 {
     (void)id;
+    (void)status; /* every code registered means a process of the job is gone */
     (void)results;
     (void)nresults;
     struct pt_xport *x = LD_ACQUIRE(&g_x);
@@ -133,9 +136,11 @@ static uint32_t pj_job_failed(struct pt_xport *x) { return LD_RELAXED(&x->failed
 
 static void pj_free(struct pt_xport *x)
 {
+    /* The handler runs on PMIx's progress thread, and the deregistration is
+     * served there too: after it, no handler still holds x. */
+    ST_RELEASE(&g_x, NULL);
     if (x->evh_registered)
         PMIx_Deregister_event_handler(x->evh_id, NULL, NULL);
-    ST_RELEASE(&g_x, NULL);
     if (g_pmix_up) {
         pmix_status_t rc = PMIx_Finalize(NULL, 0);
         if (rc != PMIX_SUCCESS)
@@ -207,6 +212,14 @@ static int pj_publish(void *ctx, const void *name, size_t len)
     v.data.bo.bytes = (char *)name;
     v.data.bo.size = len;
     pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, PMIX_EP_KEY, &v);
+    /* Our nid, as we see our node: every peer reads the same value (a
+     * launcher may answer PMIX_NODEID for local processes only). */
+    pmix_value_t nv;
+    PMIX_VALUE_CONSTRUCT(&nv);
+    nv.type = PMIX_UINT32;
+    nv.data.uint32 = node_of(x, x->rank);
+    if (rc == PMIX_SUCCESS)
+        rc = PMIx_Put(PMIX_GLOBAL, PMIX_NID_KEY, &nv);
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Commit();
     if (rc != PMIX_SUCCESS) {
@@ -226,10 +239,20 @@ static int pj_publish(void *ctx, const void *name, size_t len)
         return -EIO;
     }
     for (uint32_t r = 0; r < x->n; r++) {
-        x->nids[r] = node_of(x, r);
         pmix_proc_t p;
         PMIX_LOAD_PROCID(&p, x->me.nspace, r);
         pmix_value_t *pv = NULL;
+        rc = PMIx_Get(&p, PMIX_NID_KEY, NULL, 0, &pv);
+        if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_UINT32) {
+            pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's nid: %s", r,
+                   rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a uint32");
+            if (pv)
+                PMIX_VALUE_RELEASE(pv);
+            return -EIO;
+        }
+        x->nids[r] = pv->data.uint32;
+        PMIX_VALUE_RELEASE(pv);
+        pv = NULL;
         rc = PMIx_Get(&p, PMIX_EP_KEY, NULL, 0, &pv);
         if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_BYTE_OBJECT ||
             pv->data.bo.size == 0 || pv->data.bo.size > PT_PMIX_NAME_MAX) {
