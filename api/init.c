@@ -1,4 +1,7 @@
 /* init.c - PtlInit, PtlFini and NI-table resolution (§5.1). */
+#ifdef PTL_WITH_PMIX
+#include "pmix_job.h"
+#endif
 #include "api_int.h"
 
 #include "clock.h"
@@ -35,6 +38,9 @@ PTL_API void PtlFini(void)
     if (LD_RELAXED(&g_pt_inited)) {
         for (uint32_t i = 0; i < PT_MAX_NI; i++)
             pt_api_ni_fini_locked(i);
+#ifdef PTL_WITH_PMIX
+        pt_pmix_rt_release(); /* the rank runtime's PMIx session (api/rt.c) */
+#endif
         ST_RELEASE(&g_pt_inited, 0);
     }
     pthread_mutex_unlock(&g_pt_ni_lock);

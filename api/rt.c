@@ -7,6 +7,9 @@
  */
 #include "api_int.h"
 #include "log.h"
+#ifdef PTL_WITH_PMIX
+#include "pmix_job.h"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,26 @@ static int rt_from_env_locked(void)
     g_size = g_npid > g_nnid ? g_npid : g_nnid;
     if (!g_size && nr)
         g_size = (unsigned)strtoul(nr, NULL, 0); /* maps absent: ptlrun's count */
+#ifdef PTL_WITH_PMIX
+    /* Started by a PMIx launcher without ptlrun: rank and size from PMIx
+     * (pmix.c); the maps come from the NI (PtlGetRankId), as in a ptlrun job. */
+    if (!g_size && !r && pt_pmix_launched()) {
+        uint32_t pr, ps;
+        if (pt_pmix_rank_size(&pr, &ps) == 0 && ps <= PT_RT_MAX) {
+            g_size = ps;
+            g_rank = pr;
+            g_rank_app = g_pidmap_app = false;
+            g_rt_bad = false;
+            g_rt_set = true;
+            return PTL_OK;
+        }
+        pt_log(PT_LOG_ERR, "started by a PMIx launcher, but its rank and size are not known: "
+                           "PtlSetRank/PtlGetRank fail with PTL_FAIL");
+        g_rt_bad = true;
+        g_rt_set = true;
+        return PTL_FAIL;
+    }
+#endif
     if (!g_size)
         g_size = 1;
     g_rank = 0;

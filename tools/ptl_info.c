@@ -18,6 +18,9 @@
 #include "shm.h"
 #include "xport.h"
 #ifdef PTL_WITH_OFI
+#ifdef PTL_WITH_PMIX
+#include "pmix_job.h"
+#endif
 #include "ofi.h"
 #endif
 
@@ -205,6 +208,11 @@ static void print_ofi(void)
     printf("  transport      %s for this process's jobs (PTL_TRANSPORT)\n",
            pt_config()->transport == PT_TRANSPORT_OFI ? "ofi" : "shm");
     pt_ofi_describe(stdout);
+#ifdef PTL_WITH_PMIX
+    pt_pmix_describe(stdout);
+#else
+    printf("  pmix           not built in (CMake option PTL_WITH_PMIX; needs libpmix-dev)\n");
+#endif
 #else
     printf("  not built in (CMake option PTL_WITH_OFI; needs libfabric-dev)\n");
 #endif

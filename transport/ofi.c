@@ -51,6 +51,9 @@
 #include "config.h"
 #include "log.h"
 #include "shm.h"
+#ifdef PTL_WITH_PMIX
+#include "pmix_job.h"
+#endif
 
 #include <p3api/misc.h>
 
@@ -211,6 +214,7 @@ struct pt_xport {
     _Atomic uint32_t *gone; /* [peer]: its pidfd fired while it was attached (any
                            * thread writes, relaxed: a monotonic flag)           */
     _Atomic uint32_t failed; /* PTL_NI_PEER_DIED once a peer was seen gone       */
+    bool pmix;               /* the job is a PMIx job (pmix.c), not the region   */
     bool *owe_flag;       /* [peer]: a credit message is due                      */
     uint32_t nowe;
 
@@ -250,6 +254,8 @@ struct pt_xport {
 
     /* address exchange */
     struct ofi_addrx ax;
+    int ev_fd;               /* PMIx job: readable when the launcher reports a death
+                              * (pmix.c writes it; rx_pending drains it), or -1 */
     char prov[64];
 };
 
@@ -769,7 +775,7 @@ static bool ofi_rx_pending(struct pt_xport *x)
 {
     if (LD_RELAXED(&x->queued))
         return true;
-    if (x->npidfd) {
+    if (x->npidfd || x->ev_fd >= 0) {
         /* A peer's pidfd fired: it exited. Still attached to the job region
          * (no orderly PtlNIFini) it is dead to us, as the launcher judges
          * (pt_shm_rank_exited), and the job has failed: work for the engine
@@ -780,11 +786,19 @@ static bool ofi_rx_pending(struct pt_xport *x)
         for (int i = 0; i < k; i++) {
             if (ev[i].data.u32 == UINT32_MAX)
                 continue; /* the CQ: fi_trywait below decides */
+            if (ev[i].data.u32 == UINT32_MAX - 1) {
+                /* PMIx: the launcher reported a death; job_failed says so */
+                uint64_t v;
+                ssize_t r = read(x->ev_fd, &v, sizeof v);
+                (void)r;
+                died = true;
+                continue;
+            }
             uint32_t p = ev[i].data.u32;
             if (p >= x->n || x->pidfd[p] < 0)
                 continue;
             (void)epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd[p], NULL);
-            if (pt_shm_rank_attached(x->shm, p)) {
+            if (!x->pmix && pt_shm_rank_attached(x->shm, p)) {
                 ST_RELAXED(&x->gone[p], 1);
                 uint32_t z = 0;
                 RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
@@ -1175,6 +1189,11 @@ static int ofi_setup(struct pt_xport *x)
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
     if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->cq_fd, &ev) != 0)
         return -errno;
+    if (x->ev_fd >= 0) {
+        struct epoll_event e2 = {.events = EPOLLIN, .data.u32 = UINT32_MAX - 1};
+        if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->ev_fd, &e2) != 0)
+            return -errno;
+    }
     for (uint32_t p = 0; p < n; p++) {
         pid_t pid = p == x->me ? 0 : x->so->peer_ospid(x->shm, p);
         if (pid <= 0)
@@ -1248,6 +1267,7 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     x->slot = info_p->slot_size;
     x->qslots = pt_shm_queue_depth(shm);
     x->ax = (struct ofi_addrx){shm, region_publish, region_lookup};
+    x->ev_fd = -1;
     rc = ofi_setup(x);
     if (rc) {
         ofi_free(x);
@@ -1261,3 +1281,43 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     pt_log(PT_LOG_INFO, "ofi: rank %u of %u on provider %s", x->me, x->n, x->prov);
     return 0;
 }
+
+#ifdef PTL_WITH_PMIX
+/* A process started by a PMIx launcher: every peer over libfabric, identity,
+ * liveness and the name exchange from PMIx (pmix.c). */
+int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_xport_ops **ops_p,
+                     struct pt_xport **x_p, struct pt_xport_info *info_p)
+{
+    struct pt_pmix_sub sub;
+    int rc = pt_pmix_open(info_p, &sub);
+    if (rc)
+        return rc;
+    info_p->slot_size = slot_size;
+    struct pt_xport *x = calloc(1, sizeof *x);
+    if (!x) {
+        sub.ops->close(sub.x);
+        return -ENOMEM;
+    }
+    x->so = sub.ops;
+    x->shm = sub.x;
+    x->pmix = true;
+    x->me = info_p->rank;
+    x->n = info_p->nranks;
+    x->slot = slot_size;
+    x->qslots = pt_queue_slots_for(queue_slots);
+    x->ax = sub.ax;
+    x->ev_fd = sub.event_fd;
+    rc = ofi_setup(x);
+    if (rc) {
+        ofi_free(x);
+        sub.ops->close(sub.x);
+        return rc < 0 ? rc : -EIO;
+    }
+    *ops_p = &g_ofi_ops;
+    *x_p = x;
+    info_p->cma_ok = true;
+    info_p->cma_why = "ofi: the puller reads with fi_read (RMA)";
+    pt_log(PT_LOG_INFO, "ofi: rank %u of %u on provider %s (PMIx job)", x->me, x->n, x->prov);
+    return 0;
+}
+#endif

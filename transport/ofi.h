@@ -29,6 +29,10 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                 const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                 struct pt_xport_info *info_p);
 
+/* The same over a PMIx job (pmix.c; PTL_WITH_PMIX): no job region. */
+int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_xport_ops **ops_p,
+                     struct pt_xport **x_p, struct pt_xport_info *info_p);
+
 /* ptl_info: the providers libfabric offers for what the transport needs,
  * and the one PTL_OFI_PROVIDER (or the default rule) picks. */
 void pt_ofi_describe(FILE *f);

@@ -9,6 +9,9 @@
 #ifdef PTL_WITH_OFI
 #include "ofi.h"
 #endif
+#ifdef PTL_WITH_PMIX
+#include "pmix_job.h"
+#endif
 
 #include <errno.h>
 #include <stdlib.h>
@@ -65,6 +68,21 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
             pt_launcher_watch(); /* ranks of ptlrun die with it (launcher.c) */
         return rc;
     }
+#ifdef PTL_WITH_PMIX
+    /* Started by a PMIx launcher (mpirun, srun --mpi=pmix) without ptlrun:
+     * the peers may be on other hosts; every peer over ofi (docs/ofi.md). */
+    if (pt_pmix_launched()) {
+        const char *t = getenv("PTL_TRANSPORT");
+        if (t && *t && pt_config()->transport == PT_TRANSPORT_SHM) {
+            pt_log(PT_LOG_ERR, "PTL_TRANSPORT=%s: this process was started by a PMIx launcher "
+                               "without ptlrun, and its peers may be on other hosts, which the "
+                               "shared-memory transport cannot reach: use PTL_TRANSPORT=ofi "
+                               "(or ptlrun for a job on one host)", t);
+            return -EHOSTUNREACH;
+        }
+        return pt_ofi_open_pmix(slot_size, queue_slots, ops_p, x_p, info_p);
+    }
+#endif
     return pt_loopback_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
 }
 

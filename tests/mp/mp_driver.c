@@ -16,6 +16,10 @@
  *   --skip N          if the command (every copy) exits N, the test is
  *                     skipped: the other checks but --no-residue are waived
  *                     and mp_driver exits 77 (CTest's SKIP_RETURN_CODE)
+ *   --settle S        processes of the job still exiting when the command
+ *                     ended (mpirun returns before it has reaped ranks it
+ *                     terminated) get up to S seconds to end by themselves
+ *                     before they count as left behind (default 0)
  *   --fault-ok        the engine's wake-up backstop may fire (a test that
  *                     forges a doorbell); without it, "a wake-up did not
  *                     come" on stderr fails the check: the backstop
@@ -77,9 +81,30 @@ static int status_code(int ws)
     return -1;
 }
 
-/* Kill and reap every child we still have (orphans reparented to us). */
-static int reap_leftovers(void)
+static bool have_children(void)
 {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    bool any = f && fscanf(f, "%d", &pid) == 1;
+    if (f)
+        fclose(f);
+    return any;
+}
+
+/* Kill and reap every child we still have (orphans reparented to us), after
+ * up to settle_s seconds in which they may end by themselves. */
+static int reap_leftovers(double settle_s)
+{
+    for (double t0 = now_s(); settle_s > 0;) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (!have_children() || now_s() - t0 > settle_s)
+            break;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     int left = 0;
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
@@ -124,6 +149,7 @@ int main(int argc, char **argv)
 {
     int want_exit = 0, spawn = 0, skip_code = -1;
     bool nonzero = false, residue = false, fault_ok = false;
+    double settle = 0;
     double within = 100;
     const char *err_has = NULL, *out_has = NULL;
     int i;
@@ -140,6 +166,8 @@ int main(int argc, char **argv)
             out_has = argv[++i];
         else if (!strcmp(argv[i], "--no-residue"))
             residue = true;
+        else if (!strcmp(argv[i], "--settle") && i + 1 < argc)
+            settle = atof(argv[++i]);
         else if (!strcmp(argv[i], "--fault-ok"))
             fault_ok = true;
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
@@ -283,7 +311,7 @@ int main(int argc, char **argv)
         char pidjob[32];
         snprintf(pidjob, sizeof pidjob, "%d", (int)pids[0]);
         bad += shm_residue(spawn ? job : pidjob);
-        bad += reap_leftovers();
+        bad += reap_leftovers(settle);
     }
     fprintf(stderr, "mp_driver: finished in %.2f s: %s\n", took,
             bad ? "FAILED" : skipped ? "skipped" : "ok");

@@ -1,0 +1,408 @@
+/*
+ * pmix.c - the job of a process started by a PMIx launcher (Open MPI's
+ * mpirun, srun --mpi=pmix) without ptlrun: built when PTL_WITH_PMIX is on
+ * (and the ofi transport with it). docs/ofi.md, "PMIx wire-up".
+ *
+ * There is no job region. This file provides what the ofi transport asks of
+ * the region otherwise (ofi.h, struct ofi_sub): identity, liveness, the
+ * doorbell, and the address exchange:
+ *   - rank and size: PMIx_Init's proc, PMIX_JOB_SIZE;
+ *   - Portals ids: nid = the node of the rank (PMIX_NODEID, else a hash of
+ *     PMIX_HOSTNAME, as the rank itself sees it, published beside its
+ *     endpoint name), pid = the rank (as ptlrun's default map);
+ *   - endpoint names: PMIx_Put + PMIx_Commit of our name, a collecting
+ *     PMIx_Fence, then PMIx_Get of every peer's, once, at open (no PMIx call
+ *     after open but the event handler and PMIx_Finalize);
+ *   - liveness: PMIx events (a process of the job aborted or terminated, the
+ *     connection to the local server lost) fail the job for this rank with
+ *     PTL_NI_PEER_DIED and wake the engine through an eventfd in ofi's sleep
+ *     set; provider errors (a send that fails) mark the peer dead in ofi.c.
+ *
+ * Threads: the event handler runs on PMIx's progress thread; it writes only
+ * `failed`, `dead[]` (relaxed atomics) and the eventfd.
+ */
+#include "pmix_job.h"
+
+#include "log.h"
+#include "pt_atomic.h"
+
+#include <p3api/misc.h>
+
+#include <errno.h>
+#include <pmix.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define PMIX_EP_KEY "ptl.ofi.ep"
+#define PMIX_NID_KEY "ptl.nid"
+
+struct pt_xport {
+    pmix_proc_t me;
+    uint32_t rank, n;
+    uint32_t *nids;                /* per rank; written at open, read-only then */
+    unsigned char *names;          /* n * PT_PMIX_NAME_MAX, after the fence      */
+    uint16_t *name_len;            /* 0: not known                              */
+    _Atomic uint8_t *dead;         /* written by the event handler (relaxed)    */
+    _Atomic uint32_t failed;       /* written by the event handler (relaxed)    */
+    int evfd;                      /* written by the event handler, read by ofi */
+    size_t evh_id;
+    bool evh_registered;
+    struct pt_waitword bell;       /* process-private: peers never ring it      */
+};
+
+static bool g_pmix_up;     /* the NI's PMIx_Init done, not finalized (PtlNIInit's thread) */
+static bool g_pmix_opened; /* an NI was opened once in this process (never cleared) */
+static pthread_mutex_t g_rt_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool g_rt_held;     /* the rank runtime's PMIx_Init (api/rt.c), under g_rt_mu */
+/* The job the event handler reports to: set before the handler is
+ * registered, cleared after it is deregistered (release/acquire). */
+static struct pt_xport *_Atomic g_x;
+
+bool pt_pmix_launched(void)
+{
+    const char *ns = getenv("PMIX_NAMESPACE"), *rk = getenv("PMIX_RANK");
+    return ns && *ns && rk && *rk;
+}
+
+static void on_event(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                     pmix_info_t info[], size_t ninfo, pmix_info_t *results, size_t nresults,
+                     pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    (void)id;
+    (void)status; /* every code registered means a process of the job is gone */
+    (void)results;
+    (void)nresults;
+    struct pt_xport *x = LD_ACQUIRE(&g_x);
+    if (x) {
+        const pmix_proc_t *who = source;
+        /* The process the event is about, when the launcher names it. */
+        for (size_t i = 0; i < ninfo; i++)
+            if ((PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC)) &&
+                info[i].value.type == PMIX_PROC)
+                who = info[i].value.data.proc;
+        bool ours = who && PMIX_CHECK_NSPACE(who->nspace, x->me.nspace);
+        if (ours && who->rank < x->n && who->rank != x->rank)
+            ST_RELAXED(&x->dead[who->rank], 1);
+        if (!(ours && who->rank == x->rank)) {
+            uint32_t z = 0;
+            RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
+            uint64_t one = 1;
+            ssize_t w = write(x->evfd, &one, sizeof one);
+            (void)w;
+        }
+    }
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+/* ---- the ops ofi asks of its sub-transport (xport.h) ---------------------- */
+
+static bool pj_peer_alive(struct pt_xport *x, uint32_t peer)
+{
+    if (peer >= x->n)
+        return false;
+    return peer == x->rank || !LD_RELAXED(&x->dead[peer]);
+}
+
+static struct pt_waitword *pj_doorbell(struct pt_xport *x) { return &x->bell; }
+
+static pid_t pj_peer_ospid(struct pt_xport *x, uint32_t peer)
+{
+    (void)x;
+    (void)peer;
+    return 0; /* maybe on another host: no pidfd, no CMA */
+}
+
+static int pj_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
+{
+    return pid < x->n && x->nids[pid] == nid ? (int)pid : -1;
+}
+
+static void pj_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p)
+{
+    if (rank < x->n) {
+        *nid_p = x->nids[rank];
+        *pid_p = rank;
+    } else {
+        *nid_p = 0xffffffffu;
+        *pid_p = 0xffffffffu;
+    }
+}
+
+static uint32_t pj_job_failed(struct pt_xport *x) { return LD_RELAXED(&x->failed); }
+
+static void pj_free(struct pt_xport *x)
+{
+    /* The handler runs on PMIx's progress thread, and the deregistration is
+     * served there too: after it, no handler still holds x. */
+    ST_RELEASE(&g_x, NULL);
+    if (x->evh_registered)
+        PMIx_Deregister_event_handler(x->evh_id, NULL, NULL);
+    if (g_pmix_up) {
+        pmix_status_t rc = PMIx_Finalize(NULL, 0);
+        if (rc != PMIX_SUCCESS)
+            pt_log(PT_LOG_WARN, "PMIx_Finalize: %s", PMIx_Error_string(rc));
+        g_pmix_up = false;
+    }
+    if (x->evfd >= 0)
+        close(x->evfd);
+    free(x->nids);
+    free(x->names);
+    free(x->name_len);
+    free((void *)x->dead);
+    free(x);
+}
+
+static void pj_close(struct pt_xport *x) { pj_free(x); }
+
+static const struct pt_xport_ops g_pj_ops = {
+    .name = "pmix",
+    .peer_alive = pj_peer_alive,
+    .doorbell = pj_doorbell,
+    .peer_ospid = pj_peer_ospid,
+    .rank_of = pj_rank_of,
+    .id_of = pj_id_of,
+    .job_failed = pj_job_failed,
+    .close = pj_close,
+};
+
+/* ---- the address exchange (ofi.h, struct ofi_addrx) ----------------------- */
+
+static uint32_t hash32(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h & 0x7fffffffu;
+}
+
+static uint32_t node_of(struct pt_xport *x, uint32_t rank)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, x->me.nspace, rank);
+    pmix_value_t *v = NULL;
+    uint32_t nid = 0;
+    if (PMIx_Get(&p, PMIX_NODEID, NULL, 0, &v) == PMIX_SUCCESS && v &&
+        v->type == PMIX_UINT32) {
+        nid = v->data.uint32;
+    } else {
+        if (v)
+            PMIX_VALUE_RELEASE(v);
+        v = NULL;
+        if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &v) == PMIX_SUCCESS && v &&
+            v->type == PMIX_STRING && v->data.string)
+            nid = hash32(v->data.string);
+    }
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return nid;
+}
+
+static int pj_publish(void *ctx, const void *name, size_t len)
+{
+    struct pt_xport *x = ctx;
+    if (len > PT_PMIX_NAME_MAX)
+        return -ENAMETOOLONG;
+    pmix_value_t v;
+    PMIX_VALUE_CONSTRUCT(&v);
+    v.type = PMIX_BYTE_OBJECT;
+    v.data.bo.bytes = (char *)name;
+    v.data.bo.size = len;
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, PMIX_EP_KEY, &v);
+    /* Our nid, as we see our node: every peer reads the same value (a
+     * launcher may answer PMIX_NODEID for local processes only). */
+    pmix_value_t nv;
+    PMIX_VALUE_CONSTRUCT(&nv);
+    nv.type = PMIX_UINT32;
+    nv.data.uint32 = node_of(x, x->rank);
+    if (rc == PMIX_SUCCESS)
+        rc = PMIx_Put(PMIX_GLOBAL, PMIX_NID_KEY, &nv);
+    if (rc == PMIX_SUCCESS)
+        rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) {
+        pt_log(PT_LOG_ERR, "PMIx_Put/Commit of the endpoint name: %s", PMIx_Error_string(rc));
+        return -EIO;
+    }
+    /* Every rank of the job publishes, then all read: a collecting fence. */
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, x->me.nspace, PMIX_RANK_WILDCARD);
+    pmix_info_t coll;
+    bool yes = true;
+    PMIX_INFO_LOAD(&coll, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    rc = PMIx_Fence(&all, 1, &coll, 1);
+    PMIX_INFO_DESTRUCT(&coll);
+    if (rc != PMIX_SUCCESS) {
+        pt_log(PT_LOG_ERR, "PMIx_Fence: %s", PMIx_Error_string(rc));
+        return -EIO;
+    }
+    for (uint32_t r = 0; r < x->n; r++) {
+        pmix_proc_t p;
+        PMIX_LOAD_PROCID(&p, x->me.nspace, r);
+        pmix_value_t *pv = NULL;
+        rc = PMIx_Get(&p, PMIX_NID_KEY, NULL, 0, &pv);
+        if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_UINT32) {
+            pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's nid: %s", r,
+                   rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a uint32");
+            if (pv)
+                PMIX_VALUE_RELEASE(pv);
+            return -EIO;
+        }
+        x->nids[r] = pv->data.uint32;
+        PMIX_VALUE_RELEASE(pv);
+        pv = NULL;
+        rc = PMIx_Get(&p, PMIX_EP_KEY, NULL, 0, &pv);
+        if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_BYTE_OBJECT ||
+            pv->data.bo.size == 0 || pv->data.bo.size > PT_PMIX_NAME_MAX) {
+            pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's endpoint name: %s", r,
+                   rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a name");
+            if (pv)
+                PMIX_VALUE_RELEASE(pv);
+            return -EIO;
+        }
+        memcpy(x->names + (size_t)r * PT_PMIX_NAME_MAX, pv->data.bo.bytes, pv->data.bo.size);
+        x->name_len[r] = (uint16_t)pv->data.bo.size;
+        PMIX_VALUE_RELEASE(pv);
+    }
+    return 0;
+}
+
+static int pj_lookup(void *ctx, uint32_t rank, void *name, size_t *len)
+{
+    struct pt_xport *x = ctx;
+    if (rank >= x->n || !x->name_len[rank])
+        return -EAGAIN;
+    if (*len < x->name_len[rank])
+        return -ENAMETOOLONG;
+    memcpy(name, x->names + (size_t)rank * PT_PMIX_NAME_MAX, x->name_len[rank]);
+    *len = x->name_len[rank];
+    return 0;
+}
+
+/* ---- the rank runtime (api/rt.c) ------------------------------------------------ */
+
+static int job_size(const pmix_proc_t *me, uint32_t *size_p)
+{
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, me->nspace, PMIX_RANK_WILDCARD);
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(&all, PMIX_JOB_SIZE, NULL, 0, &v);
+    int ret = 0;
+    if (rc != PMIX_SUCCESS || !v || v->type != PMIX_UINT32 || v->data.uint32 == 0 ||
+        me->rank >= v->data.uint32) {
+        pt_log(PT_LOG_ERR, "PMIx_Get(PMIX_JOB_SIZE): %s",
+               rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "no usable size");
+        ret = -EIO;
+    } else {
+        *size_p = v->data.uint32;
+    }
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return ret;
+}
+
+int pt_pmix_rank_size(uint32_t *rank_p, uint32_t *size_p)
+{
+    pmix_proc_t me;
+    pmix_status_t rc = PMIx_Init(&me, NULL, 0); /* counted: one PMIx_Finalize each */
+    if (rc != PMIX_SUCCESS) {
+        pt_log(PT_LOG_ERR, "PMIx_Init: %s", PMIx_Error_string(rc));
+        return -EIO;
+    }
+    int ret = job_size(&me, size_p);
+    if (ret == 0)
+        *rank_p = me.rank;
+    pthread_mutex_lock(&g_rt_mu);
+    bool keep = ret == 0 && !g_rt_held;
+    if (keep)
+        g_rt_held = true; /* kept until PtlFini: PMIx_Init and _Finalize pair up */
+    pthread_mutex_unlock(&g_rt_mu);
+    if (!keep)
+        (void)PMIx_Finalize(NULL, 0);
+    return ret;
+}
+
+void pt_pmix_rt_release(void)
+{
+    pthread_mutex_lock(&g_rt_mu);
+    bool held = g_rt_held;
+    g_rt_held = false;
+    pthread_mutex_unlock(&g_rt_mu);
+    if (held)
+        (void)PMIx_Finalize(NULL, 0);
+}
+
+/* ---- opening ------------------------------------------------------------------ */
+
+int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
+{
+    if (g_pmix_opened) {
+        /* Its peers know only the first endpoint, and would not join a
+         * second fence (as ofi.c refuses it in a ptlrun job). */
+        pt_log(PT_LOG_ERR, "PMIx job: this process initialises an NI a second time "
+                           "(after PtlNIFini): not supported");
+        return -ENOTSUP;
+    }
+    g_pmix_opened = true;
+    struct pt_xport *x = calloc(1, sizeof *x);
+    if (!x)
+        return -ENOMEM;
+    x->evfd = -1;
+    pmix_status_t rc = PMIx_Init(&x->me, NULL, 0);
+    if (rc != PMIX_SUCCESS) {
+        pt_log(PT_LOG_ERR, "PMIx_Init: %s (started by a PMIx launcher?)", PMIx_Error_string(rc));
+        free(x);
+        return -EIO;
+    }
+    g_pmix_up = true;
+    x->rank = x->me.rank;
+    if (job_size(&x->me, &x->n) != 0) {
+        pj_free(x);
+        return -EIO;
+    }
+    x->nids = calloc(x->n, sizeof *x->nids);
+    x->names = calloc(x->n, PT_PMIX_NAME_MAX);
+    x->name_len = calloc(x->n, sizeof *x->name_len);
+    x->dead = calloc(x->n, sizeof *x->dead);
+    x->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!x->nids || !x->names || !x->name_len || !x->dead || x->evfd < 0) {
+        pj_free(x);
+        return -ENOMEM;
+    }
+    /* Peer deaths: whatever the launcher reports of processes of the job. */
+    pmix_status_t codes[] = {PMIX_ERR_PROC_ABORTED, PMIX_ERR_PROC_ABORTING,
+                             PMIX_ERR_PROC_ABORTED_BY_SIG, PMIX_ERR_PROC_TERM_WO_SYNC,
+                             PMIX_ERR_LOST_CONNECTION, PMIX_ERR_UNREACH};
+    ST_RELEASE(&g_x, x);
+    rc = PMIx_Register_event_handler(codes, sizeof codes / sizeof codes[0], NULL, 0, on_event,
+                                     NULL, NULL);
+    if (rc < 0) {
+        pt_log(PT_LOG_WARN, "PMIx_Register_event_handler: %s (peer deaths then come from "
+                            "the provider's errors only)", PMIx_Error_string(rc));
+    } else {
+        x->evh_id = (size_t)rc;
+        x->evh_registered = true;
+    }
+    info_p->rank = x->rank;
+    info_p->nranks = x->n;
+    info_p->nprocs = x->n;
+    info_p->jid = hash32(x->me.nspace);
+    info_p->cma_ok = false;
+    info_p->cma_why = "PMIx job: peers may be on other hosts";
+    info_p->trace_area = NULL;
+    info_p->trace_bytes = 0;
+    sub_p->ops = &g_pj_ops;
+    sub_p->x = x;
+    sub_p->ax = (struct ofi_addrx){x, pj_publish, pj_lookup};
+    sub_p->event_fd = x->evfd;
+    return 0;
+}
+
+void pt_pmix_describe(FILE *f)
+{
+    fprintf(f, "  pmix           %s; jobs of a PMIx launcher (mpirun, srun --mpi=pmix) "
+               "use ofi for every peer\n", PMIx_Get_version());
+    fprintf(f, "  pmix launched  %s\n", pt_pmix_launched() ? "yes (PMIX_NAMESPACE, PMIX_RANK)" : "no");
+}
