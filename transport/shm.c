@@ -1,7 +1,9 @@
 /*
- * shm.c - the shared-memory transport: the ranks of a job on one host talk
- * through the job region (shm_region.h), one SPSC slot queue per ordered
- * (sender, receiver) pair and class, and pull bulk data from each other with
+ * shm.c - the shared-memory transport: the processes of a job on one host
+ * talk through the job region (shm_region.h): a message is written into a
+ * buffer of the sender's pool and its index is published on the (sender,
+ * receiver, class) descriptor ring; receivers poll only the senders their
+ * "senders with work" bitmap named. Bulk data is pulled with
  * process_vm_readv (CMA).
  *
  * Three parts:
@@ -11,7 +13,8 @@
  *   - the rank's side: pt_shm_open() and the xport ops.
  *
  * Hot path (reserve/commit/peek/release): no malloc, no syscalls, no logging,
- * except the futex wake in commit when the receiver announced sleep.
+ * except the futex wake in commit when the receiver announced sleep, and the
+ * one error logged when a sender's ring is found corrupt (rx_faulty).
  */
 #include "shm.h"
 

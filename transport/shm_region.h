@@ -28,7 +28,7 @@
  *                 summary: bit k of sum[k / 64] says word k may have new bits
  *     +words_off  _Atomic uint64_t words[nwords]  bit s: sender s has work
  *     +rings_off  struct pt_shm_ring[P][2]        [s][c]: ring from s to p
- *                 (ring_bytes each, one or more whole cache lines)
+ *                 (ring_bytes each, whole cache lines: two at D = 32)
  *     +pool_off   p's buffer pool (page aligned): pool_req request buffers,
  *                 then pool_rsp response buffers, slot_size bytes each
  *     Block p is bound to p's NUMA node when p attaches.

@@ -36,7 +36,7 @@ static struct pt_tunable g_table[] = {
       "command ring slots per API thread (power of two)"),
     T("PTL_EAGER_MAX", eager_max, 4032, 0, 65472,
       "largest payload carried inline in a receive-queue slot; larger messages use rendezvous"),
-    T("PTL_QUEUE_SLOTS", queue_slots, 16, 4, 4096,
+    T("PTL_QUEUE_SLOTS", queue_slots, 32, 4, 4096,
       "descriptor-ring entries per sender, receiver and class (the sender's credits towards one receiver; power of two)"),
     T("PTL_POOL_REQ", pool_req, 256, 16, 65535,
       "message buffers (slots) each process owns for requests in the job region, shared by all its receivers"),
