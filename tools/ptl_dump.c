@@ -212,7 +212,8 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
     struct pt_shm_layout l;
     if (size < sizeof *h || h->magic != PT_SHM_MAGIC || h->version != PT_SHM_VERSION ||
         h->hdr_size != sizeof *h || h->total_size != size ||
-        pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, &l) != 0 ||
+        pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, h->pool_req,
+                      h->pool_rsp, &l) != 0 ||
         l.total != size ||
         l.off_trace != h->off_trace || l.trace_bytes != h->trace_bytes) {
         snprintf(err, errlen, "not a job region of this libportals version");
@@ -255,7 +256,8 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
         if (pids && pid && pid != k->ospid)
             pid = 0; /* the rank's record names another process: trust neither */
         k->proc_state = proc_state(pid);
-        /* queues that hold messages, both directions */
+        /* rings that hold messages, both directions: head = the sender's
+         * tail (committed), tail = the receiver's head (consumed) */
         k->q = calloc(PTD_MAX_Q, sizeof *k->q);
         for (uint32_t p = 0; k->q && p < n; p++)
             for (uint32_t c = 0; c < PT_CLS_NR; c++)
@@ -263,8 +265,8 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
                     uint32_t snd = dir ? r : p, rcv = dir ? p : r;
                     if (dir && p == r)
                         continue; /* the self queue is listed once */
-                    struct spsc_hdr *qh = pt_shm_qhdr(base, &l, n, snd, rcv, c);
-                    uint32_t hd = LD_RELAXED(&qh->head), tl = LD_RELAXED(&qh->tail);
+                    uint32_t hd = LD_RELAXED(&pt_shm_ring(base, &l, snd, rcv, c)->tail);
+                    uint32_t tl = LD_RELAXED(pt_shm_rxhead(base, &l, snd, rcv, c));
                     if (hd != tl && k->nq < PTD_MAX_Q)
                         k->q[k->nq++] = (struct ptd_q){snd, rcv, c, 0, hd, tl};
                 }
@@ -471,7 +473,7 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
 {
     uint32_t n = s->h.nranks, qs = s->h.qslots;
     fprintf(f, "==== libportals job dump (%s) ====\n", s->h.why[0] ? s->h.why : "on demand");
-    fprintf(f, "job %u: %u ranks, queues of %u slots x %u B", s->h.jid, n, qs, s->h.slot_size);
+    fprintf(f, "job %u: %u ranks, rings of %u entries, buffers of %u B", s->h.jid, n, qs, s->h.slot_size);
     if (s->h.job_failed)
         fprintf(f, "; job FAILED (%s), first dead rank %d\n", s->h.job_failed == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL",
                 (int)s->h.first_dead);

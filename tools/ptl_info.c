@@ -160,19 +160,30 @@ static void print_geometry(void)
     const struct pt_config *cfg = pt_config();
     uint32_t slot = pt_slot_size_for((uint32_t)cfg->eager_max);
     uint32_t q = pt_queue_slots_for((uint32_t)cfg->queue_slots);
-    printf("\nJob region (from PTL_EAGER_MAX and PTL_QUEUE_SLOTS)\n");
+    uint32_t preq = (uint32_t)cfg->pool_req, prsp = (uint32_t)cfg->pool_rsp;
+    printf("\nJob region (from PTL_EAGER_MAX, PTL_QUEUE_SLOTS, PTL_POOL_REQ, PTL_POOL_RSP)\n");
     printf("  slot size      %u bytes (128-byte header + %u payload)\n", slot, slot - 128);
-    printf("  queue depth    %u slots per (sender, receiver, class)\n", q);
-    static const unsigned ns[] = {1, 2, 4, 8, 16, 64, 256, 1024};
+    printf("  pools          %u request + %u response buffers per process\n", preq, prsp);
+    printf("  ring depth     %u entries per (sender, receiver, class)\n", q);
+    printf("  %6s %7s %13s %13s %15s\n", "ranks", "guests", "per rank", "bar per rank",
+           "per job");
+    static const unsigned ns[] = {2, 16, 64, 256, 1024, 4096};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         uint32_t g = pt_shm_guests_for(ns[i]);
-        uint64_t b = pt_shm_region_bytes(ns[i], g, slot, q);
-        if (b)
-            printf("  %4u ranks     %.1f MiB of address space (touched as used), %u guest "
-                   "slots\n", ns[i], (double)b / (1 << 20), g);
-        else
-            printf("  %4u ranks     too large\n", ns[i]);
+        uint64_t b = pt_shm_region_bytes(ns[i], g, slot, q, preq, prsp);
+        if (!b) {
+            printf("  %6u  too large\n", ns[i]);
+            continue;
+        }
+        /* Per rank: the region over its process slots; the issue's bar is
+         * 4 MiB + 1 KiB x N per rank. */
+        double per = (double)b / (ns[i] + g);
+        double bar = 4.0 * (1 << 20) + 1024.0 * ns[i];
+        printf("  %6u %7u %9.2f MiB %9.2f MiB %11.1f MiB %s\n", ns[i], g, per / (1 << 20),
+               bar / (1 << 20), (double)b / (1 << 20), per <= bar ? "  within the bar" :
+               "  OVER the bar");
     }
+    printf("  (address space; pages are touched as they are used)\n");
 }
 
 static int decode_trace(int argc, char **argv)

@@ -529,9 +529,11 @@ int main(int argc, char **argv)
     uint32_t slot = pt_slot_size_for((uint32_t)cfg->eager_max);
     uint32_t qslots = pt_queue_slots_for((uint32_t)cfg->queue_slots);
     uint32_t nguests = pt_shm_guests_for(n);
-    if (!pt_shm_region_bytes(n, nguests, slot, qslots))
-        die_usage("a job of %u ranks with %u-byte slots x %u is too large (lower "
-                  "PTL_QUEUE_SLOTS or PTL_EAGER_MAX)", n, slot, qslots);
+    uint32_t preq = (uint32_t)cfg->pool_req, prsp = (uint32_t)cfg->pool_rsp;
+    if (!pt_shm_region_bytes(n, nguests, slot, qslots, preq, prsp))
+        die_usage("a job of %u ranks with %u-byte slots, pools of %u + %u and rings of %u is "
+                  "too large (lower PTL_POOL_REQ, PTL_POOL_RSP, PTL_QUEUE_SLOTS or "
+                  "PTL_EAGER_MAX)", n, slot, preq, prsp, qslots);
 
     g_n = n;
     g_ranks = calloc(n, sizeof *g_ranks);
@@ -547,7 +549,7 @@ int main(int argc, char **argv)
     pt_cma_allow_readers(true);
 
     pid_t self = getpid();
-    struct pt_shm_spec spec = {n, nguests, slot, qslots, (uint32_t)self, NULL, NULL};
+    struct pt_shm_spec spec = {n, nguests, slot, qslots, (uint32_t)self, NULL, NULL, preq, prsp};
     char jobname[32] = "";
     int rc;
     if (named) {
@@ -564,13 +566,13 @@ int main(int argc, char **argv)
     }
     if (rc) {
         fprintf(stderr, "%s: cannot create the job region (%u ranks, %llu bytes): %s\n",
-                g_prog, n, (unsigned long long)pt_shm_region_bytes(n, nguests, slot, qslots),
+                g_prog, n, (unsigned long long)pt_shm_region_bytes(n, nguests, slot, qslots, preq, prsp),
                 strerror(-rc));
         return 1;
     }
     if (g_verbose)
         fprintf(stderr, "%s: job %d: %u ranks, %u guest slots, region %llu bytes (%s%s), "
-                        "slot %u x %u\n",
+                        "slot %u, rings of %u\n",
                 g_prog, (int)self, n, nguests, (unsigned long long)g_reg.size,
                 named ? "named " : "memfd", named ? g_reg.name : "", slot, qslots);
 

@@ -1,7 +1,9 @@
 /*
- * shm.c - the shared-memory transport: the ranks of a job on one host talk
- * through the job region (shm_region.h), one SPSC slot queue per ordered
- * (sender, receiver) pair and class, and pull bulk data from each other with
+ * shm.c - the shared-memory transport: the processes of a job on one host
+ * talk through the job region (shm_region.h): a message is written into a
+ * buffer of the sender's pool and its index is published on the (sender,
+ * receiver, class) descriptor ring; receivers poll only the senders their
+ * "senders with work" bitmap named. Bulk data is pulled with
  * process_vm_readv (CMA).
  *
  * Three parts:
@@ -11,7 +13,8 @@
  *   - the rank's side: pt_shm_open() and the xport ops.
  *
  * Hot path (reserve/commit/peek/release): no malloc, no syscalls, no logging,
- * except the futex wake in commit when the receiver announced sleep.
+ * except the futex wake in commit when the receiver announced sleep, and the
+ * one error logged when a sender's ring is found corrupt (rx_faulty).
  */
 #include "shm.h"
 
@@ -57,38 +60,14 @@
 
 /* ---- layout --------------------------------------------------------------- */
 
-static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-static bool pow2(uint32_t v) { return v && !(v & (v - 1)); }
-
-int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot_size, uint32_t qslots,
-                  struct pt_shm_layout *l)
-{
-    if (nranks < 1 || nranks > PT_SHM_MAX_RANKS || nguests > PT_SHM_MAX_GUESTS ||
-        slot_size < PT_XPORT_MIN_SLOT ||
-        slot_size % PT_CACHELINE || slot_size > (1u << 20) || !pow2(qslots) || qslots < 2 ||
-        qslots > (1u << 16))
-        return -EINVAL;
-    uint64_t n = (uint64_t)nranks + nguests;
-    l->nprocs = (uint32_t)n;
-    l->off_ranks = sizeof(struct pt_shm_hdr);
-    l->off_qhdrs = round_up(l->off_ranks + n * sizeof(struct pt_shm_rank), PT_SHM_PAGE);
-    l->off_slots = round_up(l->off_qhdrs + n * n * PT_CLS_NR * sizeof(struct spsc_hdr),
-                            PT_SHM_PAGE);
-    l->queue_bytes = (uint64_t)qslots * slot_size;
-    l->recv_block = round_up(n * PT_CLS_NR * l->queue_bytes, PT_SHM_PAGE);
-    /* n <= 2^11, queue_bytes <= 2^36: nothing above overflows 64 bits. */
-    l->off_trace = l->off_slots + n * l->recv_block;
-    l->trace_bytes = PT_TRACE_AREA_BYTES;
-    l->total = l->off_trace + n * l->trace_bytes;
-    return l->total > PT_SHM_MAX_BYTES ? -E2BIG : 0;
-}
 
 uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t nguests, uint32_t slot_size,
-                             uint32_t qslots)
+                             uint32_t qslots, uint32_t pool_req, uint32_t pool_rsp)
 {
     struct pt_shm_layout l;
-    return pt_shm_layout(nranks, nguests, slot_size, qslots, &l) ? 0 : l.total;
+    return pt_shm_layout(nranks, nguests, slot_size, qslots, pool_req, pool_rsp, &l) ? 0
+                                                                                     : l.total;
 }
 
 uint32_t pt_shm_guests_for(uint32_t nranks)
@@ -176,13 +155,15 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
     h->nguests = s->nguests;
     h->slot_size = s->slot_size;
     h->qslots = s->qslots;
+    h->pool_req = s->pool_req;
+    h->pool_rsp = s->pool_rsp;
     h->jid = s->jid;
     h->flags = flags;
     h->off_ranks = l->off_ranks;
-    h->off_qhdrs = l->off_qhdrs;
-    h->off_slots = l->off_slots;
-    h->queue_bytes = l->queue_bytes;
-    h->recv_block = l->recv_block;
+    h->off_procs = l->off_procs;
+    h->proc_bytes = l->proc_bytes;
+    h->pool_off = l->pool_off;
+    h->ring_bytes = l->ring_bytes;
     h->off_trace = l->off_trace;
     h->trace_bytes = l->trace_bytes;
     h->owner_probe_addr = pt_cma_probe_addr();
@@ -203,10 +184,9 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
         ST_RELAXED(&rec->probe_addr, 0);
         ST_RELAXED(&rec->ep_len, 0);
         ST_RELAXED(&rec->ep_gen, 0);
-        for (uint32_t snd = 0; snd < l->nprocs; snd++)
-            for (uint32_t c = 0; c < PT_CLS_NR; c++)
-                spsc_init(pt_shm_qhdr(base, l, l->nprocs, snd, r, c), s->qslots, s->slot_size);
     }
+    /* Rings, heads and bitmaps start zeroed (fresh memory): nothing to touch,
+     * so creating a large job writes only the header and the records. */
     ST_RELEASE(&h->ready, 1); /* R-READY pairs with A-READY in region_check() */
 }
 
@@ -266,7 +246,8 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
 {
     memset(r, 0, sizeof *r);
     r->fd = -1;
-    int rc = pt_shm_layout(spec->nranks, spec->nguests, spec->slot_size, spec->qslots, &r->l);
+    int rc = pt_shm_layout(spec->nranks, spec->nguests, spec->slot_size, spec->qslots,
+                           spec->pool_req, spec->pool_rsp, &r->l);
     if (rc)
         return rc;
     char tmp[sizeof r->name + 16] = "";
@@ -363,11 +344,12 @@ static int region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
         *why = "region size differs from its header";
         return -EPROTO;
     }
-    if (pt_shm_layout(id->nranks, id->nguests, id->slot_size, id->qslots, l) != 0 ||
+    if (pt_shm_layout(id->nranks, id->nguests, id->slot_size, id->qslots, id->pool_req,
+                      id->pool_rsp, l) != 0 ||
         l->total != size ||
-        l->off_ranks != id->off_ranks || l->off_qhdrs != id->off_qhdrs ||
-        l->off_slots != id->off_slots || l->queue_bytes != id->queue_bytes ||
-        l->recv_block != id->recv_block || l->off_trace != id->off_trace ||
+        l->off_ranks != id->off_ranks || l->off_procs != id->off_procs ||
+        l->proc_bytes != id->proc_bytes || l->pool_off != id->pool_off ||
+        l->ring_bytes != id->ring_bytes || l->off_trace != id->off_trace ||
         l->trace_bytes != id->trace_bytes) {
         *why = "region layout differs from this library's";
         return -EPROTO;
@@ -578,19 +560,29 @@ int pt_shm_clean_stale(bool verbose)
 
 /* ---- the rank's transport ------------------------------------------------- */
 
-struct shm_q {
-    struct spsc_hdr *h;           /* shared: only head/tail are used (spsc.h)      */
-    union {
-        struct spsc_view v;       /* receive queues: consumer's private state      */
-        struct spsc_prod p;       /* send queues: producer's private state         */
-    };
-    /* Pacing hint, private: out queues count messages sent since the peer
-     * last sent us one (a stream), in queues count messages received since
-     * we last sent to the peer (the first one is an answer). See shm_commit
-     * and shm_peek for what each decides. */
+#define SHM_NOBUF 0xffffu  /* a ring position whose buffer we do not take back */
+
+/* Receiving, per (sender s, class c): private to the token holder. */
+struct shm_rx {
+    struct pt_shm_ring *ring;     /* s's ring to us (shared; s writes)             */
+    _Atomic uint32_t *hd;         /* our consumer head of it (shared; we write)    */
+    char *pool;                   /* s's pool of class c                           */
+    uint32_t head;                /* next position to consume                      */
+    uint32_t ctail;               /* the tail last read (A-TAIL), checked          */
+    uint32_t ord;                 /* the order stamp of the message peek returned
+                                   * (xport.h, "Order")                          */
+};
+
+/* Sending, per (receiver r, class c): private to the token holder. */
+struct shm_tx {
+    struct pt_shm_ring *ring;     /* our ring to r (shared; we write)              */
+    _Atomic uint32_t *hd;         /* r's consumer head of it (shared; r writes)    */
+    uint16_t *map;                /* [pos & mask]: the buffer we put there         */
+    uint32_t tail;                /* next position to fill                         */
+    uint32_t rec;                 /* positions before it: buffers taken back       */
+    /* Pacing hint: messages sent since the peer last sent us one (a stream);
+     * see shm_commit. */
     uint32_t streak;
-    uint32_t ord;                 /* receive queues: the order stamp of the message
-                                   * peek returned (xport.h, "Order")            */
 };
 
 /* Per sender, receiving: the stamp due next in order (the one after the last
@@ -599,25 +591,43 @@ struct shm_rx_ord {
     uint32_t next;
     uint32_t req_waits;
     uint32_t held;                /* defer: peek skips the sender until unhold_all  */
+    _Atomic uint32_t bad;         /* its ring held a value no sender writes: never
+                                   * read again (token holder writes once; any
+                                   * thread reads, rx_pending)                   */
 };
 
 struct pt_xport {
-    struct shm_q *in;             /* [s * 2 + c]: queue s -> me (we consume)       */
-    struct shm_q *out;            /* [r * 2 + c]: queue me -> r (we produce)       */
+    struct pt_shm_layout l;       /* our checked copy of the region's geometry      */
+    struct shm_rx *in;            /* [s * 2 + c]: ring s -> me (we consume)        */
+    struct shm_tx *out;           /* [r * 2 + c]: ring me -> r (we produce)        */
     struct pt_shm_rank *ranks;    /* the region's process records (ranks, guests)  */
     struct pt_shm_hdr *hdr;
     uint32_t me, n;               /* my process slot; the job's ranks              */
-    uint32_t np;                  /* process slots: ranks + guests (our checked
-                                   * copy of the header)                         */
-    uint32_t nscan;               /* senders peek scans: the ranks and the guest
-                                   * slots ever claimed (guests_hwm)             */
+    uint32_t np;                  /* process slots: ranks + guests                 */
+    uint32_t mask, slot_size;     /* ring entries - 1; buffer bytes                */
     pid_t ospid;                  /* the process that attached (fork: not us)     */
-    uint32_t rr[PT_CLS_NR];       /* peek: the sender served last, per class        */
+    /* Our pools: free buffers, a private stack per class (no atomics). */
+    char *pool[PT_CLS_NR];
+    uint16_t *freel[PT_CLS_NR];
+    uint32_t nfree[PT_CLS_NR];
+    /* Receivers that may still hold buffers of ours (positions not taken
+     * back): the only peers a pool refill looks at. */
+    uint32_t *holders, nholders;
+    uint8_t *holding;             /* [r]: r is in holders                          */
+    /* Senders with work: our bitmap (shared), our bit in everyone's. */
+    _Atomic uint64_t *words, *sum;
+    uint64_t my_bit, my_sbit;     /* our bit in a receiver's word, and its summary */
+    uint32_t my_word, my_sword;
+    /* The active list: senders peek polls (round robin from rr, per class). */
+    uint32_t *act, nact;
+    uint8_t *listed;              /* [s]: s is in act                              */
+    uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
-    struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two queues       */
+    struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */
     uint32_t *nids, *pids;        /* private copy of the ranks' (immutable) ids     */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
-    size_t peer_bytes;            /* the mapping that holds the per-peer arrays     */
+    void *peer_mem;               /* the mapping that holds the per-peer arrays     */
+    size_t peer_bytes;
     bool cma_allowed;             /* PTL_CMA != 0                                   */
     uint32_t qslots;              /* the region's queue depth                       */
     void *base;
@@ -635,12 +645,57 @@ static char g_name[80];
 
 #define PT_XPORT_PF_BYTES (3u * PT_CACHELINE) /* "small": what the prefetch covers */
 
+/* Take back the buffers receiver r has moved past on ring t of class c (A-HEAD
+ * pairs with r's R-HEAD: r is done reading them). A head outside
+ * [rec, tail] is not one r wrote: no progress. */
+static void tx_reclaim(struct pt_xport *x, struct shm_tx *t, uint32_t c)
+{
+    uint32_t h = LD_ACQUIRE(t->hd); /* A-HEAD */
+    if (h - t->rec > t->tail - t->rec)
+        return;
+    for (; t->rec != h; t->rec++) {
+        uint16_t b = t->map[t->rec & x->mask];
+        if (b != SHM_NOBUF && x->nfree[c] < x->l.pool_n[c])
+            x->freel[c][x->nfree[c]++] = b;
+    }
+}
+
+/* A pool ran dry: take back what every receiver that holds buffers of ours
+ * has consumed (only those: the holders list, never all peers). */
+static void tx_reclaim_all(struct pt_xport *x)
+{
+    for (uint32_t i = 0; i < x->nholders;) {
+        uint32_t r = x->holders[i];
+        struct shm_tx *t = &x->out[r * 2];
+        tx_reclaim(x, t, PT_CLS_REQ);
+        tx_reclaim(x, t + 1, PT_CLS_RSP);
+        if (t->rec == t->tail && t[1].rec == t[1].tail) {
+            x->holding[r] = 0;
+            x->holders[i] = x->holders[--x->nholders];
+        } else {
+            i++;
+        }
+    }
+}
+
 static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
     if (PT_UNLIKELY(peer >= x->np))
         return NULL;
-    struct shm_q *q = &x->out[peer * 2 + cls];
-    return spsc_reserve_seq(q->h, &q->p);
+    struct shm_tx *t = &x->out[peer * 2 + cls];
+    if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
+        tx_reclaim(x, t, cls);
+        if (t->tail - t->rec > x->mask)
+            return NULL;
+    }
+    if (PT_UNLIKELY(!x->nfree[cls])) {
+        tx_reclaim_all(x);
+        if (!x->nfree[cls])
+            return NULL;
+    }
+    /* The buffer at the top of the free stack; commit takes it. A reserve
+     * that is not committed leaves nothing behind. */
+    return x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
 }
 
 static inline uint32_t *slot_ord(void *slot)
@@ -648,116 +703,219 @@ static inline uint32_t *slot_ord(void *slot)
     return (uint32_t *)((char *)slot + PT_XPORT_ORD_OFF);
 }
 
+/* pt_wake_if_sleeping without its fence, for a caller that has just executed
+ * FENCE_FULL (or a seq_cst RMW) after its publish. */
+static inline void wake_if_sleeping_fenced(struct pt_waitword *w)
+{
+    if (LD_RELAXED(&w->sleepers)) {
+        uint32_t p = LD_RELAXED(&w->polled);
+        if (p == 0 || p > PT_POLLED_MAX)
+            pt_wake_all(w);
+    }
+}
+
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
-    struct shm_q *oq = &x->out[peer * 2 + cls];
+    struct shm_tx *t = &x->out[peer * 2 + cls];
+    uint16_t b = x->freel[cls][--x->nfree[cls]]; /* the buffer reserve returned */
+    char *buf = x->pool[cls] + (size_t)b * x->slot_size;
     /* Order stamp: messages committed to this peer so far, both classes (the
-     * two heads resume together after a re-attach). R1s below publishes it. */
-    *slot_ord(spsc_prod_slot(&oq->p, oq->p.head)) =
-        x->out[peer * 2].p.head + x->out[peer * 2 + 1].p.head;
-    spsc_commit_seq(oq->h, &oq->p, PT_XPORT_SEQ_OFF); /* R1s (spsc.h) publishes the slot */
-    x->in[peer * 2].streak = x->in[peer * 2 + 1].streak = 0;
-    if (++oq->streak >= 2 && len <= PT_XPORT_PF_BYTES) {
-        /* Streaming small messages to this peer: take ownership of the next
-         * slot's first lines now. The receiver, when it has caught up, polls
-         * that slot's sequence line, so our next commit would otherwise wait
-         * behind the fence below for an RFO (measured: 8 B message rate
-         * 3.5 -> 6.3 M/s in host mode). Not in a conversation (streak 1):
-         * there the prefetch would take the line from a receiver about to
-         * poll it (+0.13 us per half round trip); nor for slot-sized
-         * fragments (copy-mode rendezvous), whose receiver is busy copying
-         * the previous slot when we steal the next one's line (-15..25%). */
-        uint32_t h = oq->p.head;
-        if (h + 1 - oq->p.cached_tail <= oq->p.mask) { /* a credit we hold */
-            char *next = spsc_prod_slot(&oq->p, h + 1);
-            PREFETCH_W(next);
-            PREFETCH_W(next + 64);
-            PREFETCH_W(next + 128);
-        }
+     * two tails resume together after a re-attach). R-TAIL publishes it. */
+    *slot_ord(buf) = x->out[peer * 2].tail + x->out[peer * 2 + 1].tail;
+    uint32_t pos = t->tail;
+    t->map[pos & x->mask] = b;
+    ST_RELAXED(&t->ring->ent[pos & x->mask], b);
+    t->tail = pos + 1;
+    ST_RELEASE(&t->ring->tail, pos + 1); /* R-TAIL pairs with A-TAIL */
+    if (PT_UNLIKELY(!x->holding[peer])) {
+        x->holding[peer] = 1;
+        x->holders[x->nholders++] = peer;
     }
-    /* D1 (engine/wait.h): full fence, then a futex wake only if the
-     * receiver's NIC thread (or host-mode waiter) announced sleep and nobody
-     * polls for it. */
+    if (++t->streak >= 2 && len <= PT_XPORT_PF_BYTES && x->nfree[cls]) {
+        /* Streaming small messages: own the next buffer's first lines before
+         * we fill it (the receiver read it last). */
+        char *next = x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
+        PREFETCH_W(next);
+        PREFETCH_W(next + 64);
+    }
+    /* F-SND: R-TAIL before the load of our bit (D-BIT, shm_region.h) and,
+     * the doorbell's D1 (engine/wait.h), before the load of its sleepers. */
     PT_PERTURB();
-    pt_wake_if_sleeping(&x->ranks[peer].bell);
+    FENCE_FULL();
+    char *rb = (char *)x->base + x->l.off_procs + (uint64_t)peer * x->l.proc_bytes;
+    _Atomic uint64_t *w = (_Atomic uint64_t *)(rb + x->l.words_off) + x->my_word;
+    if (PT_UNLIKELY(!(LD_RELAXED(w) & x->my_bit))) {
+        RMW_OR(w, x->my_bit); /* B-SET */
+        _Atomic uint64_t *sm = (_Atomic uint64_t *)(rb + x->l.sum_off) + x->my_sword;
+        if (!(LD_RELAXED(sm) & x->my_sbit))
+            RMW_OR(sm, x->my_sbit); /* S-SET (D-SUM) */
+    }
+    wake_if_sleeping_fenced(&x->ranks[peer].bell);
+}
+
+/* Sender s wrote a value into its ring to us that no correct sender writes
+ * (or a third process forged it): never read s again. Rare; logs once. */
+static void rx_faulty(struct pt_xport *x, uint32_t s, const char *what)
+{
+    if (!LD_RELAXED(&x->rxo[s].bad)) {
+        ST_RELAXED(&x->rxo[s].bad, 1);
+        pt_log(PT_LOG_ERR, "job region: the ring from process %u to process %u has %s: "
+                           "messages from it are ignored from now on", s, x->me, what);
+    }
+}
+
+/* The message at the head of ring (s, c), or NULL. Checks every value read
+ * from the ring (shm_region.h, "What r trusts"). */
+static void *rx_look(struct pt_xport *x, uint32_t s, uint32_t c)
+{
+    struct shm_rx *q = &x->in[s * 2 + c];
+    if (q->head == q->ctail) {
+        uint32_t t = LD_ACQUIRE(&q->ring->tail); /* A-TAIL pairs with R-TAIL */
+        if (t == q->head)
+            return NULL;
+        if (PT_UNLIKELY(t - q->head > x->mask + 1)) {
+            rx_faulty(x, s, "a tail more than a ring ahead of our head");
+            return NULL;
+        }
+        q->ctail = t;
+    }
+    uint32_t b = LD_RELAXED(&q->ring->ent[q->head & x->mask]);
+    if (PT_UNLIKELY(b >= x->l.pool_n[c])) {
+        rx_faulty(x, s, "a buffer index beyond its pool");
+        return NULL;
+    }
+    return q->pool + (size_t)b * x->slot_size;
 }
 
 /* Sender s's head in class c has stamp `ord`, not the one due next: its
- * other queue may hold an earlier message, visible since A1s of this head
+ * other ring may hold an earlier message, visible since A-TAIL of this one
  * (the sender committed it first). Returns the class to deliver from. */
 static int order_pick(struct pt_xport *x, uint32_t s, int c, uint32_t ord, void **slot_p)
 {
     int o = c ^ 1;
     if (o == PT_CLS_REQ && x->rxo[s].req_waits)
         return c; /* a deferred request lets later responses pass */
-    struct shm_q *oq = &x->in[s * 2 + o];
-    void *other = spsc_peek_seq(oq->h, &oq->v, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
+    void *other = rx_look(x, s, (uint32_t)o);
     if (!other || (int32_t)(*slot_ord(other) - ord) > 0)
         return c;
     *slot_p = other;
     return o;
 }
 
-/* Guests that joined since we last looked (a poll that found nothing): scan
- * their queues from now on. The value is clamped: a rank writing the shared
- * word can make us scan more queues, never leave the region. */
-static bool scan_more_guests(struct pt_xport *x)
+static void rx_list(struct pt_xport *x, uint32_t s)
 {
-    uint32_t hwm = LD_ACQUIRE(&x->hdr->guests_hwm); /* pairs with the claimer's RMW */
-    uint32_t want = x->n + (hwm < x->np - x->n ? hwm : x->np - x->n);
-    if (PT_LIKELY(want <= x->nscan))
-        return false;
-    x->nscan = want;
-    return true;
+    if (s < x->np && !x->listed[s] && !LD_RELAXED(&x->rxo[s].bad)) {
+        x->listed[s] = 1;
+        x->act[x->nact++] = s;
+    }
+}
+
+/* Senders that set their bit since we last looked (D-SUM): into the active
+ * list. One relaxed load per summary word when nothing is new. Returns how
+ * many were added. */
+static uint32_t rx_pickup(struct pt_xport *x)
+{
+    uint32_t added = x->nact;
+    for (uint32_t k = 0; k < x->l.nsum; k++) {
+        uint64_t sv = LD_RELAXED(&x->sum[k]);
+        while (PT_UNLIKELY(sv)) {
+            uint32_t j = (uint32_t)__builtin_ctzll(sv);
+            sv &= sv - 1;
+            uint32_t wi = k * 64 + j;
+            RMW_AND(&x->sum[k], ~(1ull << j)); /* D-SUM, receiver side */
+            if (wi >= x->l.nwords)
+                continue; /* forged summary bit */
+            uint64_t wv = LD_ACQUIRE(&x->words[wi]);
+            while (wv) {
+                uint32_t b = (uint32_t)__builtin_ctzll(wv);
+                wv &= wv - 1;
+                rx_list(x, wi * 64 + b);
+            }
+        }
+    }
+    return x->nact - added;
+}
+
+/* A poll found nothing: unlist the senders whose two rings are empty
+ * (B-CLR, D-BIT in shm_region.h). Held senders stay: their message waits. */
+static void rx_drop(struct pt_xport *x)
+{
+    for (uint32_t i = 0; i < x->nact;) {
+        uint32_t s = x->act[i];
+        struct shm_rx *q = &x->in[s * 2];
+        bool bad = LD_RELAXED(&x->rxo[s].bad);
+        if (!bad && (x->rxo[s].held || q[0].head != q[0].ctail || q[1].head != q[1].ctail)) {
+            i++;
+            continue;
+        }
+        if (!bad) {
+            _Atomic uint64_t *w = &x->words[s / 64];
+            uint64_t bit = 1ull << (s % 64);
+            RMW_AND(w, ~bit); /* B-CLR */
+            FENCE_FULL();
+            if (LD_ACQUIRE(&q[0].ring->tail) != q[0].head || /* A-TAIL */
+                LD_ACQUIRE(&q[1].ring->tail) != q[1].head) {
+                RMW_OR(w, bit); /* it committed meanwhile: listed, bit set again */
+                i++;
+                continue;
+            }
+        }
+        x->listed[s] = 0;
+        x->act[i] = x->act[--x->nact];
+    }
 }
 
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
-    const uint32_t n = x->nscan;
-    /* Responses first, then requests; within a class, round-robin from the
-     * sender after the one served last, so a busy sender cannot starve the
-     * others. Per sender, commit order across the classes (xport.h, "Order"). */
-    for (int c0 = PT_CLS_RSP; c0 >= PT_CLS_REQ; c0--) {
-        uint32_t s = x->rr[c0];
-        for (uint32_t i = 0; i < n; i++) {
-            if (++s == n)
-                s = 0;
-            if (PT_UNLIKELY(x->nheld) && x->rxo[s].held)
-                continue;
-            int c = c0;
-            struct shm_q *q = &x->in[s * 2 + c];
-            void *slot = spsc_peek_seq(q->h, &q->v, PT_XPORT_SEQ_OFF); /* A1s (spsc.h) */
-            if (slot) {
-                /* The sequence word's line has arrived; fetch the rest of the
-                 * header (the order stamp is there) and the first payload
-                 * line in parallel rather than one miss after another. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            rx_pickup(x);
+        const uint32_t n = x->nact;
+        /* Responses first, then requests; within a class, round-robin over
+         * the active senders from the one after the one served last, so a
+         * busy sender cannot starve the others. Per sender, commit order
+         * across the classes (xport.h, "Order"). */
+        for (int c0 = PT_CLS_RSP; c0 >= PT_CLS_REQ; c0--) {
+            uint32_t i = x->rr[c0];
+            for (uint32_t k = 0; k < n; k++) {
+                if (++i >= n)
+                    i = 0;
+                uint32_t s = x->act[i];
+                if (PT_UNLIKELY(x->nheld) && x->rxo[s].held)
+                    continue;
+                int c = c0;
+                void *slot = rx_look(x, s, (uint32_t)c);
+                if (!slot)
+                    continue;
+                /* Fetch the rest of the header (the order stamp is there)
+                 * and the first payload line in parallel. */
                 __builtin_prefetch((char *)slot + 64);
                 __builtin_prefetch((char *)slot + 128);
                 uint32_t ord = *slot_ord(slot);
                 if (PT_UNLIKELY(ord != x->rxo[s].next)) {
                     c = order_pick(x, s, c, ord, &slot);
-                    q = &x->in[s * 2 + c];
                     ord = *slot_ord(slot);
                 }
+                struct shm_rx *q = &x->in[s * 2 + c];
                 q->ord = ord;
-                /* The first message since we last sent to this peer is an
-                 * answer: read the next slot's sequence line now, while the
-                 * engine handles this one (8 B half round trip -0.035 us;
-                 * not while streaming, where it would take the line from a
-                 * sender about to write it: rate -7%). */
-                if (++q->streak == 1)
-                    __builtin_prefetch(spsc_view_seq(&q->v, LD_RELAXED(&q->h->tail) + 1,
-                                                     PT_XPORT_SEQ_OFF));
-                x->rr[c] = s;
+                if (q->ctail - q->head > 1) {
+                    /* Streaming: the next message's buffer while the engine
+                     * handles this one (checked again when it is peeked). */
+                    uint32_t nb = LD_RELAXED(&q->ring->ent[(q->head + 1) & x->mask]);
+                    if (nb < x->l.pool_n[c])
+                        __builtin_prefetch(q->pool + (size_t)nb * x->slot_size);
+                }
+                x->rr[c0] = i;
                 x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
                 *peer_p = s;
                 *cls_p = (enum pt_cls)c;
                 return slot;
             }
         }
+        rx_drop(x);
+        if (!rx_pickup(x)) /* senders that came while we looked: once more */
+            break;
     }
-    if (PT_UNLIKELY(x->np != x->n))
-        scan_more_guests(x); /* the next peek scans them */
     return NULL;
 }
 
@@ -769,11 +927,12 @@ static void shm_unhold_all(struct pt_xport *x)
 
 static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    struct shm_q *q = &x->in[peer * 2 + cls];
+    struct shm_rx *q = &x->in[peer * 2 + cls];
     x->rxo[peer].next = q->ord + 1;
     if (cls == PT_CLS_REQ)
         x->rxo[peer].req_waits = 0;
-    spsc_release(q->h); /* R2 (spsc.h) hands the slot back */
+    q->head++;
+    ST_RELEASE(q->hd, q->head); /* R-HEAD pairs with the sender's A-HEAD */
 }
 
 static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
@@ -788,13 +947,26 @@ static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static bool shm_rx_pending(struct pt_xport *x)
 {
-    /* Any thread: read nscan once (the token holder may raise it) and look
-     * at the guests' own queues without recording them. */
-    uint32_t hwm = x->np != x->n ? LD_ACQUIRE(&x->hdr->guests_hwm) : 0;
-    uint32_t ns = x->n + (hwm < x->np - x->n ? hwm : x->np - x->n);
-    for (uint32_t i = 0; i < ns * PT_CLS_NR; i++)
-        if (spsc_nonempty_seq(x->in[i].h, &x->in[i].v, PT_XPORT_SEQ_OFF)) /* A1s (spsc.h) */
+    /* Any thread (the sleep recheck): only shared words are read. Every
+     * sender with a message we have not consumed has its bit set, or its
+     * summary bit is (shm_region.h, "Doorbell"). */
+    for (uint32_t k = 0; k < x->l.nsum; k++)
+        if (LD_ACQUIRE(&x->sum[k]))
             return true;
+    for (uint32_t wi = 0; wi < x->l.nwords; wi++) {
+        uint64_t wv = LD_ACQUIRE(&x->words[wi]);
+        while (wv) {
+            uint32_t s = wi * 64 + (uint32_t)__builtin_ctzll(wv);
+            wv &= wv - 1;
+            if (s >= x->np || LD_RELAXED(&x->rxo[s].bad))
+                continue;
+            for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+                struct shm_rx *q = &x->in[s * 2 + c];
+                if (LD_ACQUIRE(&q->ring->tail) != LD_RELAXED(q->hd)) /* A-TAIL */
+                    return true;
+            }
+        }
+    }
     return false;
 }
 
@@ -900,7 +1072,7 @@ static uint32_t shm_job_failed(struct pt_xport *x)
 static void xport_free(struct pt_xport *x)
 {
     if (x->peer_bytes)
-        munmap(x->in, x->peer_bytes);
+        munmap(x->peer_mem, x->peer_bytes);
     free(x);
 }
 
@@ -1051,7 +1223,9 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
         uint32_t jid;
         if (!env_u32("PTL_JID", &jid))
             jid = (uint32_t)getpid();
-        struct pt_shm_spec spec = {n, pt_shm_guests_for(n), slot_size, qslots, jid, nids, pids};
+        const struct pt_config *cfg = pt_config();
+        struct pt_shm_spec spec = {n, pt_shm_guests_for(n), slot_size, qslots, jid, nids, pids,
+                                   (uint32_t)cfg->pool_req, (uint32_t)cfg->pool_rsp};
         rc = pt_shm_create(&spec, job, reg);
         if (rc && rc != -EEXIST)
             pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot create the job region: %s", job,
@@ -1378,6 +1552,84 @@ static int guest_claim(struct pt_xport *x, uint32_t want, const char *why)
     return 0;
 }
 
+/* Attach: our rings, heads, pools and bitmap. Geometry from our checked copy
+ * of the header (x->l), never from the region. We resume where this process
+ * slot's last owner (an earlier NI of ours, or a guest before us) stopped:
+ * tails and heads are in the region, written only by their owner. */
+static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t *used)
+{
+    const struct pt_shm_layout *l = &x->l;
+    const uint32_t me = x->me, D = x->mask + 1;
+    x->words = pt_shm_words(x->base, l, me);
+    x->sum = pt_shm_sum(x->base, l, me);
+    x->my_word = me / 64;
+    x->my_bit = 1ull << (me % 64);
+    x->my_sword = x->my_word / 64;
+    x->my_sbit = 1ull << (x->my_word % 64);
+    for (uint32_t c = 0; c < PT_CLS_NR; c++)
+        x->pool[c] = pt_shm_pool(x->base, l, me, c);
+    for (uint32_t p = 0; p < x->np; p++) {
+        for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+            struct shm_rx *in = &x->in[p * 2 + c];
+            in->ring = pt_shm_ring(x->base, l, p, me, c);
+            in->hd = pt_shm_rxhead(x->base, l, p, me, c);
+            in->pool = pt_shm_pool(x->base, l, p, c);
+            in->head = LD_RELAXED(in->hd); /* written by this slot only */
+            if (guest) {
+                /* A guest slot's rings may hold what was sent to its last
+                 * owner: not ours. Consumed at once (the senders take their
+                 * buffers back). */
+                in->head = LD_ACQUIRE(&in->ring->tail); /* A-TAIL */
+                ST_RELEASE(in->hd, in->head);           /* R-HEAD */
+            }
+            in->ctail = in->head;
+
+            struct shm_tx *t = &x->out[p * 2 + c];
+            t->ring = pt_shm_ring(x->base, l, me, p, c);
+            t->hd = pt_shm_rxhead(x->base, l, me, p, c);
+            t->map = maps + ((size_t)p * 2 + c) * D;
+            t->tail = LD_RELAXED(&t->ring->tail); /* written by this slot only */
+            uint32_t h = LD_ACQUIRE(t->hd);       /* A-HEAD */
+            if (t->tail - h > D)
+                h = t->tail - D; /* not a head the receiver wrote: all in flight */
+            t->rec = h;
+            /* Buffers still in the receiver's hands are not free; an entry
+             * that is out of range or named twice (forged) is never taken
+             * back by position. */
+            for (uint32_t pos = h; pos != t->tail; pos++) {
+                uint32_t b = LD_RELAXED(&t->ring->ent[pos & x->mask]);
+                uint32_t u = b + (c ? l->pool_n[0] : 0);
+                if (b >= l->pool_n[c] || used[u]) {
+                    t->map[pos & x->mask] = SHM_NOBUF;
+                } else {
+                    used[u] = 1;
+                    t->map[pos & x->mask] = (uint16_t)b;
+                }
+            }
+        }
+        struct shm_tx *t = &x->out[p * 2];
+        if (t[0].rec != t[0].tail || t[1].rec != t[1].tail) {
+            x->holding[p] = 1;
+            x->holders[x->nholders++] = p;
+        }
+    }
+    /* Free stacks: the highest index at the bottom, so buffer 0 goes first. */
+    for (uint32_t c = 0; c < PT_CLS_NR; c++)
+        for (uint32_t b = l->pool_n[c]; b-- > 0;)
+            if (!used[b + (c ? l->pool_n[0] : 0)])
+                x->freel[c][x->nfree[c]++] = (uint16_t)b;
+    /* Senders whose bit is set were listed by this slot's last owner (their
+     * summary bit may be clear): list them now. */
+    for (uint32_t wi = 0; wi < l->nwords; wi++) {
+        uint64_t wv = LD_ACQUIRE(&x->words[wi]);
+        while (wv) {
+            uint32_t b = (uint32_t)__builtin_ctzll(wv);
+            wv &= wv - 1;
+            rx_list(x, wi * 64 + b);
+        }
+    }
+}
+
 static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                        const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                        struct pt_xport_info *info_p)
@@ -1443,27 +1695,57 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x = calloc(1, sizeof *x);
     if (!x)
         goto fail;
-    /* The per-peer state (sized by process slots, up to PT_SHM_MAX_PROCS) in
-     * one anonymous mapping rather than on the heap: the application's heap
-     * stays as it was before guests existed (REF's forktest writes 6000
-     * bytes of zeros 22 KB past the end of a heap buffer, and only passes
-     * when that lands on idle memory). All arrays 8-byte aligned. */
-    size_t qb = (size_t)np * PT_CLS_NR * sizeof(struct shm_q);
-    x->peer_bytes = 2 * qb + np * (sizeof *x->alive_until + sizeof *x->rxo) +
-                    ((np * sizeof *x->held_list + 2 * n * sizeof(uint32_t) + 7) & ~(size_t)7);
+    /* The per-peer state (sized by process slots) in one anonymous mapping
+     * rather than on the heap: the application's heap stays as it was
+     * before guests existed (REF's forktest writes 6000 bytes of zeros 22 KB
+     * past the end of a heap buffer, and only passes when that lands on idle
+     * memory). Every array 8-byte aligned. */
+    const uint32_t D = id.qslots, npool = l.pool_n[0] + l.pool_n[1];
+    size_t sz[] = {
+        (size_t)np * PT_CLS_NR * sizeof(struct shm_rx),   /* in          */
+        (size_t)np * PT_CLS_NR * sizeof(struct shm_tx),   /* out         */
+        (size_t)np * PT_CLS_NR * D * sizeof(uint16_t),    /* ring maps   */
+        (size_t)np * sizeof(uint64_t),                    /* alive_until */
+        (size_t)np * sizeof(struct shm_rx_ord),           /* rxo         */
+        (size_t)np * sizeof(uint32_t),                    /* held_list   */
+        (size_t)np * sizeof(uint32_t),                    /* holders     */
+        (size_t)np * sizeof(uint32_t),                    /* act         */
+        (size_t)np, (size_t)np,                           /* holding, listed */
+        (size_t)2 * n * sizeof(uint32_t),                 /* nids, pids  */
+        (size_t)npool * sizeof(uint16_t),                 /* free lists  */
+        (size_t)npool,                                    /* attach: buffers in flight */
+    };
+    enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING, A_LISTED,
+           A_IDS, A_FREE, A_USED, A_NR };
+    size_t at[A_NR];
+    x->peer_bytes = 0;
+    for (int i = 0; i < A_NR; i++) {
+        at[i] = x->peer_bytes;
+        x->peer_bytes += (sz[i] + 7) & ~(size_t)7;
+    }
     char *pm = mmap(NULL, x->peer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                     -1, 0);
     if (pm == MAP_FAILED) {
         x->peer_bytes = 0;
         goto fail;
     }
-    x->in = (struct shm_q *)pm;
-    x->out = (struct shm_q *)(pm + qb);
-    x->alive_until = (uint64_t *)(pm + 2 * qb);
-    x->rxo = (struct shm_rx_ord *)(x->alive_until + np);
-    x->held_list = (uint32_t *)(x->rxo + np);
-    x->nids = x->held_list + np;
+    x->peer_mem = pm;
+    x->in = (struct shm_rx *)(pm + at[A_IN]);
+    x->out = (struct shm_tx *)(pm + at[A_OUT]);
+    x->alive_until = (uint64_t *)(pm + at[A_ALIVE]);
+    x->rxo = (struct shm_rx_ord *)(pm + at[A_RXO]);
+    x->held_list = (uint32_t *)(pm + at[A_HELD]);
+    x->holders = (uint32_t *)(pm + at[A_HOLDERS]);
+    x->act = (uint32_t *)(pm + at[A_ACT]);
+    x->holding = (uint8_t *)(pm + at[A_HOLDING]);
+    x->listed = (uint8_t *)(pm + at[A_LISTED]);
+    x->nids = (uint32_t *)(pm + at[A_IDS]);
     x->pids = x->nids + n;
+    x->freel[PT_CLS_REQ] = (uint16_t *)(pm + at[A_FREE]);
+    x->freel[PT_CLS_RSP] = x->freel[PT_CLS_REQ] + l.pool_n[PT_CLS_REQ];
+    x->l = l;
+    x->mask = D - 1;
+    x->slot_size = id.slot_size;
     x->base = base;
     x->size = size;
     x->hdr = h;
@@ -1480,7 +1762,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     if (!guest) {
         /* Claim the rank's record: exactly one of two processes that judged
          * it free at once gets it; the other joins as a guest. */
-        if (RMW_CAS(&ranks[me].ospid, &judged, (int32_t)self))
+        if (RMW_CAS(&ranks[me].ospid, &judged, (int32_t)self) ||
+            judged == (int32_t)self) /* the launcher wrote our pid between the
+                                      * judgement and the claim: ours anyway */
             x->me = me;
         else
             guest = true;
@@ -1498,26 +1782,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         me = x->me;
     }
     struct pt_shm_rank *rec = &ranks[me];
-    x->nscan = n + (guest ? me - n + 1 : 0);
-    scan_more_guests(x);
-    x->rr[PT_CLS_REQ] = x->rr[PT_CLS_RSP] = x->nscan - 1; /* first scan: sender 0 */
-    for (uint32_t p = 0; p < np; p++) {
-        /* Geometry from our checked copy of the header, never from the
-         * queue headers, which any rank can rewrite (spsc.h). */
-        for (uint32_t c = 0; c < PT_CLS_NR; c++) {
-            struct shm_q *in = &x->in[p * 2 + c], *out = &x->out[p * 2 + c];
-            in->h = pt_shm_qhdr(base, &l, np, p, me, c);
-            in->v = spsc_view_make(pt_shm_qslots(base, &l, p, me, c), id.qslots, id.slot_size);
-            /* A guest slot's receive queues may hold what was sent to its
-             * last owner: not ours (bounded: a live sender may add more). */
-            for (uint32_t k = 0; guest && k < id.qslots &&
-                                 spsc_peek_seq(in->h, &in->v, PT_XPORT_SEQ_OFF); k++)
-                spsc_release(in->h); /* A1s above, R2 (spsc.h) */
-            out->h = pt_shm_qhdr(base, &l, np, me, p, c);
-            out->p = spsc_prod_make(out->h, pt_shm_qslots(base, &l, me, p, c), id.qslots,
-                                    id.slot_size);
-        }
-    }
+    rx_tx_setup(x, guest, (uint16_t *)(pm + at[A_MAP]), (uint8_t *)(pm + at[A_USED]));
 
     /* Let siblings read our memory (Yama ptrace_scope 1) before announcing
      * ourselves: a peer that sees ATTACHED may probe us at once. EINVAL
@@ -1537,7 +1802,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     const struct pt_config *cfg = pt_config();
     int cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : sched_getcpu();
     if (cpu >= 0)
-        pt_numa_bind((char *)base + l.off_slots + (uint64_t)me * l.recv_block, l.recv_block,
+        pt_numa_bind(pt_shm_proc(base, &l, me), l.proc_bytes,
                      pt_cpu_node(cpu));
 
     bool cma_ok;

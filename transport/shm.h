@@ -65,6 +65,7 @@ bool pt_shm_rank_attached(struct pt_xport *x, uint32_t rank);
 struct pt_shm_spec {
     uint32_t nranks, nguests, slot_size, qslots, jid;
     const uint32_t *nids, *pids;   /* per-rank Portals ids; NULL: nid 0, pid = rank */
+    uint32_t pool_req, pool_rsp;   /* buffers per process and class (PTL_POOL_*)  */
 };
 
 struct pt_shm_region {
@@ -121,7 +122,7 @@ int pt_shm_clean_stale(bool verbose);
 
 /* Bytes a region for this job would take (0 if it cannot be laid out). */
 uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t nguests, uint32_t slot_size,
-                             uint32_t qslots);
+                             uint32_t qslots, uint32_t pool_req, uint32_t pool_rsp);
 /* Guest slots for a job of nranks: PTL_JOB_GUESTS, or by default 4 (fewer
  * in a smaller job). */
 uint32_t pt_shm_guests_for(uint32_t nranks);

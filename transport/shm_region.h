@@ -21,18 +21,25 @@
  *
  *   0          struct pt_shm_hdr                      (one page)
  *   off_ranks  struct pt_shm_rank[P]                  (256 bytes each)
- *   off_qhdrs  struct spsc_hdr[P][P][2]               receiver-major:
- *              [r][s][c] is the header of the queue from sender s to receiver
- *              r of class c (PT_CLS_REQ, PT_CLS_RSP). Packed together so that
- *              initialising a large job touches only these pages.
- *   off_slots  P blocks of recv_block bytes (page aligned), block r holds
- *              r's receive slots: [s][c] is qslots * slot_size bytes. Block r
- *              is bound to r's NUMA node when r attaches (first touch happens
- *              later, by the senders' writes, so the policy takes effect).
+ *   off_procs  P process blocks of proc_bytes (page aligned), block p:
+ *     +0          _Atomic uint32_t heads[P][2]   p's consumer heads: [s][c] is
+ *                 how far p has consumed the ring from s of class c
+ *     +sum_off    _Atomic uint64_t sum[nsum]      p's "senders with work"
+ *                 summary: bit k of sum[k / 64] says word k may have new bits
+ *     +words_off  _Atomic uint64_t words[nwords]  bit s: sender s has work
+ *     +rings_off  struct pt_shm_ring[P][2]        [s][c]: ring from s to p
+ *                 (ring_bytes each, whole cache lines: two at D = 32)
+ *     +pool_off   p's buffer pool (page aligned): pool_req request buffers,
+ *                 then pool_rsp response buffers, slot_size bytes each
+ *     Block p is bound to p's NUMA node when p attaches.
  *   off_trace  P trace areas of trace_bytes (PT_TRACE_AREA_BYTES), area
  *              r is slot r's flight recorder (util/trace.h): written by its
  *              process only, read by dumps (ptlrun), which may find it in any
  *              state.
+ *
+ * Per process the region grows by 2 * ring_bytes + 8 bytes + 1 bit per peer
+ * (a job region is linear in P, not quadratic as the per-pair slot queues of
+ * version 3 were); the pools are fixed (docs/architecture.md, "Job region").
  *
  * Guests (docs/architecture.md, "Processes that join a job"). A guest slot
  * is free when its ospid is 0 (never used, or its last owner detached) or
@@ -48,24 +55,90 @@
  * records (LD_ACQUIRE state == ATTACHED (A-ATT), then nid/pid) when an id is
  * not a rank's; the launcher polls their ospids (it cannot waitpid them).
  *
- * Queues. Each (s, r, c) queue is a util/spsc.h ring: producer is the token
- * holder of rank s's engine, consumer the token holder of rank r's engine.
- * The spsc_hdr comment names the orderings (R1/A1 head, R2/A2 tail).
+ * Messages (sender s -> receiver r, class c). The message body lives in a
+ * buffer of s's pool of class c; the (s, r, c) descriptor ring carries its
+ * index. Written by s only: the buffer (header and payload), the ring's
+ * entries, the ring's tail. Written by r only: heads[s][c] in r's block.
+ *
+ *   sender s (commit)                       receiver r (peek / release)
+ *   fill buffer b; ent[tail & (D-1)] = b    t = LD_ACQUIRE(tail)         A-TAIL
+ *   ST_RELEASE(tail, tail + 1)     R-TAIL   b = ent[head & (D-1)]; read buffer b
+ *                                           ST_RELEASE(heads[s][c], head + 1) R-HEAD
+ *   LD_ACQUIRE(heads[s][c]) (ring full,
+ *   or buffers to take back)       A-HEAD
+ *
+ * R-TAIL pairs with A-TAIL: the entry and the buffer are written before r
+ * sees the tail move. R-HEAD pairs with A-HEAD: r is done reading a buffer
+ * before s takes it back to its free list and writes it again. A buffer
+ * index is private to s until R-TAIL and again after A-HEAD shows r moved
+ * past it; s remembers privately which buffer it put at each position.
+ *
+ * What r trusts: nothing. Every value read from the region is checked before
+ * use: tail - head <= D (else s is faulty), every entry < the pool size of
+ * that class of s (else s is faulty), lengths are the engine's to check
+ * (a message is at most slot_size bytes by construction). A faulty sender is
+ * never read again by this receiver (logged once). What s trusts: heads[s][c]
+ * only as credits: a head that is not within [reclaimed, tail] reads as "no
+ * progress" (the ring stays full; a forged head can stall s towards r, never
+ * make it reuse a buffer twice: positions are reclaimed once each).
+ *
+ * "Senders with work" bitmap, per receiver r: words[s / 64] bit s % 64, and
+ * sum[k / 64] bit k % 64 for word k. Invariant: while r's ring from s may
+ * hold a message r has not seen, s's bit is set, or r has s in its private
+ * active list (it polls s's two rings), or both.
+ *
+ *   sender s, commit (after R-TAIL)         receiver r, pickup
+ *   FENCE_FULL                      F-SND   RMW_AND(sum[k/64], ~bit k)  (seq_cst)
+ *   w = LD_RELAXED(words[s / 64])           w = LD_ACQUIRE(words[k])
+ *   if !(w & bit s):                        list every sender set in w
+ *     RMW_OR(words[s / 64], bit s)  B-SET
+ *     if !(LD_RELAXED(sum) & bit k):
+ *       RMW_OR(sum, bit k)          S-SET
+ *
+ *   receiver r, drop of a listed sender s whose two rings look empty:
+ *   RMW_AND(words[s / 64], ~bit s)  B-CLR; FENCE_FULL; LD_ACQUIRE both tails
+ *   still empty: unlist s.  Not empty: keep s listed and RMW_OR its bit back.
+ *
+ * D-BIT (Dekker, F-SND with B-CLR): s stores its tail then loads its bit;
+ * r clears the bit then loads the tail. At least one sees the other: either
+ * r sees the new tail (keeps s listed) or s sees its bit clear (sets it,
+ * then the summary). D-SUM (B-SET then its summary load, with r's summary
+ * RMW_AND then its word load): either s sees the summary bit cleared and
+ * sets it again, or r's word load sees s's bit. So a set bit that r has not
+ * listed always has its summary bit set, and r finds it the next time it
+ * reads the summary (every peek, one relaxed load of a line that changes
+ * only when a word goes from empty to non-empty). In streaming, the bit is
+ * already set and s only loads a clean shared line: no RMW per message on
+ * either side.
+ *
+ * Doorbell: commit's pt_wake_if_sleeping (D1, engine/wait.h) comes after
+ * B-SET/S-SET; a sleeper announces itself and then calls rx_pending, which
+ * reads the summary words and, for every bit set in the words, the two
+ * rings: a message committed before the sleeper's recheck is seen by it
+ * (its bit is set, as every listed sender's is once peek has returned
+ * nothing) or its sender sees the announcement and wakes it.
  */
 #ifndef PT_SHM_REGION_H
 #define PT_SHM_REGION_H
 
 #include "futex.h"
+#include "trace.h"
+#include "xport.h"
+
+#include <errno.h>
 #include "pt_atomic.h"
-#include "spsc.h"
 
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   4u                     /* 2: trace areas; 3: guests; 4: endpoint names */
+#define PT_SHM_VERSION   5u                     /* 2: trace areas; 3: guests;
+                                                 * 4: endpoint names (ofi);
+                                                 * 5: pools + descriptor rings */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
-#define PT_SHM_MAX_RANKS 1024u
+#define PT_SHM_MAX_RANKS 16384u                /* sanity bound (ptlrun -n); the
+                                                 * byte cap below is the real one */
+#define PT_SHM_MAX_POOL  65535u                /* buffers per pool: u16 indexes */
 #define PT_SHM_MAX_GUESTS 256u                  /* PTL_JOB_GUESTS ceiling        */
 #define PT_SHM_MAX_PROCS (PT_SHM_MAX_RANKS + PT_SHM_MAX_GUESTS)
 #define PT_SHM_MAX_BYTES (1ULL << 44)           /* refuse absurd regions (16 TiB
@@ -92,16 +165,17 @@ struct pt_shm_hdr {
                                 * can judge even a region that never got ready */
     uint32_t nranks;
     uint32_t slot_size;        /* bytes per slot, the job's (see pt_slot_size_for) */
-    uint32_t qslots;           /* slots per queue, both classes (power of two)  */
+    uint32_t qslots;           /* D: entries per descriptor ring (power of two) */
     uint32_t jid;              /* Portals job id                                */
     uint32_t flags;            /* PT_SHM_F_*                                    */
-    uint64_t off_ranks, off_qhdrs, off_slots;   /* copy of pt_shm_layout()      */
-    uint64_t queue_bytes, recv_block;
+    uint64_t off_ranks, off_procs, proc_bytes;  /* copy of pt_shm_layout()      */
+    uint64_t pool_off, ring_bytes;
     uint64_t owner_probe_addr; /* address, in the owner's address space, of a
                                 * word holding PT_SHM_MAGIC: the CMA probe target
                                 * when no peer has attached yet                 */
     uint64_t off_trace, trace_bytes; /* copy of pt_shm_layout(): trace areas     */
     uint32_t nguests;          /* guest process slots after the ranks           */
+    uint32_t pool_req, pool_rsp; /* buffers per process and class               */
 
     /* Creator: ST_RELEASE(1) after everything else (R-READY).
      * Ranks: LD_ACQUIRE (A-READY) before reading anything else.               */
@@ -180,36 +254,105 @@ _Static_assert(sizeof(struct pt_shm_rank) == 4 * PT_CACHELINE,
                "pt_shm_rank: doorbell line + identity line + two endpoint-name lines");
 _Static_assert(sizeof(struct pt_waitword) <= PT_CACHELINE, "the doorbell fits its line");
 
+/* A descriptor ring (sender s -> receiver r, class c), in r's block. Written
+ * by s only: entries, then tail with ST_RELEASE (R-TAIL). Read by r (A-TAIL)
+ * and by dumps. D = the header's qslots entries, ring_bytes in all. */
+struct pt_shm_ring {
+    _Atomic uint32_t tail;     /* messages s ever committed on this ring       */
+    uint32_t pad;
+    _Atomic uint16_t ent[];    /* [pos & (D - 1)]: index into s's pool of class c */
+};
+
 /* Byte offsets of every part of a region; the ONE place the layout is computed. */
 struct pt_shm_layout {
     uint32_t nprocs;       /* process slots: nranks + nguests                    */
+    uint32_t qslots;       /* D, entries per ring                                */
+    uint32_t slot_size;
+    uint32_t pool_n[2];    /* buffers per process: [PT_CLS_REQ], [PT_CLS_RSP]   */
+    uint32_t nwords, nsum; /* bitmap words (64 senders each), summary words      */
     uint64_t off_ranks;    /* struct pt_shm_rank[nprocs]                         */
-    uint64_t off_qhdrs;    /* struct spsc_hdr[nprocs][nprocs][PT_CLS_NR]         */
-    uint64_t off_slots;    /* nprocs receive blocks                              */
-    uint64_t queue_bytes;  /* qslots * slot_size: one queue's slots              */
-    uint64_t recv_block;   /* one receiver's slots, page rounded                 */
+    uint64_t off_procs;    /* nprocs process blocks                              */
+    uint64_t proc_bytes;   /* one process block, page rounded                    */
+    uint64_t sum_off, words_off, rings_off, pool_off; /* inside a process block  */
+    uint64_t ring_bytes;   /* one descriptor ring, cache-line rounded            */
     uint64_t off_trace;    /* nprocs trace areas (util/trace.h)                  */
     uint64_t trace_bytes;  /* one rank's trace area                              */
     uint64_t total;        /* region size                                        */
 };
 
-/* Fill *l for a job. 0, or -EINVAL (bad parameters) / -E2BIG (too large). */
-int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot_size, uint32_t qslots,
-                  struct pt_shm_layout *l);
+static inline uint64_t pt_shm_round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/* Queue (sender s -> receiver r, class c): header and slots; n is the
- * number of process slots (nranks + nguests). */
-static inline struct spsc_hdr *pt_shm_qhdr(void *base, const struct pt_shm_layout *l,
-                                           uint32_t n, uint32_t s, uint32_t r, uint32_t c)
+/* Fill *l for a job. 0, or -EINVAL (bad parameters) / -E2BIG (too large).
+ * Inline so that white-box tests and tools compute it as the library does. */
+static inline int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot_size, uint32_t qslots,
+                  uint32_t pool_req, uint32_t pool_rsp, struct pt_shm_layout *l)
 {
-    return (struct spsc_hdr *)((char *)base + l->off_qhdrs +
-                               (((uint64_t)r * n + s) * 2 + c) * sizeof(struct spsc_hdr));
+    if (nranks < 1 || nranks > PT_SHM_MAX_RANKS || nguests > PT_SHM_MAX_GUESTS ||
+        slot_size < PT_XPORT_MIN_SLOT ||
+        slot_size % PT_CACHELINE || slot_size > (1u << 20) || (qslots & (qslots - 1)) || qslots < 2 ||
+        qslots > (1u << 16) || pool_req < 1 || pool_rsp < 1 || pool_req > PT_SHM_MAX_POOL ||
+        pool_rsp > PT_SHM_MAX_POOL)
+        return -EINVAL;
+    uint64_t n = (uint64_t)nranks + nguests;
+    l->nprocs = (uint32_t)n;
+    l->qslots = qslots;
+    l->slot_size = slot_size;
+    l->pool_n[PT_CLS_REQ] = pool_req;
+    l->pool_n[PT_CLS_RSP] = pool_rsp;
+    l->nwords = (uint32_t)((n + 63) / 64);
+    l->nsum = (l->nwords + 63) / 64;
+    l->ring_bytes = pt_shm_round_up(sizeof(struct pt_shm_ring) + (uint64_t)qslots * sizeof(uint16_t),
+                             PT_CACHELINE);
+    l->off_ranks = sizeof(struct pt_shm_hdr);
+    l->off_procs = pt_shm_round_up(l->off_ranks + n * sizeof(struct pt_shm_rank), PT_SHM_PAGE);
+    /* A process block: heads, summary (own line), words, rings, pool. */
+    l->sum_off = pt_shm_round_up(n * PT_CLS_NR * sizeof(uint32_t), PT_CACHELINE);
+    l->words_off = l->sum_off + pt_shm_round_up(l->nsum * sizeof(uint64_t), PT_CACHELINE);
+    l->rings_off = l->words_off + pt_shm_round_up(l->nwords * sizeof(uint64_t), PT_CACHELINE);
+    l->pool_off = pt_shm_round_up(l->rings_off + n * PT_CLS_NR * l->ring_bytes, PT_SHM_PAGE);
+    l->proc_bytes = pt_shm_round_up(l->pool_off + ((uint64_t)pool_req + pool_rsp) * slot_size,
+                             PT_SHM_PAGE);
+    /* n <= 2^15, ring_bytes <= 2^18, pools <= 2^37: nothing overflows 64 bits. */
+    l->off_trace = l->off_procs + n * l->proc_bytes;
+    l->trace_bytes = PT_TRACE_AREA_BYTES;
+    l->total = l->off_trace + n * l->trace_bytes;
+    return l->total > PT_SHM_MAX_BYTES ? -E2BIG : 0;
 }
-static inline void *pt_shm_qslots(void *base, const struct pt_shm_layout *l, uint32_t s,
-                                  uint32_t r, uint32_t c)
+
+
+static inline char *pt_shm_proc(void *base, const struct pt_shm_layout *l, uint32_t p)
 {
-    return (char *)base + l->off_slots + (uint64_t)r * l->recv_block +
-           ((uint64_t)s * 2 + c) * l->queue_bytes;
+    return (char *)base + l->off_procs + (uint64_t)p * l->proc_bytes;
+}
+/* The ring from sender s to receiver r of class c. */
+static inline struct pt_shm_ring *pt_shm_ring(void *base, const struct pt_shm_layout *l,
+                                              uint32_t s, uint32_t r, uint32_t c)
+{
+    return (struct pt_shm_ring *)(pt_shm_proc(base, l, r) + l->rings_off +
+                                  ((uint64_t)s * 2 + c) * l->ring_bytes);
+}
+/* r's consumer head of the ring from s of class c. */
+static inline _Atomic uint32_t *pt_shm_rxhead(void *base, const struct pt_shm_layout *l,
+                                              uint32_t s, uint32_t r, uint32_t c)
+{
+    return (_Atomic uint32_t *)(pt_shm_proc(base, l, r)) + (uint64_t)s * 2 + c;
+}
+static inline _Atomic uint64_t *pt_shm_words(void *base, const struct pt_shm_layout *l,
+                                             uint32_t r)
+{
+    return (_Atomic uint64_t *)(pt_shm_proc(base, l, r) + l->words_off);
+}
+static inline _Atomic uint64_t *pt_shm_sum(void *base, const struct pt_shm_layout *l,
+                                           uint32_t r)
+{
+    return (_Atomic uint64_t *)(pt_shm_proc(base, l, r) + l->sum_off);
+}
+/* Process p's pool of class c: pool_n[c] buffers of slot_size bytes. */
+static inline char *pt_shm_pool(void *base, const struct pt_shm_layout *l, uint32_t p,
+                                uint32_t c)
+{
+    return pt_shm_proc(base, l, p) + l->pool_off +
+           (c ? (uint64_t)l->pool_n[0] * l->slot_size : 0);
 }
 static inline void *pt_shm_trace_area(void *base, const struct pt_shm_layout *l, uint32_t r)
 {

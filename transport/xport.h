@@ -9,8 +9,11 @@
  *   PT_CLS_RSP  responses (ack, reply, fin, nack, rfin); a response never
  *               waits for a request, so responses can drain and the
  *               request/response dependency cannot deadlock (see "Order").
- * A queue's free slots are the sender's credits towards that receiver: a
- * receiver that stops draining stalls only the senders that target it.
+ * A queue's free room is the sender's credits towards that receiver: a
+ * receiver that stops draining stalls only the senders that target it. (The
+ * shm transport builds each queue from a one-line descriptor ring and
+ * buffers from the sender's own pool, so a pool running dry can also make
+ * reserve return NULL: shm_region.h.)
  * Messages of one class between one pair are delivered in order.
  *
  * Threading: every op is called by the engine-token holder of the calling

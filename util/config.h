@@ -31,7 +31,9 @@ struct pt_config {
     int64_t nic_batch;      /* PTL_NIC_BATCH: NIC thread under SCHED_BATCH           */
     int64_t cmd_slots;      /* PTL_CMD_SLOTS: command ring slots per API thread      */
     int64_t eager_max;      /* PTL_EAGER_MAX: largest payload sent inline            */
-    int64_t queue_slots;    /* PTL_QUEUE_SLOTS: receive-queue slots per sender       */
+    int64_t queue_slots;    /* PTL_QUEUE_SLOTS: descriptor-ring entries per pair     */
+    int64_t pool_req;       /* PTL_POOL_REQ: request buffers per process             */
+    int64_t pool_rsp;       /* PTL_POOL_RSP: response buffers per process            */
     int64_t rndv_mode;      /* PTL_RNDV_MODE: 0 auto, 1 cma, 2 copy                  */
     int64_t rndv_cma_min;   /* PTL_RNDV_CMA_MIN: auto mode uses CMA from this size   */
     int64_t rndv_seg;       /* PTL_RNDV_SEG: bytes moved per engine step             */

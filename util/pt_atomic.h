@@ -43,6 +43,8 @@ extern _Atomic uint32_t g_pt_tsan_fence;
 #define RMW_ADD(p, v)     atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
 #define RMW_SUB(p, v)     atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
 #define RMW_XCHG(p, v)    atomic_exchange_explicit((p), (v), memory_order_seq_cst)
+#define RMW_OR(p, v)      atomic_fetch_or_explicit((p), (v), memory_order_seq_cst)
+#define RMW_AND(p, v)     atomic_fetch_and_explicit((p), (v), memory_order_seq_cst)
 #define RMW_CAS(p, expp, v) \
     atomic_compare_exchange_strong_explicit((p), (expp), (v), \
                                             memory_order_seq_cst, memory_order_relaxed)

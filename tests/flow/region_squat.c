@@ -64,6 +64,8 @@ static void job_spec(struct pt_shm_spec *s)
     s->nranks = 1;
     s->slot_size = pt_slot_size_for((uint32_t)cfg->eager_max);
     s->qslots = pt_queue_slots_for((uint32_t)cfg->queue_slots);
+    s->pool_req = (uint32_t)cfg->pool_req;
+    s->pool_rsp = (uint32_t)cfg->pool_rsp;
     s->jid = (uint32_t)getpid();
 }
 

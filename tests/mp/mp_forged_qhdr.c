@@ -3,20 +3,24 @@
  * not own cannot crash their producer or consumer (issue 12 item 9).
  *
  * Three ranks under ptlrun (memfd region). Rank 2 maps the region through
- * PTL_JOB_FD and rewrites the header of every queue between ranks 0 and 1
- * (both directions, both classes): geometry (mask, slot size) and the
- * producer's cached tail before anybody uses them, and from the first barrier
- * on, continuously, the producer's head as well, until rank 0 says the
- * traffic is done. Rank 1 attaches only after the first rewrite, so its
- * receive queues are forged before it reads them. Ranks 0 and 1 then
- * ping-pong puts (with ACKs) and gets of 8, 4000 and 100000 bytes, every byte
- * checked. The queues' `tail` words are left alone: they are the producer's
- * credits, and a forged tail may stall traffic (tests/unit/test_spsc.c).
+ * PTL_JOB_FD and rewrites what it can write without owning it on the paths
+ * between ranks 0 and 1: their "senders with work" bitmaps and summary words
+ * (bits of senders with nothing, and of senders beyond the process slots)
+ * and the rings' padding, before anybody uses them and, from the first
+ * barrier on, continuously until rank 0 says the traffic is done. Rank 1
+ * attaches only after the first rewrite. Ranks 0 and 1 then ping-pong puts
+ * (with ACKs) and gets of 8, 4000 and 100000 bytes, every byte checked.
+ * Then rank 2 publishes, on its own ring to rank 1, an entry beyond its
+ * buffer pool: rank 1 must not consume it (its head stays) nor crash, and
+ * the job ends cleanly. The rings' tails and entries between 0 and 1 are
+ * left alone: a forged tail may stall traffic (it makes the sender faulty
+ * to its receiver, shm_region.h "What r trusts").
  *
  *   usage (under ptlrun -n 3, memfd mode): mp_forged_qhdr [rounds]
  */
 #include "mp_util.h"
 #include "shm_region.h"
+#include "xport.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,20 +47,48 @@ static struct flags *flags(void)
 
 static void map_region(void) { g_base = mp_map_job_region(); }
 
-/* Rewrite the headers of the queues 0 -> 1 and 1 -> 0. */
-static void forge(uint32_t round, bool heads)
+static struct pt_shm_layout layout(void)
 {
     const struct pt_shm_hdr *h = (const struct pt_shm_hdr *)g_base;
-    struct pt_shm_layout l = {.off_qhdrs = h->off_qhdrs};
-    for (uint32_t s = 0; s < 2; s++)
-        for (uint32_t c = 0; c < 2; c++) {
-            struct spsc_hdr *q = pt_shm_qhdr(g_base, &l, h->nranks + h->nguests, s, 1 - s, c);
-            q->mask = 0xffffffffu;
-            q->slot_size = 0x7ffff000u - round * 4096u;
-            q->prod_cached_tail = 0x80000000u + round;
-            if (heads)
-                ST_RELAXED(&q->head, 0x40000000u * (round & 3) + round);
-        }
+    struct pt_shm_layout l;
+    if (pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, h->pool_req, h->pool_rsp,
+                      &l) != 0)
+        mp_die("cannot compute the region's layout");
+    return l;
+}
+
+/* Rewrite what a third rank can write without owning it, on the paths
+ * between ranks 0 and 1: their "senders with work" bitmaps and summary
+ * words (every bit set: senders that have nothing, and senders that do not
+ * exist, beyond the process slots) and the rings' padding. */
+static void forge(uint32_t round, bool heads)
+{
+    struct pt_shm_layout l = layout();
+    for (uint32_t r = 0; r < 2; r++) {
+        _Atomic uint64_t *w = pt_shm_words(g_base, &l, r), *sm = pt_shm_sum(g_base, &l, r);
+        for (uint32_t k = 0; k < l.nsum; k++)
+            RMW_OR(&sm[k], ~0ull);
+        for (uint32_t k = 0; k < l.nwords; k++)
+            RMW_OR(&w[k], heads ? ~0ull : 0x5ull << (round % 60));
+        for (uint32_t c = 0; c < 2; c++)
+            pt_shm_ring(g_base, &l, 1 - r, r, c)->pad = 0x80000000u + round;
+    }
+}
+
+/* After the traffic: rank 2 writes into its own ring to rank 1 an entry no
+ * sender writes (a buffer index beyond its pool) and publishes it. Rank 1
+ * must take rank 2 as faulty, never use the entry, and go on with the
+ * others. Returns rank 1's head of that ring, to compare after a barrier. */
+static uint32_t forge_entry(void)
+{
+    struct pt_shm_layout l = layout();
+    struct pt_shm_ring *ring = pt_shm_ring(g_base, &l, 2, 1, PT_CLS_REQ);
+    uint32_t t = LD_RELAXED(&ring->tail);
+    ST_RELAXED(&ring->ent[t & (l.qslots - 1)], 0xffff);
+    ST_RELEASE(&ring->tail, t + 1);
+    RMW_OR(&pt_shm_words(g_base, &l, 1)[0], 1ull << 2);
+    RMW_OR(&pt_shm_sum(g_base, &l, 1)[0], 1ull);
+    return LD_ACQUIRE(pt_shm_rxhead(g_base, &l, 2, 1, PT_CLS_REQ));
 }
 
 /* Events of kinds this side has seen but not yet waited for: an ACK may
@@ -163,7 +195,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 10000 && !LD_ACQUIRE(&flags()->forged); i++)
             usleep(1000);
         if (!LD_ACQUIRE(&flags()->forged))
-            mp_die("rank 2 did not rewrite the queue headers within 10 s");
+            mp_die("rank 2 did not rewrite the bitmaps within 10 s");
     }
     struct mp m;
     mp_init(&m, 3);
@@ -178,13 +210,24 @@ int main(int argc, char **argv)
             forge(round++, true);
             nanosleep(&ts, NULL);
         }
-        printf("mp_forged_qhdr: %u rewrites of 4 queue headers\n", round);
+        printf("mp_forged_qhdr: %u rewrites of 2 bitmaps and 4 rings\n", round);
+        uint32_t head = forge_entry();
+        mp_barrier(&m); /* rank 1 polls its rings here, ours among them */
+        struct timespec ms = {0, 50000000};
+        nanosleep(&ms, NULL);
+        struct pt_shm_layout l = layout();
+        uint32_t now = LD_ACQUIRE(pt_shm_rxhead(g_base, &l, 2, 1, PT_CLS_REQ));
+        if (now != head)
+            mp_die("rank 1 consumed a ring entry beyond rank 2's pool (head %u -> %u)", head,
+                   now);
+        printf("mp_forged_qhdr: rank 1 refused a forged ring entry\n");
     } else {
         ping_pong(&m, rounds);
         if (rank == 0) {
             ST_RELEASE(&flags()->done, 1);
-            printf("mp_forged_qhdr: %u rounds over forged queue headers OK\n", rounds);
+            printf("mp_forged_qhdr: %u rounds over forged bitmaps and rings OK\n", rounds);
         }
+        mp_barrier(&m); /* rank 2 forges an entry of its ring to rank 1 before this */
     }
     mp_fini(&m);
     return 0;

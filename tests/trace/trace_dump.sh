@@ -67,9 +67,9 @@ stop)
   has "$tmp/err" "job dump \(--timeout 12 s\)" "no dump at the timeout"
   for f in "$tmp/err"; do
     has "$f" "^  rank 1 \(pid [0-9]+\) is STOPPED" "the dump does not name rank 1 stopped"
-    has "$f" "^  rank 0 -> rank 1 req queue full: rank 0 has 0 credits towards rank 1 \(64 messages" "rank 0's credits"
+    has "$f" "^  rank 0 -> rank 1 req queue full: rank 0 has 0 credits towards rank 1 \(32 messages" "rank 0's credits"
     has "$f" "^  rank 2 -> rank 1 req queue full: rank 2 has 0 credits towards rank 1" "rank 2's credits"
-    has "$f" "^    0 -> 1 req: head [0-9]+ tail [0-9]+: 64/64, credits 0 \(FULL\)" "rank 0's queue"
+    has "$f" "^    0 -> 1 req: head [0-9]+ tail [0-9]+: 32/32, credits 0 \(FULL\)" "rank 0's queue"
     has "$f" "no-credit +req - peer 1" "the senders' traces do not end in no-credit towards rank 1"
     has "$f" "commands queued per thread ring \(1 rings\): [1-9]" "no queued commands on a sender"
   done
