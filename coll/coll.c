@@ -45,283 +45,288 @@
 #include <string.h>
 #include <time.h>
 
-#define COLL_MAX_GROUPS 256
-#define COLL_MAX_REQS 1024
+#define COLL_MAX_GROUPS  256
+#define COLL_MAX_REQS    1024
 #define HELLO_TIMEOUT_MS 30000
 
 /* match bits: gid(24) | kind(2) | seq(30) | tag(8) */
-#define K_RTR 1ull
+#define K_RTR   1ull
 #define K_HELLO 2ull
-#define K_DATA 3ull
+#define K_DATA  3ull
 static ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, unsigned tag)
 {
-	return (gid & 0xffffffull) << 40 | kind << 38 | (seq & 0x3fffffffull) << 8 | (tag & 0xffu);
+    return (gid & 0xffffffull) << 40 | kind << 38 | (seq & 0x3fffffffull) << 8 | (tag & 0xffu);
 }
 
 struct group {
-	int used;
-	uint32_t gen;
-	pthread_mutex_t lock;
-	ptl_handle_ni_t ni;
-	ptl_pt_index_t pt;
-	ptl_size_t n, me;
-	uint64_t gid, seq;
-	ptl_process_id_t *ids;
-	ptl_handle_ct_t *from;   /* [n] RTRs counted from each peer          */
-	ptl_handle_me_t *from_me;
-	ptl_size_t *expect;      /* [n] RTRs from each peer up to this call  */
-	ptl_handle_md_t nmd;     /* 0-byte source of RTRs                    */
-	int inflight;
+    int used;
+    uint32_t gen;
+    pthread_mutex_t lock;
+    ptl_handle_ni_t ni;
+    ptl_pt_index_t pt;
+    ptl_size_t n, me;
+    uint64_t gid, seq;
+    ptl_process_id_t *ids;
+    ptl_handle_ct_t *from; /* [n] RTRs counted from each peer          */
+    ptl_handle_me_t *from_me;
+    ptl_size_t *expect;  /* [n] RTRs from each peer up to this call  */
+    ptl_handle_md_t nmd; /* 0-byte source of RTRs                    */
+    int inflight;
 };
 
 struct req {
-	int used;
-	uint32_t gen;
-	struct group *g;
-	uint64_t seq;
-	ptl_handle_ct_t *cts;
-	int ncts, capcts;
-	ptl_handle_md_t *mds;
-	int nmds, capmds;
-	ptl_handle_me_t *mes;
-	int nmes, capmes;
-	void **tmp;
-	int ntmp, captmp;
-	ptl_handle_ct_t done, sent;
-	ptl_size_t done_thr, nsent;
-	ptl_size_t *cum;         /* [n] readiness threshold of each peer     */
-	uint8_t *rtr;            /* [n] send this peer an RTR                */
-	int rc;
+    int used;
+    uint32_t gen;
+    struct group *g;
+    uint64_t seq;
+    ptl_handle_ct_t *cts;
+    int ncts, capcts;
+    ptl_handle_md_t *mds;
+    int nmds, capmds;
+    ptl_handle_me_t *mes;
+    int nmes, capmes;
+    void **tmp;
+    int ntmp, captmp;
+    ptl_handle_ct_t done, sent;
+    ptl_size_t done_thr, nsent;
+    ptl_size_t *cum; /* [n] readiness threshold of each peer     */
+    uint8_t *rtr;    /* [n] send this peer an RTR                */
+    int rc;
 };
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct group groups[COLL_MAX_GROUPS];
 static struct req reqs[COLL_MAX_REQS];
 /* member-list hashes created so far (with how many times): group ids */
-static struct { uint64_t h, count; } seen[COLL_MAX_GROUPS];
+static struct {
+    uint64_t h, count;
+} seen[COLL_MAX_GROUPS];
 static int nseen;
 
-static uint64_t enc(uint32_t gen, int idx) { return (uint64_t)gen << 20 | (uint64_t)(idx + 1); }
+static uint64_t enc(uint32_t gen, int idx)
+{
+    return (uint64_t)gen << 20 | (uint64_t)(idx + 1);
+}
 
 static struct group *group_get(ptl_handle_coll_t h)
 {
-	uint64_t idx = (h & 0xfffff) - 1;
-	if ((h & 0xfffff) == 0 || idx >= COLL_MAX_GROUPS)
-		return NULL;
-	struct group *g = &groups[idx];
-	pthread_mutex_lock(&tab_lock);
-	int ok = g->used && g->gen == (uint32_t)(h >> 20);
-	pthread_mutex_unlock(&tab_lock);
-	return ok ? g : NULL;
+    uint64_t idx = (h & 0xfffff) - 1;
+    if ((h & 0xfffff) == 0 || idx >= COLL_MAX_GROUPS)
+        return NULL;
+    struct group *g = &groups[idx];
+    pthread_mutex_lock(&tab_lock);
+    int ok = g->used && g->gen == (uint32_t)(h >> 20);
+    pthread_mutex_unlock(&tab_lock);
+    return ok ? g : NULL;
 }
 
 static struct req *req_get(ptl_handle_coll_req_t h)
 {
-	uint64_t idx = (h & 0xfffff) - 1;
-	if ((h & 0xfffff) == 0 || idx >= COLL_MAX_REQS)
-		return NULL;
-	struct req *r = &reqs[idx];
-	pthread_mutex_lock(&tab_lock);
-	int ok = r->used && r->gen == (uint32_t)(h >> 20);
-	pthread_mutex_unlock(&tab_lock);
-	return ok ? r : NULL;
+    uint64_t idx = (h & 0xfffff) - 1;
+    if ((h & 0xfffff) == 0 || idx >= COLL_MAX_REQS)
+        return NULL;
+    struct req *r = &reqs[idx];
+    pthread_mutex_lock(&tab_lock);
+    int ok = r->used && r->gen == (uint32_t)(h >> 20);
+    pthread_mutex_unlock(&tab_lock);
+    return ok ? r : NULL;
 }
 
 static int grow(void **arr, int *cap, int n, size_t elt)
 {
-	if (n < *cap)
-		return 0;
-	int nc = *cap ? *cap * 2 : 8;
-	void *p = realloc(*arr, (size_t)nc * elt);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = nc;
-	return 0;
+    if (n < *cap)
+        return 0;
+    int nc = *cap ? *cap * 2 : 8;
+    void *p = realloc(*arr, (size_t)nc * elt);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
 }
 
 /* ---- request resources -------------------------------------------------- */
 
 static int r_ct(struct req *r, ptl_handle_ct_t *ct)
 {
-	if (grow((void **)&r->cts, &r->capcts, r->ncts, sizeof *r->cts))
-		return PTL_NO_SPACE;
-	int rc = PtlCTAlloc(r->g->ni, ct);
-	if (rc == PTL_OK)
-		r->cts[r->ncts++] = *ct;
-	return rc;
+    if (grow((void **)&r->cts, &r->capcts, r->ncts, sizeof *r->cts))
+        return PTL_NO_SPACE;
+    int rc = PtlCTAlloc(r->g->ni, ct);
+    if (rc == PTL_OK)
+        r->cts[r->ncts++] = *ct;
+    return rc;
 }
 
 static void *r_tmp(struct req *r, size_t len)
 {
-	if (grow((void **)&r->tmp, &r->captmp, r->ntmp, sizeof *r->tmp))
-		return NULL;
-	void *p = malloc(len ? len : 1);
-	if (p)
-		r->tmp[r->ntmp++] = p;
-	return p;
+    if (grow((void **)&r->tmp, &r->captmp, r->ntmp, sizeof *r->tmp))
+        return NULL;
+    void *p = malloc(len ? len : 1);
+    if (p)
+        r->tmp[r->ntmp++] = p;
+    return p;
 }
 
 /* A free-floating MD over buf whose sends count into r->sent. */
 static int r_src(struct req *r, const void *buf, ptl_size_t len, ptl_handle_md_t *md)
 {
-	if (grow((void **)&r->mds, &r->capmds, r->nmds, sizeof *r->mds))
-		return PTL_NO_SPACE;
-	ptl_md_t d = {(void *)buf, len, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
-	int rc = PtlMDBind(r->g->ni, d, PTL_RETAIN, md);
-	if (rc != PTL_OK)
-		return rc;
-	r->mds[r->nmds++] = *md;
-	return PtlMDBindCT(*md, r->sent, PTL_CT_SEND);
+    if (grow((void **)&r->mds, &r->capmds, r->nmds, sizeof *r->mds))
+        return PTL_NO_SPACE;
+    ptl_md_t d = {(void *)buf, len, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+    int rc = PtlMDBind(r->g->ni, d, PTL_RETAIN, md);
+    if (rc != PTL_OK)
+        return rc;
+    r->mds[r->nmds++] = *md;
+    return PtlMDBindCT(*md, r->sent, PTL_CT_SEND);
 }
 
 /* Post an ME for this call (tag) over buf, counting arrivals into ct; from is
  * a member index or -1 (any member). */
 static int r_recv(struct req *r, void *buf, ptl_size_t len, long from, unsigned tag,
-		  ptl_handle_ct_t ct)
+                  ptl_handle_ct_t ct)
 {
-	struct group *g = r->g;
-	if (grow((void **)&r->mes, &r->capmes, r->nmes, sizeof *r->mes) ||
-	    grow((void **)&r->mds, &r->capmds, r->nmds, sizeof *r->mds))
-		return PTL_NO_SPACE;
-	ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-	ptl_handle_me_t me;
-	ptl_handle_md_t md;
-	int rc = PtlMEAttach(g->ni, g->pt, from < 0 ? any : g->ids[from],
-			     mbits(g->gid, K_DATA, r->seq, tag), 0, PTL_RETAIN, PTL_INS_AFTER, &me);
-	if (rc != PTL_OK)
-		return rc;
-	r->mes[r->nmes++] = me;
-	ptl_md_t d = {buf, len, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, NULL,
-		      PTL_EQ_NONE};
-	rc = PtlMDAttach(me, d, PTL_RETAIN, &md);
-	if (rc != PTL_OK)
-		return rc;
-	r->mds[r->nmds++] = md;
-	if (from >= 0)
-		r->rtr[from] = 1;
-	else
-		for (ptl_size_t i = 0; i < g->n; i++)
-			r->rtr[i] = i != g->me;
-	return PtlMDBindCT(md, ct, PTL_CT_COMM);
+    struct group *g = r->g;
+    if (grow((void **)&r->mes, &r->capmes, r->nmes, sizeof *r->mes) ||
+        grow((void **)&r->mds, &r->capmds, r->nmds, sizeof *r->mds))
+        return PTL_NO_SPACE;
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    int rc = PtlMEAttach(g->ni, g->pt, from < 0 ? any : g->ids[from],
+                         mbits(g->gid, K_DATA, r->seq, tag), 0, PTL_RETAIN, PTL_INS_AFTER, &me);
+    if (rc != PTL_OK)
+        return rc;
+    r->mes[r->nmes++] = me;
+    ptl_md_t d = {buf,  len,        PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE,
+                  NULL, PTL_EQ_NONE};
+    rc = PtlMDAttach(me, d, PTL_RETAIN, &md);
+    if (rc != PTL_OK)
+        return rc;
+    r->mds[r->nmds++] = md;
+    if (from >= 0)
+        r->rtr[from] = 1;
+    else
+        for (ptl_size_t i = 0; i < g->n; i++)
+            r->rtr[i] = i != g->me;
+    return PtlMDBindCT(md, ct, PTL_CT_COMM);
 }
 
 /* The trigger of a send to member dst that also waits for cond >= cthr
  * (cond may be PTL_CT_NONE): *t, *thr. */
 static int r_gate(struct req *r, ptl_size_t dst, ptl_handle_ct_t cond, ptl_size_t cthr,
-		  ptl_handle_ct_t *t, ptl_size_t *thr)
+                  ptl_handle_ct_t *t, ptl_size_t *thr)
 {
-	struct group *g = r->g;
-	int need_ready = dst != g->me;
-	if (need_ready && !r->cum[dst])
-		r->cum[dst] = ++g->expect[dst];
-	if (!need_ready && cond == PTL_CT_NONE) {
-		/* fires at once: any counter at threshold 0 */
-		*t = r->sent;
-		*thr = 0;
-		return PTL_OK;
-	}
-	if (!need_ready) {
-		*t = cond;
-		*thr = cthr;
-		return PTL_OK;
-	}
-	if (cond == PTL_CT_NONE) {
-		*t = g->from[dst];
-		*thr = r->cum[dst];
-		return PTL_OK;
-	}
-	ptl_handle_ct_t gate;
-	int rc = r_ct(r, &gate);
-	if (rc != PTL_OK)
-		return rc;
-	ptl_ct_event_t one = {1, 0};
-	rc = PtlTriggeredCTInc(gate, one, g->from[dst], r->cum[dst]);
-	if (rc == PTL_OK)
-		rc = PtlTriggeredCTInc(gate, one, cond, cthr);
-	*t = gate;
-	*thr = 2;
-	return rc;
+    struct group *g = r->g;
+    int need_ready = dst != g->me;
+    if (need_ready && !r->cum[dst])
+        r->cum[dst] = ++g->expect[dst];
+    if (!need_ready && cond == PTL_CT_NONE) {
+        /* fires at once: any counter at threshold 0 */
+        *t = r->sent;
+        *thr = 0;
+        return PTL_OK;
+    }
+    if (!need_ready) {
+        *t = cond;
+        *thr = cthr;
+        return PTL_OK;
+    }
+    if (cond == PTL_CT_NONE) {
+        *t = g->from[dst];
+        *thr = r->cum[dst];
+        return PTL_OK;
+    }
+    ptl_handle_ct_t gate;
+    int rc = r_ct(r, &gate);
+    if (rc != PTL_OK)
+        return rc;
+    ptl_ct_event_t one = {1, 0};
+    rc = PtlTriggeredCTInc(gate, one, g->from[dst], r->cum[dst]);
+    if (rc == PTL_OK)
+        rc = PtlTriggeredCTInc(gate, one, cond, cthr);
+    *t = gate;
+    *thr = 2;
+    return rc;
 }
 
-static int r_put(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl_size_t len,
-		 ptl_size_t dst, unsigned tag, ptl_size_t roff, ptl_handle_ct_t t, ptl_size_t thr)
+static int r_put(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl_size_t len, ptl_size_t dst,
+                 unsigned tag, ptl_size_t roff, ptl_handle_ct_t t, ptl_size_t thr)
 {
-	struct group *g = r->g;
-	int rc = PtlTriggeredPut(md, off, len, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-				 mbits(g->gid, K_DATA, r->seq, tag), roff, 0, t, thr);
-	if (rc == PTL_OK)
-		r->nsent++;
-	return rc;
+    struct group *g = r->g;
+    int rc = PtlTriggeredPut(md, off, len, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                             mbits(g->gid, K_DATA, r->seq, tag), roff, 0, t, thr);
+    if (rc == PTL_OK)
+        r->nsent++;
+    return rc;
 }
 
 static void req_release(struct req *r)
 {
-	for (int i = 0; i < r->nmes; i++)
-		PtlMEUnlink(r->mes[i]); /* unlinks its MD */
-	for (int i = 0; i < r->nmds; i++)
-		PtlMDUnlink(r->mds[i]); /* the attached ones are gone already */
-	for (int i = 0; i < r->ncts; i++)
-		PtlCTFree(r->cts[i]);
-	for (int i = 0; i < r->ntmp; i++)
-		free(r->tmp[i]);
-	free(r->cts);
-	free(r->mds);
-	free(r->mes);
-	free(r->tmp);
-	free(r->cum);
-	free(r->rtr);
-	pthread_mutex_lock(&r->g->lock);
-	r->g->inflight--;
-	pthread_mutex_unlock(&r->g->lock);
-	pthread_mutex_lock(&tab_lock);
-	r->used = 0;
-	r->gen++;
-	pthread_mutex_unlock(&tab_lock);
+    for (int i = 0; i < r->nmes; i++)
+        PtlMEUnlink(r->mes[i]); /* unlinks its MD */
+    for (int i = 0; i < r->nmds; i++)
+        PtlMDUnlink(r->mds[i]); /* the attached ones are gone already */
+    for (int i = 0; i < r->ncts; i++)
+        PtlCTFree(r->cts[i]);
+    for (int i = 0; i < r->ntmp; i++)
+        free(r->tmp[i]);
+    free(r->cts);
+    free(r->mds);
+    free(r->mes);
+    free(r->tmp);
+    free(r->cum);
+    free(r->rtr);
+    pthread_mutex_lock(&r->g->lock);
+    r->g->inflight--;
+    pthread_mutex_unlock(&r->g->lock);
+    pthread_mutex_lock(&tab_lock);
+    r->used = 0;
+    r->gen++;
+    pthread_mutex_unlock(&tab_lock);
 }
 
 /* Takes a request slot and starts call g->seq (the group lock is held). */
 static int req_new(struct group *g, struct req **out)
 {
-	pthread_mutex_lock(&tab_lock);
-	int idx = -1;
-	for (int i = 0; i < COLL_MAX_REQS; i++)
-		if (!reqs[i].used) {
-			idx = i;
-			break;
-		}
-	if (idx < 0) {
-		pthread_mutex_unlock(&tab_lock);
-		return PTL_NO_SPACE;
-	}
-	struct req *r = &reqs[idx];
-	uint32_t gen = r->gen;
-	memset(r, 0, sizeof *r);
-	r->gen = gen;
-	r->used = 1;
-	pthread_mutex_unlock(&tab_lock);
-	r->g = g;
-	r->done = PTL_CT_NONE;
-	r->cum = calloc(g->n, sizeof *r->cum);
-	r->rtr = calloc(g->n, 1);
-	r->cts = malloc(8 * sizeof *r->cts);
-	int rc = r->cum && r->rtr && r->cts ? PtlCTAlloc(g->ni, &r->sent) : PTL_NO_SPACE;
-	if (rc != PTL_OK) {
-		free(r->cum);
-		free(r->rtr);
-		free(r->cts);
-		pthread_mutex_lock(&tab_lock);
-		r->used = 0;
-		r->gen++;
-		pthread_mutex_unlock(&tab_lock);
-		return rc;
-	}
-	g->inflight++;
-	r->capcts = 8;
-	r->cts[r->ncts++] = r->sent;
-	r->seq = g->seq++;
-	*out = r;
-	return PTL_OK;
+    pthread_mutex_lock(&tab_lock);
+    int idx = -1;
+    for (int i = 0; i < COLL_MAX_REQS; i++)
+        if (!reqs[i].used) {
+            idx = i;
+            break;
+        }
+    if (idx < 0) {
+        pthread_mutex_unlock(&tab_lock);
+        return PTL_NO_SPACE;
+    }
+    struct req *r = &reqs[idx];
+    uint32_t gen = r->gen;
+    memset(r, 0, sizeof *r);
+    r->gen = gen;
+    r->used = 1;
+    pthread_mutex_unlock(&tab_lock);
+    r->g = g;
+    r->done = PTL_CT_NONE;
+    r->cum = calloc(g->n, sizeof *r->cum);
+    r->rtr = calloc(g->n, 1);
+    r->cts = malloc(8 * sizeof *r->cts);
+    int rc = r->cum && r->rtr && r->cts ? PtlCTAlloc(g->ni, &r->sent) : PTL_NO_SPACE;
+    if (rc != PTL_OK) {
+        free(r->cum);
+        free(r->rtr);
+        free(r->cts);
+        pthread_mutex_lock(&tab_lock);
+        r->used = 0;
+        r->gen++;
+        pthread_mutex_unlock(&tab_lock);
+        return rc;
+    }
+    g->inflight++;
+    r->capcts = 8;
+    r->cts[r->ncts++] = r->sent;
+    r->seq = g->seq++;
+    *out = r;
+    return PTL_OK;
 }
 
 /* After the schedule is armed: the RTRs of this call, then the handle. On
@@ -329,104 +334,107 @@ static int req_new(struct group *g, struct req **out)
  * request is completed with that error once its own part is idle. */
 static int req_start(struct req *r, int rc, ptl_handle_coll_req_t *h)
 {
-	struct group *g = r->g;
-	for (ptl_size_t i = 0; rc == PTL_OK && i < g->n; i++)
-		if (r->rtr[i])
-			rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-				    mbits(g->gid, K_RTR, 0, 0), 0, 0);
-	if (rc != PTL_OK) {
-		pthread_mutex_unlock(&g->lock);
-		req_release(r);
-		return rc;
-	}
-	pthread_mutex_unlock(&g->lock);
-	*h = enc(r->gen, (int)(r - reqs));
-	return PTL_OK;
+    struct group *g = r->g;
+    for (ptl_size_t i = 0; rc == PTL_OK && i < g->n; i++)
+        if (r->rtr[i])
+            rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0, mbits(g->gid, K_RTR, 0, 0), 0,
+                        0);
+    if (rc != PTL_OK) {
+        pthread_mutex_unlock(&g->lock);
+        req_release(r);
+        return rc;
+    }
+    pthread_mutex_unlock(&g->lock);
+    *h = enc(r->gen, (int)(r - reqs));
+    return PTL_OK;
 }
 
 static int req_finish(struct req *r)
 {
-	int rc = r->rc;
-	req_release(r);
-	return rc;
+    int rc = r->rc;
+    req_release(r);
+    return rc;
 }
 
 int PtlCollTest(ptl_handle_coll_req_t h, int *done)
 {
-	struct req *r = req_get(h);
-	if (!r)
-		return PTL_HANDLE_INVALID;
-	if (!done)
-		return PTL_SEGV;
-	ptl_ct_event_t a = {0, 0}, b;
-	int rc = PtlCTGet(r->sent, &b);
-	if (rc == PTL_OK && r->done != PTL_CT_NONE)
-		rc = PtlCTGet(r->done, &a);
-	if (rc != PTL_OK)
-		return rc;
-	if (a.failure || b.failure)
-		r->rc = PTL_FAIL;
-	*done = b.success + b.failure >= r->nsent &&
-		(r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr);
-	if (*done)
-		return req_finish(r);
-	return PTL_OK;
+    struct req *r = req_get(h);
+    if (!r)
+        return PTL_HANDLE_INVALID;
+    if (!done)
+        return PTL_SEGV;
+    ptl_ct_event_t a = {0, 0}, b;
+    int rc = PtlCTGet(r->sent, &b);
+    if (rc == PTL_OK && r->done != PTL_CT_NONE)
+        rc = PtlCTGet(r->done, &a);
+    if (rc != PTL_OK)
+        return rc;
+    if (a.failure || b.failure)
+        r->rc = PTL_FAIL;
+    *done = b.success + b.failure >= r->nsent &&
+            (r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr);
+    if (*done)
+        return req_finish(r);
+    return PTL_OK;
 }
 
 int PtlCollWait(ptl_handle_coll_req_t h)
 {
-	struct req *r = req_get(h);
-	if (!r)
-		return PTL_HANDLE_INVALID;
-	ptl_ct_event_t ev;
-	int rc = PTL_OK;
-	if (r->done != PTL_CT_NONE) {
-		rc = PtlCTWait(r->done, r->done_thr, &ev);
-		if (rc == PTL_OK && ev.failure)
-			r->rc = PTL_FAIL;
-	}
-	if (rc == PTL_OK) {
-		rc = PtlCTWait(r->sent, r->nsent, &ev);
-		if (rc == PTL_OK && ev.failure)
-			r->rc = PTL_FAIL;
-	}
-	if (rc != PTL_OK)
-		r->rc = rc;
-	return req_finish(r);
+    struct req *r = req_get(h);
+    if (!r)
+        return PTL_HANDLE_INVALID;
+    ptl_ct_event_t ev;
+    int rc = PTL_OK;
+    if (r->done != PTL_CT_NONE) {
+        rc = PtlCTWait(r->done, r->done_thr, &ev);
+        if (rc == PTL_OK && ev.failure)
+            r->rc = PTL_FAIL;
+    }
+    if (rc == PTL_OK) {
+        rc = PtlCTWait(r->sent, r->nsent, &ev);
+        if (rc == PTL_OK && ev.failure)
+            r->rc = PTL_FAIL;
+    }
+    if (rc != PTL_OK)
+        r->rc = rc;
+    return req_finish(r);
 }
 
 /* ---- groups ------------------------------------------------------------- */
 
-static int same_id(ptl_process_id_t a, ptl_process_id_t b) { return a.nid == b.nid && a.pid == b.pid; }
+static int same_id(ptl_process_id_t a, ptl_process_id_t b)
+{
+    return a.nid == b.nid && a.pid == b.pid;
+}
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void group_teardown(struct group *g)
 {
-	for (ptl_size_t i = 0; g->from_me && i < g->n; i++) {
-		if (i == g->me)
-			continue;
-		if (g->from_me[i] != PTL_INVALID_HANDLE)
-			PtlMEUnlink(g->from_me[i]);
-		if (g->from[i] != PTL_CT_NONE)
-			PtlCTFree(g->from[i]);
-	}
-	if (g->nmd != PTL_INVALID_HANDLE)
-		PtlMDUnlink(g->nmd);
-	free(g->ids);
-	free(g->from);
-	free(g->from_me);
-	free(g->expect);
-	pthread_mutex_destroy(&g->lock);
-	pthread_mutex_lock(&tab_lock);
-	g->used = 0;
-	g->gen++;
-	pthread_mutex_unlock(&tab_lock);
+    for (ptl_size_t i = 0; g->from_me && i < g->n; i++) {
+        if (i == g->me)
+            continue;
+        if (g->from_me[i] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(g->from_me[i]);
+        if (g->from[i] != PTL_CT_NONE)
+            PtlCTFree(g->from[i]);
+    }
+    if (g->nmd != PTL_INVALID_HANDLE)
+        PtlMDUnlink(g->nmd);
+    free(g->ids);
+    free(g->from);
+    free(g->from_me);
+    free(g->expect);
+    pthread_mutex_destroy(&g->lock);
+    pthread_mutex_lock(&tab_lock);
+    g->used = 0;
+    g->gen++;
+    pthread_mutex_unlock(&tab_lock);
 }
 
 /* Every member tells every other that its MEs are posted. Per peer P two
@@ -439,755 +447,766 @@ static void group_teardown(struct group *g)
  * flight when we unlink. Counters cannot overflow as an EQ would. */
 static void sleep_us(long us)
 {
-	struct timespec ts = {0, us * 1000};
-	nanosleep(&ts, NULL);
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
 }
 
 static int hello(struct group *g)
 {
-	ptl_size_t n = g->n;
-	ptl_handle_ct_t *ct = malloc(2 * n * sizeof *ct);
-	ptl_handle_me_t *me = malloc(2 * n * sizeof *me);
-	uint8_t *st = calloc(n, 1); /* 1 heard, 2 heard and answered, 3 done */
-	int rc = ct && me && st ? PTL_OK : PTL_NO_SPACE;
-	for (ptl_size_t i = 0; ct && me && i < 2 * n; i++) {
-		ct[i] = PTL_CT_NONE;
-		me[i] = PTL_INVALID_HANDLE;
-	}
-	for (ptl_size_t i = 0; rc == PTL_OK && i < 2 * n; i++) {
-		if (i % n == g->me)
-			continue;
-		ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
-		ptl_handle_md_t md;
-		rc = PtlCTAlloc(g->ni, &ct[i]);
-		if (rc == PTL_OK)
-			rc = PtlMEAttach(g->ni, g->pt, g->ids[i % n],
-					 mbits(g->gid, K_HELLO, 0, (unsigned)(i / n)), 0, PTL_RETAIN,
-					 PTL_INS_AFTER, &me[i]);
-		if (rc == PTL_OK)
-			rc = PtlMDAttach(me[i], d, PTL_RETAIN, &md);
-		if (rc == PTL_OK)
-			rc = PtlMDBindCT(md, ct[i], PTL_CT_COMM);
-	}
-	ptl_size_t left = n - 1;
-	uint64_t start = now_ms(), last = 0, gap = 1;
-	while (rc == PTL_OK && left) {
-		uint64_t t = now_ms();
-		if (t - start > HELLO_TIMEOUT_MS) {
-			rc = PTL_FAIL;
-			break;
-		}
-		int resend = t - last >= gap;
-		if (resend) {
-			last = t;
-			gap = gap < 32 ? gap * 2 : 32;
-		}
-		for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++) {
-			if (i == g->me || st[i] == 3)
-				continue;
-			ptl_ct_event_t h, a;
-			rc = PtlCTGet(ct[i], &h);
-			if (rc == PTL_OK)
-				rc = PtlCTGet(ct[n + i], &a);
-			if (rc != PTL_OK)
-				break;
-			if (!st[i] && (h.success || a.success)) /* either says P posted */
-				st[i] = 1;
-			if (st[i] == 1) { /* P posted: this one arrives */
-				rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-					    mbits(g->gid, K_HELLO, 0, 1), 0, 0);
-				st[i] = 2;
-			} else if (!st[i] && resend) {
-				rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-					    mbits(g->gid, K_HELLO, 0, 0), 0, 0);
-			}
-			if (st[i] == 2 && a.success) {
-				st[i] = 3;
-				left--;
-			}
-		}
-		if (left)
-			sleep_us(100);
-	}
-	for (ptl_size_t i = 0; me && ct && i < 2 * n; i++) {
-		if (me[i] != PTL_INVALID_HANDLE)
-			PtlMEUnlink(me[i]);
-		if (ct[i] != PTL_CT_NONE)
-			PtlCTFree(ct[i]);
-	}
-	free(ct);
-	free(me);
-	free(st);
-	return rc;
+    ptl_size_t n = g->n;
+    ptl_handle_ct_t *ct = malloc(2 * n * sizeof *ct);
+    ptl_handle_me_t *me = malloc(2 * n * sizeof *me);
+    uint8_t *st = calloc(n, 1); /* 1 heard, 2 heard and answered, 3 done */
+    int rc = ct && me && st ? PTL_OK : PTL_NO_SPACE;
+    for (ptl_size_t i = 0; ct && me && i < 2 * n; i++) {
+        ct[i] = PTL_CT_NONE;
+        me[i] = PTL_INVALID_HANDLE;
+    }
+    for (ptl_size_t i = 0; rc == PTL_OK && i < 2 * n; i++) {
+        if (i % n == g->me)
+            continue;
+        ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
+        ptl_handle_md_t md;
+        rc = PtlCTAlloc(g->ni, &ct[i]);
+        if (rc == PTL_OK)
+            rc = PtlMEAttach(g->ni, g->pt, g->ids[i % n],
+                             mbits(g->gid, K_HELLO, 0, (unsigned)(i / n)), 0, PTL_RETAIN,
+                             PTL_INS_AFTER, &me[i]);
+        if (rc == PTL_OK)
+            rc = PtlMDAttach(me[i], d, PTL_RETAIN, &md);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(md, ct[i], PTL_CT_COMM);
+    }
+    ptl_size_t left = n - 1;
+    uint64_t start = now_ms(), last = 0, gap = 1;
+    while (rc == PTL_OK && left) {
+        uint64_t t = now_ms();
+        if (t - start > HELLO_TIMEOUT_MS) {
+            rc = PTL_FAIL;
+            break;
+        }
+        int resend = t - last >= gap;
+        if (resend) {
+            last = t;
+            gap = gap < 32 ? gap * 2 : 32;
+        }
+        for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++) {
+            if (i == g->me || st[i] == 3)
+                continue;
+            ptl_ct_event_t h, a;
+            rc = PtlCTGet(ct[i], &h);
+            if (rc == PTL_OK)
+                rc = PtlCTGet(ct[n + i], &a);
+            if (rc != PTL_OK)
+                break;
+            if (!st[i] && (h.success || a.success)) /* either says P posted */
+                st[i] = 1;
+            if (st[i] == 1) { /* P posted: this one arrives */
+                rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                            mbits(g->gid, K_HELLO, 0, 1), 0, 0);
+                st[i] = 2;
+            } else if (!st[i] && resend) {
+                rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                            mbits(g->gid, K_HELLO, 0, 0), 0, 0);
+            }
+            if (st[i] == 2 && a.success) {
+                st[i] = 3;
+                left--;
+            }
+        }
+        if (left)
+            sleep_us(100);
+    }
+    for (ptl_size_t i = 0; me && ct && i < 2 * n; i++) {
+        if (me[i] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(me[i]);
+        if (ct[i] != PTL_CT_NONE)
+            PtlCTFree(ct[i]);
+    }
+    free(ct);
+    free(me);
+    free(st);
+    return rc;
 }
 
 int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_size_t n,
-		       ptl_handle_coll_t *out)
+                       ptl_handle_coll_t *out)
 {
-	if (!members || !out)
-		return PTL_SEGV;
-	if (n == 0 || n > (1u << 20))
-		return PTL_ARG_INVALID;
-	ptl_process_id_t self;
-	int rc = PtlGetId(ni, &self);
-	if (rc != PTL_OK)
-		return rc;
-	ptl_size_t me = n;
-	uint64_t h = 1469598103934665603ull;
-	for (ptl_size_t i = 0; i < n; i++) {
-		if (same_id(members[i], self))
-			me = i;
-		h = (h ^ members[i].nid) * 1099511628211ull;
-		h = (h ^ members[i].pid) * 1099511628211ull;
-	}
-	if (me == n)
-		return PTL_PROCESS_INVALID;
+    if (!members || !out)
+        return PTL_SEGV;
+    if (n == 0 || n > (1u << 20))
+        return PTL_ARG_INVALID;
+    ptl_process_id_t self;
+    int rc = PtlGetId(ni, &self);
+    if (rc != PTL_OK)
+        return rc;
+    ptl_size_t me = n;
+    uint64_t h = 1469598103934665603ull;
+    for (ptl_size_t i = 0; i < n; i++) {
+        if (same_id(members[i], self))
+            me = i;
+        h = (h ^ members[i].nid) * 1099511628211ull;
+        h = (h ^ members[i].pid) * 1099511628211ull;
+    }
+    if (me == n)
+        return PTL_PROCESS_INVALID;
 
-	pthread_mutex_lock(&tab_lock);
-	int idx = -1, si = -1;
-	for (int i = 0; i < COLL_MAX_GROUPS; i++)
-		if (!groups[i].used) {
-			idx = i;
-			break;
-		}
-	for (int i = 0; i < nseen; i++)
-		if (seen[i].h == h)
-			si = i;
-	if (si < 0 && nseen < COLL_MAX_GROUPS) {
-		si = nseen++;
-		seen[si].h = h;
-		seen[si].count = 0;
-	}
-	if (idx < 0 || si < 0) {
-		pthread_mutex_unlock(&tab_lock);
-		return PTL_NO_SPACE;
-	}
-	struct group *g = &groups[idx];
-	uint32_t gen = g->gen;
-	memset(g, 0, sizeof *g);
-	g->gen = gen;
-	g->used = 1;
-	g->gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
-	pthread_mutex_unlock(&tab_lock);
+    pthread_mutex_lock(&tab_lock);
+    int idx = -1, si = -1;
+    for (int i = 0; i < COLL_MAX_GROUPS; i++)
+        if (!groups[i].used) {
+            idx = i;
+            break;
+        }
+    for (int i = 0; i < nseen; i++)
+        if (seen[i].h == h)
+            si = i;
+    if (si < 0 && nseen < COLL_MAX_GROUPS) {
+        si = nseen++;
+        seen[si].h = h;
+        seen[si].count = 0;
+    }
+    if (idx < 0 || si < 0) {
+        pthread_mutex_unlock(&tab_lock);
+        return PTL_NO_SPACE;
+    }
+    struct group *g = &groups[idx];
+    uint32_t gen = g->gen;
+    memset(g, 0, sizeof *g);
+    g->gen = gen;
+    g->used = 1;
+    g->gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
+    pthread_mutex_unlock(&tab_lock);
 
-	pthread_mutex_init(&g->lock, NULL);
-	g->ni = ni;
-	g->pt = (ptl_pt_index_t)pt_config()->coll_pt;
-	g->n = n;
-	g->me = me;
-	g->nmd = PTL_INVALID_HANDLE;
-	g->ids = malloc(n * sizeof *g->ids);
-	g->from = malloc(n * sizeof *g->from);
-	g->from_me = malloc(n * sizeof *g->from_me);
-	g->expect = calloc(n, sizeof *g->expect);
-	if (!g->ids || !g->from || !g->from_me || !g->expect) {
-		group_teardown(g);
-		return PTL_NO_SPACE;
-	}
-	memcpy(g->ids, members, n * sizeof *g->ids);
-	for (ptl_size_t i = 0; i < n; i++) {
-		g->from[i] = PTL_CT_NONE;
-		g->from_me[i] = PTL_INVALID_HANDLE;
-	}
-	ptl_md_t z = {NULL, 0, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
-	rc = PtlMDBind(ni, z, PTL_RETAIN, &g->nmd);
-	for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++) {
-		if (i == me)
-			continue;
-		ptl_handle_md_t md;
-		rc = PtlCTAlloc(ni, &g->from[i]);
-		if (rc == PTL_OK)
-			rc = PtlMEAttach(ni, g->pt, members[i], mbits(g->gid, K_RTR, 0, 0), 0, PTL_RETAIN,
-					 PTL_INS_AFTER, &g->from_me[i]);
-		ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
-		if (rc == PTL_OK)
-			rc = PtlMDAttach(g->from_me[i], d, PTL_RETAIN, &md);
-		if (rc == PTL_OK)
-			rc = PtlMDBindCT(md, g->from[i], PTL_CT_COMM);
-	}
-	if (rc == PTL_OK && n > 1)
-		rc = hello(g);
-	if (rc != PTL_OK) {
-		group_teardown(g);
-		return rc;
-	}
-	*out = enc(g->gen, idx);
-	return PTL_OK;
+    pthread_mutex_init(&g->lock, NULL);
+    g->ni = ni;
+    g->pt = (ptl_pt_index_t)pt_config()->coll_pt;
+    g->n = n;
+    g->me = me;
+    g->nmd = PTL_INVALID_HANDLE;
+    g->ids = malloc(n * sizeof *g->ids);
+    g->from = malloc(n * sizeof *g->from);
+    g->from_me = malloc(n * sizeof *g->from_me);
+    g->expect = calloc(n, sizeof *g->expect);
+    if (!g->ids || !g->from || !g->from_me || !g->expect) {
+        group_teardown(g);
+        return PTL_NO_SPACE;
+    }
+    memcpy(g->ids, members, n * sizeof *g->ids);
+    for (ptl_size_t i = 0; i < n; i++) {
+        g->from[i] = PTL_CT_NONE;
+        g->from_me[i] = PTL_INVALID_HANDLE;
+    }
+    ptl_md_t z = {NULL, 0, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+    rc = PtlMDBind(ni, z, PTL_RETAIN, &g->nmd);
+    for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++) {
+        if (i == me)
+            continue;
+        ptl_handle_md_t md;
+        rc = PtlCTAlloc(ni, &g->from[i]);
+        if (rc == PTL_OK)
+            rc = PtlMEAttach(ni, g->pt, members[i], mbits(g->gid, K_RTR, 0, 0), 0, PTL_RETAIN,
+                             PTL_INS_AFTER, &g->from_me[i]);
+        ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
+        if (rc == PTL_OK)
+            rc = PtlMDAttach(g->from_me[i], d, PTL_RETAIN, &md);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(md, g->from[i], PTL_CT_COMM);
+    }
+    if (rc == PTL_OK && n > 1)
+        rc = hello(g);
+    if (rc != PTL_OK) {
+        group_teardown(g);
+        return rc;
+    }
+    *out = enc(g->gen, idx);
+    return PTL_OK;
 }
 
 int PtlCollGroupFree(ptl_handle_coll_t h)
 {
-	struct group *g = group_get(h);
-	if (!g)
-		return PTL_HANDLE_INVALID;
-	pthread_mutex_lock(&g->lock);
-	int busy = g->inflight;
-	pthread_mutex_unlock(&g->lock);
-	if (busy)
-		return PTL_ME_IN_USE; /* requests of the group are not completed */
-	group_teardown(g);
-	return PTL_OK;
+    struct group *g = group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    pthread_mutex_lock(&g->lock);
+    int busy = g->inflight;
+    pthread_mutex_unlock(&g->lock);
+    if (busy)
+        return PTL_ME_IN_USE; /* requests of the group are not completed */
+    group_teardown(g);
+    return PTL_OK;
 }
 
 /* Locks the group and starts a request. */
 static int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r)
 {
-	if (!out)
-		return PTL_SEGV;
-	struct group *g = group_get(h);
-	if (!g)
-		return PTL_HANDLE_INVALID;
-	pthread_mutex_lock(&g->lock);
-	int rc = req_new(g, r);
-	if (rc != PTL_OK)
-		pthread_mutex_unlock(&g->lock);
-	return rc;
+    if (!out)
+        return PTL_SEGV;
+    struct group *g = group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    pthread_mutex_lock(&g->lock);
+    int rc = req_new(g, r);
+    if (rc != PTL_OK)
+        pthread_mutex_unlock(&g->lock);
+    return rc;
 }
 
 /* ---- barrier: dissemination ---------------------------------------------- */
 
 static int sched_barrier(struct req *r)
 {
-	struct group *g = r->g;
-	ptl_size_t n = g->n, me = g->me;
-	int R = 0;
-	while (((ptl_size_t)1 << R) < n)
-		R++;
-	if (R == 0)
-		return PTL_OK;
-	ptl_handle_md_t zmd;
-	int rc = r_src(r, NULL, 0, &zmd);
-	ptl_handle_ct_t c[64];
-	ptl_size_t thr[64];
-	/* c[k+1] counts round k's arrival and c[k] reaching thr[k] */
-	for (int k = 1; rc == PTL_OK && k <= R; k++) {
-		rc = r_ct(r, &c[k]);
-		thr[k] = k == 1 ? 1 : 2;
-		if (rc == PTL_OK && k >= 2)
-			rc = PtlTriggeredCTInc(c[k], (ptl_ct_event_t){1, 0}, c[k - 1], thr[k - 1]);
-	}
-	for (int k = 0; rc == PTL_OK && k < R; k++) {
-		ptl_size_t src = (me + n - ((ptl_size_t)1 << k) % n) % n;
-		rc = r_recv(r, NULL, 0, (long)src, (unsigned)k, c[k + 1]);
-	}
-	for (int k = 0; rc == PTL_OK && k < R; k++) {
-		ptl_size_t dst = (me + ((ptl_size_t)1 << k)) % n;
-		ptl_handle_ct_t t;
-		ptl_size_t tt;
-		rc = r_gate(r, dst, k ? c[k] : PTL_CT_NONE, k ? thr[k] : 0, &t, &tt);
-		if (rc == PTL_OK)
-			rc = r_put(r, zmd, 0, 0, dst, (unsigned)k, 0, t, tt);
-	}
-	r->done = c[R];
-	r->done_thr = thr[R];
-	return rc;
+    struct group *g = r->g;
+    ptl_size_t n = g->n, me = g->me;
+    int R = 0;
+    while (((ptl_size_t)1 << R) < n)
+        R++;
+    if (R == 0)
+        return PTL_OK;
+    ptl_handle_md_t zmd;
+    int rc = r_src(r, NULL, 0, &zmd);
+    ptl_handle_ct_t c[64];
+    ptl_size_t thr[64];
+    /* c[k+1] counts round k's arrival and c[k] reaching thr[k] */
+    for (int k = 1; rc == PTL_OK && k <= R; k++) {
+        rc = r_ct(r, &c[k]);
+        thr[k] = k == 1 ? 1 : 2;
+        if (rc == PTL_OK && k >= 2)
+            rc = PtlTriggeredCTInc(c[k], (ptl_ct_event_t){1, 0}, c[k - 1], thr[k - 1]);
+    }
+    for (int k = 0; rc == PTL_OK && k < R; k++) {
+        ptl_size_t src = (me + n - ((ptl_size_t)1 << k) % n) % n;
+        rc = r_recv(r, NULL, 0, (long)src, (unsigned)k, c[k + 1]);
+    }
+    for (int k = 0; rc == PTL_OK && k < R; k++) {
+        ptl_size_t dst = (me + ((ptl_size_t)1 << k)) % n;
+        ptl_handle_ct_t t;
+        ptl_size_t tt;
+        rc = r_gate(r, dst, k ? c[k] : PTL_CT_NONE, k ? thr[k] : 0, &t, &tt);
+        if (rc == PTL_OK)
+            rc = r_put(r, zmd, 0, 0, dst, (unsigned)k, 0, t, tt);
+    }
+    r->done = c[R];
+    r->done_thr = thr[R];
+    return rc;
 }
 
 int PtlCollIbarrier(ptl_handle_coll_t h, ptl_handle_coll_req_t *out)
 {
-	struct req *r;
-	int rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_barrier(r), out);
+    struct req *r;
+    int rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_barrier(r), out);
 }
 
 /* ---- bcast: binomial tree ------------------------------------------------ */
 
 static int sched_bcast(struct req *r, void *buf, ptl_size_t len, ptl_size_t root)
 {
-	struct group *g = r->g;
-	ptl_size_t n = g->n, v = (g->me + n - root) % n;
-	if (n == 1)
-		return PTL_OK;
-	ptl_handle_ct_t got = PTL_CT_NONE;
-	int rc = PTL_OK;
-	if (v) {
-		ptl_size_t parent = ((v & (v - 1)) + root) % n;
-		rc = r_ct(r, &got);
-		if (rc == PTL_OK)
-			rc = r_recv(r, buf, len, (long)parent, 0, got);
-		r->done = got;
-		r->done_thr = 1;
-	}
-	ptl_size_t low = v ? (v & -v) : ((ptl_size_t)1 << 62);
-	ptl_handle_md_t md = PTL_INVALID_HANDLE;
-	for (ptl_size_t m = 1; rc == PTL_OK && m < low && v + m < n; m <<= 1) {
-		ptl_size_t child = (v + m + root) % n;
-		ptl_handle_ct_t t;
-		ptl_size_t tt;
-		if (md == PTL_INVALID_HANDLE)
-			rc = r_src(r, buf, len, &md);
-		if (rc == PTL_OK)
-			rc = r_gate(r, child, got, 1, &t, &tt);
-		if (rc == PTL_OK)
-			rc = r_put(r, md, 0, len, child, 0, 0, t, tt);
-	}
-	return rc;
+    struct group *g = r->g;
+    ptl_size_t n = g->n, v = (g->me + n - root) % n;
+    if (n == 1)
+        return PTL_OK;
+    ptl_handle_ct_t got = PTL_CT_NONE;
+    int rc = PTL_OK;
+    if (v) {
+        ptl_size_t parent = ((v & (v - 1)) + root) % n;
+        rc = r_ct(r, &got);
+        if (rc == PTL_OK)
+            rc = r_recv(r, buf, len, (long)parent, 0, got);
+        r->done = got;
+        r->done_thr = 1;
+    }
+    ptl_size_t low = v ? (v & -v) : ((ptl_size_t)1 << 62);
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    for (ptl_size_t m = 1; rc == PTL_OK && m < low && v + m < n; m <<= 1) {
+        ptl_size_t child = (v + m + root) % n;
+        ptl_handle_ct_t t;
+        ptl_size_t tt;
+        if (md == PTL_INVALID_HANDLE)
+            rc = r_src(r, buf, len, &md);
+        if (rc == PTL_OK)
+            rc = r_gate(r, child, got, 1, &t, &tt);
+        if (rc == PTL_OK)
+            rc = r_put(r, md, 0, len, child, 0, 0, t, tt);
+    }
+    return rc;
 }
 
 static int check_root(ptl_handle_coll_t h, ptl_size_t root)
 {
-	struct group *g = group_get(h);
-	if (!g)
-		return PTL_HANDLE_INVALID;
-	return root < g->n ? PTL_OK : PTL_ARG_INVALID;
+    struct group *g = group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    return root < g->n ? PTL_OK : PTL_ARG_INVALID;
 }
 
 int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root,
-		  ptl_handle_coll_req_t *out)
+                  ptl_handle_coll_req_t *out)
 {
-	int rc = check_root(h, root);
-	if (rc != PTL_OK)
-		return rc;
-	if (!buf && len)
-		return PTL_SEGV;
-	struct req *r;
-	rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_bcast(r, buf, len, root), out);
+    int rc = check_root(h, root);
+    if (rc != PTL_OK)
+        return rc;
+    if (!buf && len)
+        return PTL_SEGV;
+    struct req *r;
+    rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_bcast(r, buf, len, root), out);
 }
 
 /* ---- allreduce: recursive doubling with triggered reduction puts --------- */
 
 static size_t type_size(ptl_coll_type_t t)
 {
-	return t == PTL_COLL_INT32 || t == PTL_COLL_FLOAT ? 4 : 8;
+    return t == PTL_COLL_INT32 || t == PTL_COLL_FLOAT ? 4 : 8;
 }
 
 static int check_type_op(ptl_coll_type_t t, ptl_coll_op_t op)
 {
-	if ((unsigned)t > PTL_COLL_DOUBLE || (unsigned)op > PTL_COLL_BXOR)
-		return PTL_ARG_INVALID;
-	if ((t == PTL_COLL_FLOAT || t == PTL_COLL_DOUBLE) && op >= PTL_COLL_BAND)
-		return PTL_ARG_INVALID;
-	return PTL_OK;
+    if ((unsigned)t > PTL_COLL_DOUBLE || (unsigned)op > PTL_COLL_BXOR)
+        return PTL_ARG_INVALID;
+    if ((t == PTL_COLL_FLOAT || t == PTL_COLL_DOUBLE) && op >= PTL_COLL_BAND)
+        return PTL_ARG_INVALID;
+    return PTL_OK;
 }
 
 static void fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op)
 {
-	for (ptl_size_t i = 0; i < count; i++) {
-		switch (t) {
-		case PTL_COLL_INT32: {
-			int32_t v = op == PTL_COLL_MIN ? INT32_MAX : op == PTL_COLL_MAX ? INT32_MIN
-				    : op == PTL_COLL_BAND ? -1 : 0;
-			((int32_t *)buf)[i] = v;
-			break;
-		}
-		case PTL_COLL_INT64: {
-			int64_t v = op == PTL_COLL_MIN ? INT64_MAX : op == PTL_COLL_MAX ? INT64_MIN
-				    : op == PTL_COLL_BAND ? -1 : 0;
-			((int64_t *)buf)[i] = v;
-			break;
-		}
-		case PTL_COLL_UINT64: {
-			uint64_t v = op == PTL_COLL_MIN || op == PTL_COLL_BAND ? UINT64_MAX : 0;
-			((uint64_t *)buf)[i] = v;
-			break;
-		}
-		case PTL_COLL_FLOAT:
-			((float *)buf)[i] = op == PTL_COLL_MIN ? INFINITY : op == PTL_COLL_MAX ? -INFINITY : -0.0f;
-			break;
-		case PTL_COLL_DOUBLE:
-			((double *)buf)[i] = op == PTL_COLL_MIN ? INFINITY : op == PTL_COLL_MAX ? -INFINITY : -0.0;
-			break;
-		}
-	}
+    for (ptl_size_t i = 0; i < count; i++) {
+        switch (t) {
+        case PTL_COLL_INT32: {
+            int32_t v = op == PTL_COLL_MIN    ? INT32_MAX
+                        : op == PTL_COLL_MAX  ? INT32_MIN
+                        : op == PTL_COLL_BAND ? -1
+                                              : 0;
+            ((int32_t *)buf)[i] = v;
+            break;
+        }
+        case PTL_COLL_INT64: {
+            int64_t v = op == PTL_COLL_MIN    ? INT64_MAX
+                        : op == PTL_COLL_MAX  ? INT64_MIN
+                        : op == PTL_COLL_BAND ? -1
+                                              : 0;
+            ((int64_t *)buf)[i] = v;
+            break;
+        }
+        case PTL_COLL_UINT64: {
+            uint64_t v = op == PTL_COLL_MIN || op == PTL_COLL_BAND ? UINT64_MAX : 0;
+            ((uint64_t *)buf)[i] = v;
+            break;
+        }
+        case PTL_COLL_FLOAT:
+            ((float *)buf)[i] = op == PTL_COLL_MIN   ? INFINITY
+                                : op == PTL_COLL_MAX ? -INFINITY
+                                                     : -0.0f;
+            break;
+        case PTL_COLL_DOUBLE:
+            ((double *)buf)[i] = op == PTL_COLL_MIN   ? INFINITY
+                                 : op == PTL_COLL_MAX ? -INFINITY
+                                                      : -0.0;
+            break;
+        }
+    }
 }
 
-#define TAG_FOLD 100
+#define TAG_FOLD   100
 #define TAG_RESULT 101
 
 /* Segmented triggered reduction puts of buf[0, bytes) to dst's tag. */
 static int r_reduce_put(struct req *r, ptl_handle_md_t md, ptl_size_t bytes, ptl_size_t seg,
-			ptl_size_t dst, unsigned tag, ptl_coll_type_t t, ptl_coll_op_t op,
-			ptl_handle_ct_t trig, ptl_size_t thr)
+                        ptl_size_t dst, unsigned tag, ptl_coll_type_t t, ptl_coll_op_t op,
+                        ptl_handle_ct_t trig, ptl_size_t thr)
 {
-	struct group *g = r->g;
-	int rc = PTL_OK;
-	for (ptl_size_t off = 0; rc == PTL_OK && off < bytes; off += seg) {
-		ptl_size_t l = bytes - off < seg ? bytes - off : seg;
-		rc = PtlTriggeredAtomicPut(md, off, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-					   mbits(g->gid, K_DATA, r->seq, tag), off, 0, (ptl_op_t)op,
-					   (ptl_datatype_t)t, trig, thr);
-		if (rc == PTL_OK)
-			r->nsent++;
-	}
-	return rc;
+    struct group *g = r->g;
+    int rc = PTL_OK;
+    for (ptl_size_t off = 0; rc == PTL_OK && off < bytes; off += seg) {
+        ptl_size_t l = bytes - off < seg ? bytes - off : seg;
+        rc = PtlTriggeredAtomicPut(md, off, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                                   mbits(g->gid, K_DATA, r->seq, tag), off, 0, (ptl_op_t)op,
+                                   (ptl_datatype_t)t, trig, thr);
+        if (rc == PTL_OK)
+            r->nsent++;
+    }
+    return rc;
 }
 
 static int sched_allreduce(struct req *r, const void *sendbuf, void *recvbuf, ptl_size_t count,
-			   ptl_coll_type_t t, ptl_coll_op_t op)
+                           ptl_coll_type_t t, ptl_coll_op_t op)
 {
-	struct group *g = r->g;
-	ptl_size_t n = g->n, me = g->me, bytes = count * type_size(t);
-	ptl_size_t seg = (ptl_size_t)pt_config()->eager_max / type_size(t) * type_size(t);
-	if (seg == 0)
-		return PTL_MD_ILLEGAL;
-	ptl_size_t nseg = (bytes + seg - 1) / seg;
-	int R = 0;
-	while (((ptl_size_t)2 << R) <= n)
-		R++;
-	ptl_size_t p = (ptl_size_t)1 << R;
-	int rc = PTL_OK;
-	if (bytes == 0)
-		return PTL_OK;
-	if (R == 0) {
-		if (recvbuf != sendbuf)
-			memmove(recvbuf, sendbuf, bytes);
-		return PTL_OK;
-	}
-	if (me >= p) { /* folded in: contribute to me - p, get the result back */
-		ptl_size_t host = me - p;
-		ptl_handle_md_t md;
-		ptl_handle_ct_t got, trig;
-		ptl_size_t thr;
-		const void *src = sendbuf;
-		if (sendbuf == recvbuf) { /* the result may land before the send leaves */
-			void *c = r_tmp(r, bytes);
-			if (!c)
-				return PTL_NO_SPACE;
-			memcpy(c, sendbuf, bytes);
-			src = c;
-		}
-		rc = r_ct(r, &got);
-		if (rc == PTL_OK)
-			rc = r_recv(r, recvbuf, bytes, (long)host, TAG_RESULT, got);
-		if (rc == PTL_OK)
-			rc = r_src(r, src, bytes, &md);
-		if (rc == PTL_OK)
-			rc = r_gate(r, host, PTL_CT_NONE, 0, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_reduce_put(r, md, bytes, seg, host, TAG_FOLD, t, op, trig, thr);
-		r->done = got;
-		r->done_thr = 1;
-		return rc;
-	}
-	ptl_size_t extra = me + p < n ? me + p : n;
-	void *acc[65];
-	ptl_handle_ct_t cnt[65];
-	acc[0] = r_tmp(r, bytes);
-	if (!acc[0])
-		return PTL_NO_SPACE;
-	memcpy(acc[0], sendbuf, bytes);
-	for (int k = 1; k <= R; k++) {
-		acc[k] = k < R ? r_tmp(r, bytes) : recvbuf;
-		if (!acc[k])
-			return PTL_NO_SPACE;
-		fill_identity(acc[k], count, t, op);
-	}
-	cnt[0] = PTL_CT_NONE;
-	if (extra < n) {
-		rc = r_ct(r, &cnt[0]);
-		if (rc == PTL_OK)
-			rc = r_recv(r, acc[0], bytes, (long)extra, TAG_FOLD, cnt[0]);
-	}
-	for (int k = 1; rc == PTL_OK && k <= R; k++) {
-		rc = r_ct(r, &cnt[k]);
-		if (rc == PTL_OK)
-			rc = r_recv(r, acc[k], bytes, -1, (unsigned)k, cnt[k]);
-	}
-	/* r_recv with any source marks every member for an RTR: only the
-	 * partners (and the folded member) send to us in this call */
-	memset(r->rtr, 0, n);
-	for (int k = 0; k < R; k++)
-		r->rtr[me ^ ((ptl_size_t)1 << k)] = 1;
-	if (extra < n)
-		r->rtr[extra] = 1;
-	for (int k = 0; rc == PTL_OK && k < R; k++) {
-		ptl_size_t q = me ^ ((ptl_size_t)1 << k);
-		ptl_handle_ct_t cond = k ? cnt[k] : cnt[0];
-		ptl_size_t cthr = k ? 2 * nseg : nseg;
-		ptl_handle_md_t md;
-		ptl_handle_ct_t trig;
-		ptl_size_t thr;
-		rc = r_src(r, acc[k], bytes, &md);
-		if (rc == PTL_OK)
-			rc = r_gate(r, me, cond, cthr, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_reduce_put(r, md, bytes, seg, me, (unsigned)(k + 1), t, op, trig, thr);
-		if (rc == PTL_OK)
-			rc = r_gate(r, q, cond, cthr, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_reduce_put(r, md, bytes, seg, q, (unsigned)(k + 1), t, op, trig, thr);
-	}
-	if (rc == PTL_OK && extra < n) {
-		ptl_handle_md_t md;
-		ptl_handle_ct_t trig;
-		ptl_size_t thr;
-		rc = r_src(r, recvbuf, bytes, &md);
-		if (rc == PTL_OK)
-			rc = r_gate(r, extra, cnt[R], 2 * nseg, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_put(r, md, 0, bytes, extra, TAG_RESULT, 0, trig, thr);
-	}
-	r->done = cnt[R];
-	r->done_thr = 2 * nseg;
-	return rc;
+    struct group *g = r->g;
+    ptl_size_t n = g->n, me = g->me, bytes = count * type_size(t);
+    ptl_size_t seg = (ptl_size_t)pt_config()->eager_max / type_size(t) * type_size(t);
+    if (seg == 0)
+        return PTL_MD_ILLEGAL;
+    ptl_size_t nseg = (bytes + seg - 1) / seg;
+    int R = 0;
+    while (((ptl_size_t)2 << R) <= n)
+        R++;
+    ptl_size_t p = (ptl_size_t)1 << R;
+    int rc = PTL_OK;
+    if (bytes == 0)
+        return PTL_OK;
+    if (R == 0) {
+        if (recvbuf != sendbuf)
+            memmove(recvbuf, sendbuf, bytes);
+        return PTL_OK;
+    }
+    if (me >= p) { /* folded in: contribute to me - p, get the result back */
+        ptl_size_t host = me - p;
+        ptl_handle_md_t md;
+        ptl_handle_ct_t got, trig;
+        ptl_size_t thr;
+        const void *src = sendbuf;
+        if (sendbuf == recvbuf) { /* the result may land before the send leaves */
+            void *c = r_tmp(r, bytes);
+            if (!c)
+                return PTL_NO_SPACE;
+            memcpy(c, sendbuf, bytes);
+            src = c;
+        }
+        rc = r_ct(r, &got);
+        if (rc == PTL_OK)
+            rc = r_recv(r, recvbuf, bytes, (long)host, TAG_RESULT, got);
+        if (rc == PTL_OK)
+            rc = r_src(r, src, bytes, &md);
+        if (rc == PTL_OK)
+            rc = r_gate(r, host, PTL_CT_NONE, 0, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_reduce_put(r, md, bytes, seg, host, TAG_FOLD, t, op, trig, thr);
+        r->done = got;
+        r->done_thr = 1;
+        return rc;
+    }
+    ptl_size_t extra = me + p < n ? me + p : n;
+    void *acc[65];
+    ptl_handle_ct_t cnt[65];
+    acc[0] = r_tmp(r, bytes);
+    if (!acc[0])
+        return PTL_NO_SPACE;
+    memcpy(acc[0], sendbuf, bytes);
+    for (int k = 1; k <= R; k++) {
+        acc[k] = k < R ? r_tmp(r, bytes) : recvbuf;
+        if (!acc[k])
+            return PTL_NO_SPACE;
+        fill_identity(acc[k], count, t, op);
+    }
+    cnt[0] = PTL_CT_NONE;
+    if (extra < n) {
+        rc = r_ct(r, &cnt[0]);
+        if (rc == PTL_OK)
+            rc = r_recv(r, acc[0], bytes, (long)extra, TAG_FOLD, cnt[0]);
+    }
+    for (int k = 1; rc == PTL_OK && k <= R; k++) {
+        rc = r_ct(r, &cnt[k]);
+        if (rc == PTL_OK)
+            rc = r_recv(r, acc[k], bytes, -1, (unsigned)k, cnt[k]);
+    }
+    /* r_recv with any source marks every member for an RTR: only the
+     * partners (and the folded member) send to us in this call */
+    memset(r->rtr, 0, n);
+    for (int k = 0; k < R; k++)
+        r->rtr[me ^ ((ptl_size_t)1 << k)] = 1;
+    if (extra < n)
+        r->rtr[extra] = 1;
+    for (int k = 0; rc == PTL_OK && k < R; k++) {
+        ptl_size_t q = me ^ ((ptl_size_t)1 << k);
+        ptl_handle_ct_t cond = k ? cnt[k] : cnt[0];
+        ptl_size_t cthr = k ? 2 * nseg : nseg;
+        ptl_handle_md_t md;
+        ptl_handle_ct_t trig;
+        ptl_size_t thr;
+        rc = r_src(r, acc[k], bytes, &md);
+        if (rc == PTL_OK)
+            rc = r_gate(r, me, cond, cthr, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_reduce_put(r, md, bytes, seg, me, (unsigned)(k + 1), t, op, trig, thr);
+        if (rc == PTL_OK)
+            rc = r_gate(r, q, cond, cthr, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_reduce_put(r, md, bytes, seg, q, (unsigned)(k + 1), t, op, trig, thr);
+    }
+    if (rc == PTL_OK && extra < n) {
+        ptl_handle_md_t md;
+        ptl_handle_ct_t trig;
+        ptl_size_t thr;
+        rc = r_src(r, recvbuf, bytes, &md);
+        if (rc == PTL_OK)
+            rc = r_gate(r, extra, cnt[R], 2 * nseg, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_put(r, md, 0, bytes, extra, TAG_RESULT, 0, trig, thr);
+    }
+    r->done = cnt[R];
+    r->done_thr = 2 * nseg;
+    return rc;
 }
 
 int PtlCollIallreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t count,
-		      ptl_coll_type_t t, ptl_coll_op_t op, ptl_handle_coll_req_t *out)
+                      ptl_coll_type_t t, ptl_coll_op_t op, ptl_handle_coll_req_t *out)
 {
-	if (!group_get(h))
-		return PTL_HANDLE_INVALID;
-	int rc = check_type_op(t, op);
-	if (rc != PTL_OK)
-		return rc;
-	if (count && (!sendbuf || !recvbuf))
-		return PTL_SEGV;
-	struct req *r;
-	rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_allreduce(r, sendbuf, recvbuf, count, t, op), out);
+    if (!group_get(h))
+        return PTL_HANDLE_INVALID;
+    int rc = check_type_op(t, op);
+    if (rc != PTL_OK)
+        return rc;
+    if (count && (!sendbuf || !recvbuf))
+        return PTL_SEGV;
+    struct req *r;
+    rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_allreduce(r, sendbuf, recvbuf, count, t, op), out);
 }
 
 int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t count,
-		   ptl_coll_type_t t, ptl_coll_op_t op, ptl_size_t root, ptl_handle_coll_req_t *out)
+                   ptl_coll_type_t t, ptl_coll_op_t op, ptl_size_t root, ptl_handle_coll_req_t *out)
 {
-	int rc = check_root(h, root);
-	if (rc != PTL_OK)
-		return rc;
-	rc = check_type_op(t, op);
-	if (rc != PTL_OK)
-		return rc;
-	struct group *g = group_get(h);
-	if (count && (!sendbuf || (g->me == root && !recvbuf)))
-		return PTL_SEGV;
-	struct req *r;
-	rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	void *dst = recvbuf;
-	if (g->me != root && count) { /* every member computes it; the root keeps it */
-		dst = r_tmp(r, count * type_size(t));
-		if (!dst)
-			return req_start(r, PTL_NO_SPACE, out);
-	}
-	return req_start(r, sched_allreduce(r, sendbuf, dst, count, t, op), out);
+    int rc = check_root(h, root);
+    if (rc != PTL_OK)
+        return rc;
+    rc = check_type_op(t, op);
+    if (rc != PTL_OK)
+        return rc;
+    struct group *g = group_get(h);
+    if (count && (!sendbuf || (g->me == root && !recvbuf)))
+        return PTL_SEGV;
+    struct req *r;
+    rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    void *dst = recvbuf;
+    if (g->me != root && count) { /* every member computes it; the root keeps it */
+        dst = r_tmp(r, count * type_size(t));
+        if (!dst)
+            return req_start(r, PTL_NO_SPACE, out);
+    }
+    return req_start(r, sched_allreduce(r, sendbuf, dst, count, t, op), out);
 }
 
 /* ---- gather, scatter, allgather, alltoall: direct puts at offsets ------- */
 
 static int sched_gather(struct req *r, const void *sendbuf, void *recvbuf, ptl_size_t len,
-			ptl_size_t root)
+                        ptl_size_t root)
 {
-	struct group *g = r->g;
-	int rc = PTL_OK;
-	if (g->me == root) {
-		if (sendbuf != recvbuf && len)
-			memmove((char *)recvbuf + root * len, sendbuf, len);
-		if (g->n == 1)
-			return PTL_OK;
-		rc = r_ct(r, &r->done);
-		if (rc == PTL_OK)
-			rc = r_recv(r, recvbuf, g->n * len, -1, 0, r->done);
-		r->done_thr = g->n - 1;
-		return rc;
-	}
-	ptl_handle_md_t md;
-	ptl_handle_ct_t trig;
-	ptl_size_t thr;
-	rc = r_src(r, sendbuf, len, &md);
-	if (rc == PTL_OK)
-		rc = r_gate(r, root, PTL_CT_NONE, 0, &trig, &thr);
-	if (rc == PTL_OK)
-		rc = r_put(r, md, 0, len, root, 0, g->me * len, trig, thr);
-	return rc;
+    struct group *g = r->g;
+    int rc = PTL_OK;
+    if (g->me == root) {
+        if (sendbuf != recvbuf && len)
+            memmove((char *)recvbuf + root * len, sendbuf, len);
+        if (g->n == 1)
+            return PTL_OK;
+        rc = r_ct(r, &r->done);
+        if (rc == PTL_OK)
+            rc = r_recv(r, recvbuf, g->n * len, -1, 0, r->done);
+        r->done_thr = g->n - 1;
+        return rc;
+    }
+    ptl_handle_md_t md;
+    ptl_handle_ct_t trig;
+    ptl_size_t thr;
+    rc = r_src(r, sendbuf, len, &md);
+    if (rc == PTL_OK)
+        rc = r_gate(r, root, PTL_CT_NONE, 0, &trig, &thr);
+    if (rc == PTL_OK)
+        rc = r_put(r, md, 0, len, root, 0, g->me * len, trig, thr);
+    return rc;
 }
 
 static int sched_scatter(struct req *r, const void *sendbuf, void *recvbuf, ptl_size_t len,
-			 ptl_size_t root)
+                         ptl_size_t root)
 {
-	struct group *g = r->g;
-	int rc = PTL_OK;
-	if (g->me != root) {
-		rc = r_ct(r, &r->done);
-		if (rc == PTL_OK)
-			rc = r_recv(r, recvbuf, len, (long)root, 0, r->done);
-		r->done_thr = 1;
-		return rc;
-	}
-	if (sendbuf != recvbuf && len)
-		memmove(recvbuf, (const char *)sendbuf + root * len, len);
-	if (g->n == 1)
-		return PTL_OK;
-	ptl_handle_md_t md;
-	rc = r_src(r, sendbuf, g->n * len, &md);
-	for (ptl_size_t j = 0; rc == PTL_OK && j < g->n; j++) {
-		if (j == root)
-			continue;
-		ptl_handle_ct_t trig;
-		ptl_size_t thr;
-		rc = r_gate(r, j, PTL_CT_NONE, 0, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_put(r, md, j * len, len, j, 0, 0, trig, thr);
-	}
-	return rc;
+    struct group *g = r->g;
+    int rc = PTL_OK;
+    if (g->me != root) {
+        rc = r_ct(r, &r->done);
+        if (rc == PTL_OK)
+            rc = r_recv(r, recvbuf, len, (long)root, 0, r->done);
+        r->done_thr = 1;
+        return rc;
+    }
+    if (sendbuf != recvbuf && len)
+        memmove(recvbuf, (const char *)sendbuf + root * len, len);
+    if (g->n == 1)
+        return PTL_OK;
+    ptl_handle_md_t md;
+    rc = r_src(r, sendbuf, g->n * len, &md);
+    for (ptl_size_t j = 0; rc == PTL_OK && j < g->n; j++) {
+        if (j == root)
+            continue;
+        ptl_handle_ct_t trig;
+        ptl_size_t thr;
+        rc = r_gate(r, j, PTL_CT_NONE, 0, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_put(r, md, j * len, len, j, 0, 0, trig, thr);
+    }
+    return rc;
 }
 
 static int sched_allgather(struct req *r, const void *sendbuf, void *recvbuf, ptl_size_t len)
 {
-	struct group *g = r->g;
-	const void *src = sendbuf;
-	if (sendbuf == recvbuf)
-		src = (const char *)recvbuf + g->me * len;
-	else if (len)
-		memmove((char *)recvbuf + g->me * len, sendbuf, len);
-	if (g->n == 1)
-		return PTL_OK;
-	int rc = r_ct(r, &r->done);
-	if (rc == PTL_OK)
-		rc = r_recv(r, recvbuf, g->n * len, -1, 0, r->done);
-	r->done_thr = g->n - 1;
-	ptl_handle_md_t md;
-	if (rc == PTL_OK)
-		rc = r_src(r, src, len, &md);
-	for (ptl_size_t j = 0; rc == PTL_OK && j < g->n; j++) {
-		if (j == g->me)
-			continue;
-		ptl_handle_ct_t trig;
-		ptl_size_t thr;
-		rc = r_gate(r, j, PTL_CT_NONE, 0, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_put(r, md, 0, len, j, 0, g->me * len, trig, thr);
-	}
-	return rc;
+    struct group *g = r->g;
+    const void *src = sendbuf;
+    if (sendbuf == recvbuf)
+        src = (const char *)recvbuf + g->me * len;
+    else if (len)
+        memmove((char *)recvbuf + g->me * len, sendbuf, len);
+    if (g->n == 1)
+        return PTL_OK;
+    int rc = r_ct(r, &r->done);
+    if (rc == PTL_OK)
+        rc = r_recv(r, recvbuf, g->n * len, -1, 0, r->done);
+    r->done_thr = g->n - 1;
+    ptl_handle_md_t md;
+    if (rc == PTL_OK)
+        rc = r_src(r, src, len, &md);
+    for (ptl_size_t j = 0; rc == PTL_OK && j < g->n; j++) {
+        if (j == g->me)
+            continue;
+        ptl_handle_ct_t trig;
+        ptl_size_t thr;
+        rc = r_gate(r, j, PTL_CT_NONE, 0, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_put(r, md, 0, len, j, 0, g->me * len, trig, thr);
+    }
+    return rc;
 }
 
 static int sched_alltoall(struct req *r, const void *sendbuf, void *recvbuf, ptl_size_t len)
 {
-	struct group *g = r->g;
-	const char *src = sendbuf;
-	if (sendbuf == recvbuf && len) { /* slices arrive where we still send from */
-		char *c = r_tmp(r, g->n * len);
-		if (!c)
-			return PTL_NO_SPACE;
-		memcpy(c, sendbuf, g->n * len);
-		src = c;
-	}
-	if (len && (const void *)src != recvbuf)
-		memmove((char *)recvbuf + g->me * len, src + g->me * len, len);
-	if (g->n == 1)
-		return PTL_OK;
-	int rc = r_ct(r, &r->done);
-	if (rc == PTL_OK)
-		rc = r_recv(r, recvbuf, g->n * len, -1, 0, r->done);
-	r->done_thr = g->n - 1;
-	ptl_handle_md_t md;
-	if (rc == PTL_OK)
-		rc = r_src(r, src, g->n * len, &md);
-	for (ptl_size_t j = 0; rc == PTL_OK && j < g->n; j++) {
-		if (j == g->me)
-			continue;
-		ptl_handle_ct_t trig;
-		ptl_size_t thr;
-		rc = r_gate(r, j, PTL_CT_NONE, 0, &trig, &thr);
-		if (rc == PTL_OK)
-			rc = r_put(r, md, j * len, len, j, 0, g->me * len, trig, thr);
-	}
-	return rc;
+    struct group *g = r->g;
+    const char *src = sendbuf;
+    if (sendbuf == recvbuf && len) { /* slices arrive where we still send from */
+        char *c = r_tmp(r, g->n * len);
+        if (!c)
+            return PTL_NO_SPACE;
+        memcpy(c, sendbuf, g->n * len);
+        src = c;
+    }
+    if (len && (const void *)src != recvbuf)
+        memmove((char *)recvbuf + g->me * len, src + g->me * len, len);
+    if (g->n == 1)
+        return PTL_OK;
+    int rc = r_ct(r, &r->done);
+    if (rc == PTL_OK)
+        rc = r_recv(r, recvbuf, g->n * len, -1, 0, r->done);
+    r->done_thr = g->n - 1;
+    ptl_handle_md_t md;
+    if (rc == PTL_OK)
+        rc = r_src(r, src, g->n * len, &md);
+    for (ptl_size_t j = 0; rc == PTL_OK && j < g->n; j++) {
+        if (j == g->me)
+            continue;
+        ptl_handle_ct_t trig;
+        ptl_size_t thr;
+        rc = r_gate(r, j, PTL_CT_NONE, 0, &trig, &thr);
+        if (rc == PTL_OK)
+            rc = r_put(r, md, j * len, len, j, 0, g->me * len, trig, thr);
+    }
+    return rc;
 }
 
 int PtlCollIgather(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t len,
-		   ptl_size_t root, ptl_handle_coll_req_t *out)
+                   ptl_size_t root, ptl_handle_coll_req_t *out)
 {
-	int rc = check_root(h, root);
-	if (rc != PTL_OK)
-		return rc;
-	struct group *g = group_get(h);
-	if (len && (!sendbuf || (g->me == root && !recvbuf)))
-		return PTL_SEGV;
-	struct req *r;
-	rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_gather(r, sendbuf, recvbuf, len, root), out);
+    int rc = check_root(h, root);
+    if (rc != PTL_OK)
+        return rc;
+    struct group *g = group_get(h);
+    if (len && (!sendbuf || (g->me == root && !recvbuf)))
+        return PTL_SEGV;
+    struct req *r;
+    rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_gather(r, sendbuf, recvbuf, len, root), out);
 }
 
 int PtlCollIscatter(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t len,
-		    ptl_size_t root, ptl_handle_coll_req_t *out)
+                    ptl_size_t root, ptl_handle_coll_req_t *out)
 {
-	int rc = check_root(h, root);
-	if (rc != PTL_OK)
-		return rc;
-	struct group *g = group_get(h);
-	if (len && (!recvbuf || (g->me == root && !sendbuf)))
-		return PTL_SEGV;
-	struct req *r;
-	rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_scatter(r, sendbuf, recvbuf, len, root), out);
+    int rc = check_root(h, root);
+    if (rc != PTL_OK)
+        return rc;
+    struct group *g = group_get(h);
+    if (len && (!recvbuf || (g->me == root && !sendbuf)))
+        return PTL_SEGV;
+    struct req *r;
+    rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_scatter(r, sendbuf, recvbuf, len, root), out);
 }
 
 int PtlCollIallgather(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t len,
-		      ptl_handle_coll_req_t *out)
+                      ptl_handle_coll_req_t *out)
 {
-	if (!group_get(h))
-		return PTL_HANDLE_INVALID;
-	if (len && (!sendbuf || !recvbuf))
-		return PTL_SEGV;
-	struct req *r;
-	int rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_allgather(r, sendbuf, recvbuf, len), out);
+    if (!group_get(h))
+        return PTL_HANDLE_INVALID;
+    if (len && (!sendbuf || !recvbuf))
+        return PTL_SEGV;
+    struct req *r;
+    int rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_allgather(r, sendbuf, recvbuf, len), out);
 }
 
 int PtlCollIalltoall(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t len,
-		     ptl_handle_coll_req_t *out)
+                     ptl_handle_coll_req_t *out)
 {
-	if (!group_get(h))
-		return PTL_HANDLE_INVALID;
-	if (len && (!sendbuf || !recvbuf))
-		return PTL_SEGV;
-	struct req *r;
-	int rc = begin(h, out, &r);
-	if (rc != PTL_OK)
-		return rc;
-	return req_start(r, sched_alltoall(r, sendbuf, recvbuf, len), out);
+    if (!group_get(h))
+        return PTL_HANDLE_INVALID;
+    if (len && (!sendbuf || !recvbuf))
+        return PTL_SEGV;
+    struct req *r;
+    int rc = begin(h, out, &r);
+    if (rc != PTL_OK)
+        return rc;
+    return req_start(r, sched_alltoall(r, sendbuf, recvbuf, len), out);
 }
 
 /* ---- blocking versions: start, then wait --------------------------------- */
 
-#define BLOCKING(call)                                   \
-	do {                                             \
-		ptl_handle_coll_req_t q;                 \
-		int rc_ = (call);                        \
-		return rc_ == PTL_OK ? PtlCollWait(q) : rc_; \
-	} while (0)
+#define BLOCKING(call)                                                                             \
+    do {                                                                                           \
+        ptl_handle_coll_req_t q;                                                                   \
+        int rc_ = (call);                                                                          \
+        return rc_ == PTL_OK ? PtlCollWait(q) : rc_;                                               \
+    } while (0)
 
-int PtlCollBarrier(ptl_handle_coll_t h) { BLOCKING(PtlCollIbarrier(h, &q)); }
+int PtlCollBarrier(ptl_handle_coll_t h)
+{
+    BLOCKING(PtlCollIbarrier(h, &q));
+}
 int PtlCollBcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root)
 {
-	BLOCKING(PtlCollIbcast(h, buf, len, root, &q));
+    BLOCKING(PtlCollIbcast(h, buf, len, root, &q));
 }
-int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count,
-		  ptl_coll_type_t t, ptl_coll_op_t op, ptl_size_t root)
+int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count, ptl_coll_type_t t,
+                  ptl_coll_op_t op, ptl_size_t root)
 {
-	BLOCKING(PtlCollIreduce(h, s, d, count, t, op, root, &q));
+    BLOCKING(PtlCollIreduce(h, s, d, count, t, op, root, &q));
 }
 int PtlCollAllreduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count,
-		     ptl_coll_type_t t, ptl_coll_op_t op)
+                     ptl_coll_type_t t, ptl_coll_op_t op)
 {
-	BLOCKING(PtlCollIallreduce(h, s, d, count, t, op, &q));
+    BLOCKING(PtlCollIallreduce(h, s, d, count, t, op, &q));
 }
 int PtlCollGather(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t len, ptl_size_t root)
 {
-	BLOCKING(PtlCollIgather(h, s, d, len, root, &q));
+    BLOCKING(PtlCollIgather(h, s, d, len, root, &q));
 }
 int PtlCollScatter(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t len, ptl_size_t root)
 {
-	BLOCKING(PtlCollIscatter(h, s, d, len, root, &q));
+    BLOCKING(PtlCollIscatter(h, s, d, len, root, &q));
 }
 int PtlCollAllgather(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t len)
 {
-	BLOCKING(PtlCollIallgather(h, s, d, len, &q));
+    BLOCKING(PtlCollIallgather(h, s, d, len, &q));
 }
 int PtlCollAlltoall(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t len)
 {
-	BLOCKING(PtlCollIalltoall(h, s, d, len, &q));
+    BLOCKING(PtlCollIalltoall(h, s, d, len, &q));
 }

@@ -34,59 +34,60 @@ typedef uint64_t ptl_handle_coll_t;
 typedef uint64_t ptl_handle_coll_req_t;
 
 typedef enum {
-	PTL_COLL_INT32 = 0,
-	PTL_COLL_INT64 = 1,
-	PTL_COLL_UINT64 = 2,
-	PTL_COLL_FLOAT = 3,
-	PTL_COLL_DOUBLE = 4
+    PTL_COLL_INT32 = 0,
+    PTL_COLL_INT64 = 1,
+    PTL_COLL_UINT64 = 2,
+    PTL_COLL_FLOAT = 3,
+    PTL_COLL_DOUBLE = 4
 } ptl_coll_type_t;
 
 typedef enum {
-	PTL_COLL_SUM = 0,
-	PTL_COLL_MIN = 1,
-	PTL_COLL_MAX = 2,
-	PTL_COLL_BAND = 3,
-	PTL_COLL_BOR = 4,
-	PTL_COLL_BXOR = 5
+    PTL_COLL_SUM = 0,
+    PTL_COLL_MIN = 1,
+    PTL_COLL_MAX = 2,
+    PTL_COLL_BAND = 3,
+    PTL_COLL_BOR = 4,
+    PTL_COLL_BXOR = 5
 } ptl_coll_op_t;
 
 #define PTL_COLL_INVALID_HANDLE ((ptl_handle_coll_t)0)
 
 PTL_API int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members,
-			       ptl_size_t nmembers, ptl_handle_coll_t *group);
+                               ptl_size_t nmembers, ptl_handle_coll_t *group);
 PTL_API int PtlCollGroupFree(ptl_handle_coll_t group);
 PTL_API int PtlCollBarrier(ptl_handle_coll_t group);
 PTL_API int PtlCollBcast(ptl_handle_coll_t group, void *buf, ptl_size_t length, ptl_size_t root);
 PTL_API int PtlCollReduce(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			  ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op, ptl_size_t root);
+                          ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op,
+                          ptl_size_t root);
 PTL_API int PtlCollAllreduce(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			     ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op);
+                             ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op);
 PTL_API int PtlCollGather(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			  ptl_size_t length, ptl_size_t root);
+                          ptl_size_t length, ptl_size_t root);
 PTL_API int PtlCollScatter(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			   ptl_size_t length, ptl_size_t root);
+                           ptl_size_t length, ptl_size_t root);
 PTL_API int PtlCollAllgather(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			     ptl_size_t length);
+                             ptl_size_t length);
 PTL_API int PtlCollAlltoall(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			    ptl_size_t length);
+                            ptl_size_t length);
 
 PTL_API int PtlCollIbarrier(ptl_handle_coll_t group, ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIbcast(ptl_handle_coll_t group, void *buf, ptl_size_t length, ptl_size_t root,
-			  ptl_handle_coll_req_t *req);
+                          ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIreduce(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			   ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op,
-			   ptl_size_t root, ptl_handle_coll_req_t *req);
+                           ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op,
+                           ptl_size_t root, ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIallreduce(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			      ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op,
-			      ptl_handle_coll_req_t *req);
+                              ptl_size_t count, ptl_coll_type_t type, ptl_coll_op_t op,
+                              ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIgather(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			   ptl_size_t length, ptl_size_t root, ptl_handle_coll_req_t *req);
+                           ptl_size_t length, ptl_size_t root, ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIscatter(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			    ptl_size_t length, ptl_size_t root, ptl_handle_coll_req_t *req);
+                            ptl_size_t length, ptl_size_t root, ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIallgather(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			      ptl_size_t length, ptl_handle_coll_req_t *req);
+                              ptl_size_t length, ptl_handle_coll_req_t *req);
 PTL_API int PtlCollIalltoall(ptl_handle_coll_t group, const void *sendbuf, void *recvbuf,
-			     ptl_size_t length, ptl_handle_coll_req_t *req);
+                             ptl_size_t length, ptl_handle_coll_req_t *req);
 
 PTL_API int PtlCollTest(ptl_handle_coll_req_t req, int *done);
 PTL_API int PtlCollWait(ptl_handle_coll_req_t req);
