@@ -12,25 +12,12 @@
  *
  *   usage: ptl_trig [iterations] [size] [links]
  */
+#include "bench_util.h"
 #include <portals3_ext.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define CHECK(x)                                                                  \
     do {                                                                          \
@@ -76,32 +63,30 @@ int main(int argc, char **argv)
     double *lat = malloc(sizeof(double) * (size_t)iters);
     ptl_ct_event_t one = {1, 0}, ev;
     for (int i = 0; i < iters; i++) {
-        double t0 = now_ns();
+        double t0 = pb_now_ns();
         CHECK(PtlTriggeredPut(imd, 0, size, PTL_NO_ACK_REQ, me, 4, 0, 7, 0, 0, go,
                               (ptl_size_t)i + 1));
         CHECK(PtlCTInc(go, one));
         CHECK(PtlCTWait(got, (ptl_size_t)i + 1, &ev));
-        lat[i] = now_ns() - t0;
+        lat[i] = pb_now_ns() - t0;
     }
-    qsort(lat, (size_t)iters, sizeof *lat, cmp);
-    double sum = 0;
-    for (int i = 0; i < iters; i++)
-        sum += lat[i];
+    pb_stats st;
+    pb_stats_of(lat, iters, &st);
     printf("fire: %d iterations, %zu B: p50 %.0f ns, mean %.0f ns, p99 %.0f ns\n", iters, size,
-           lat[iters / 2], sum / iters, lat[(size_t)iters * 99 / 100]);
+           st.p50, st.mean, st.p99);
 
     ptl_handle_ct_t *c = malloc(sizeof *c * (size_t)(links + 1));
     for (int k = 0; k <= links; k++)
         CHECK(PtlCTAlloc(ni, &c[k]));
     for (int k = 0; k < links; k++)
         CHECK(PtlTriggeredCTInc(c[k + 1], one, c[k], 1));
-    double t0 = now_ns();
+    double t0 = pb_now_ns();
     CHECK(PtlCTInc(c[0], one));
     CHECK(PtlCTWait(c[links], 1, &ev));
-    double per = (now_ns() - t0) / links;
+    double per = (pb_now_ns() - t0) / links;
     printf("chain: %d links: %.0f ns per link\n", links, per);
     printf("SUMMARY ptl_trig fire_p50_ns=%.0f fire_mean_ns=%.0f chain_link_ns=%.0f\n",
-           lat[iters / 2], sum / iters, per);
+           st.p50, st.mean, per);
     CHECK(PtlNIFini(ni));
     PtlFini();
     free(lat);
