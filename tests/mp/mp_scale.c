@@ -38,6 +38,7 @@
 #include <string.h>
 
 #define PT_DATA (MP_PT_USER + 0)
+#define PT_LEFT (MP_PT_USER + 1) /* fault modes: "I left the barrier" */
 #define W       16u
 
 static void wait_events(struct mp *m, ptl_handle_eq_t eq, unsigned want_put, unsigned want_send,
@@ -239,7 +240,32 @@ static int fault(struct mp *m, bool kill_it, unsigned rounds)
             &meh);
     ptl_handle_md_t md = mp_bind(m, out, (uint64_t)rounds * 8, PTL_MD_THRESH_INF,
                                  PTL_MD_EVENT_START_DISABLE, eq);
+    /* The barrier ends for rank 1 before it ends for the others (rank 0's
+     * go messages leave one by one): rank 1 must not die while a survivor is
+     * still inside it, so every survivor reports that it left, on a portal
+     * of its own, and rank 1 waits for all of them before it goes. */
+    ptl_handle_eq_t left_eq = PTL_EQ_NONE;
+    uint64_t left_word = 0;
+    if (me == 1) {
+        MP_CHECK(PtlEQAlloc(m->ni, 2 * n + 8, PTL_EQ_HANDLER_NONE, &left_eq));
+        mp_post(m, PT_LEFT, 4, &left_word, 0, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, left_eq,
+                PTL_RETAIN, NULL);
+    }
+    ptl_handle_md_t left_md = mp_bind(m, &left_word, 0, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE);
     mp_barrier(m);
+    if (me != 1) {
+        MP_CHECK(PtlPut(left_md, PTL_NO_ACK_REQ, m->ids[1], PT_LEFT, 0, 4, 0, me));
+    } else {
+        for (unsigned left = 0; left < n - 1;) {
+            ptl_event_t ev;
+            if (!mp_poll(left_eq, &ev, 2 * MP_WAIT_MS))
+                mp_die("rank 1: only %u of %u ranks left the barrier", left, n - 1);
+            if (ev.ni_fail_type != PTL_NI_OK)
+                mp_die("rank 1: %s failed", PtlEventKindStr(ev.type));
+            left += ev.type == PTL_EVENT_PUT_END;
+        }
+    }
     /* Rank 1 sends its first round to everybody (itself excluded) and stops
      * or dies with those puts in flight. */
     /* The others send ROUNDS words to each survivor but one to rank 1: a
