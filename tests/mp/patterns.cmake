@@ -48,11 +48,22 @@ add_executable(mp_patterns ${PROJECT_SOURCE_DIR}/bench/ptl_patterns.c
 target_include_directories(mp_patterns PRIVATE ${PROJECT_SOURCE_DIR}/bench)
 target_link_libraries(mp_patterns PRIVATE portals m Threads::Threads)
 
-# ptl_pattern(<name> [NP n] ARGS a... [ENV VAR=v...]): mp_pat_<name>_offload and _host.
+# ptl_pattern(<name> [NP n] [LIMIT s] ARGS a... [ENV VAR=v...]): mp_pat_<name>_offload
+# and _host. LIMIT: the job's time limit (default 45 s; the long "order" runs take more
+# under ASan on a loaded machine). A hang is caught sooner anyway: --check's watchdog
+# fails a single wait longer than 5 s.
 function(ptl_pattern name)
-  cmake_parse_arguments(T "" "NP" "ARGS;ENV" ${ARGN})
+  cmake_parse_arguments(T "" "NP;LIMIT" "ARGS;ENV" ${ARGN})
   if(NOT T_NP)
     set(T_NP 2)
+  endif()
+  if(NOT T_LIMIT)
+    set(T_LIMIT 45)
+  endif()
+  math(EXPR t_within "${T_LIMIT} + 5")
+  math(EXPR t_ctest "${T_LIMIT} + 15")
+  if(t_ctest LESS PTL_PATTERNS_TIMEOUT)
+    set(t_ctest ${PTL_PATTERNS_TIMEOUT})
   endif()
   foreach(mode offload host)
     if(mode STREQUAL "offload")
@@ -63,12 +74,12 @@ function(ptl_pattern name)
       set(env PTL_OFFLOAD=0 PTL_TRACE=1 ${T_ENV})
     endif()
     add_test(NAME mp_pat_${name}_${mode}
-      COMMAND ${MP_DRV} --no-residue --within 50 --stdout-has "ptl_patterns: OK" --
-              ${MP_RUN} -n ${T_NP} ${hm} --timeout 45 --
+      COMMAND ${MP_DRV} --no-residue --within ${t_within} --stdout-has "ptl_patterns: OK" --
+              ${MP_RUN} -n ${T_NP} ${hm} --timeout ${T_LIMIT} --
               $<TARGET_FILE:mp_patterns> --check ${T_ARGS})
     set_tests_properties(mp_pat_${name}_${mode} PROPERTIES
       ENVIRONMENT "${env}"
-      TIMEOUT ${PTL_PATTERNS_TIMEOUT}
+      TIMEOUT ${t_ctest}
       LABELS "mp;patterns")
   endforeach()
 endfunction()
@@ -134,15 +145,15 @@ ptl_pattern(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eq
 # (CMA pull; copy through the queues with PTL_RNDV_MODE=2; 4 queue slots), 256 KiB,
 # and 8 B (eager ACKs); more iterations than the matrix: the old order broke about once
 # in 1,000-4,000 windows in offload mode.
-ptl_pattern(order_stream_put_65536_w16 ARGS --shape stream --window 16 --size 65536 --ack on -n 3000)
-ptl_pattern(order_stream_put_262144_w16 ARGS --shape stream --window 16 --size 262144 --ack on -n 1000)
-ptl_pattern(order_stream_put_65536_w16_copy ARGS --shape stream --window 16 --size 65536 --ack on -n 1500
+ptl_pattern(order_stream_put_65536_w16 LIMIT 150 ARGS --shape stream --window 16 --size 65536 --ack on -n 3000)
+ptl_pattern(order_stream_put_262144_w16 LIMIT 150 ARGS --shape stream --window 16 --size 262144 --ack on -n 1000)
+ptl_pattern(order_stream_put_65536_w16_copy LIMIT 150 ARGS --shape stream --window 16 --size 65536 --ack on -n 1500
             ENV PTL_RNDV_MODE=2)
 # 4 queue slots: FINs wait for credits; PUT_END must wait with them (engine/target.c)
-ptl_pattern(order_stream_put_65536_w16_q4 ARGS --shape stream --window 16 --size 65536 --ack on -n 1000
+ptl_pattern(order_stream_put_65536_w16_q4 LIMIT 150 ARGS --shape stream --window 16 --size 65536 --ack on -n 1000
             ENV PTL_QUEUE_SLOTS=4)
-ptl_pattern(order_stream_put_8_w16 ARGS --shape stream --window 16 --size 8 --ack on -n 5000)
-ptl_pattern(order_stream_get_65536_w16 ARGS --shape stream --window 16 --op get --size 65536 -n 1000)
+ptl_pattern(order_stream_put_8_w16 LIMIT 150 ARGS --shape stream --window 16 --size 8 --ack on -n 5000)
+ptl_pattern(order_stream_get_65536_w16 LIMIT 150 ARGS --shape stream --window 16 --op get --size 65536 -n 1000)
 
 # ---- 2 application threads per rank ---------------------------------------------------
 ptl_pattern(threads2_put_eqwait ARGS --threads 2 --wait eqwait)
