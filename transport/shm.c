@@ -561,6 +561,11 @@ int pt_shm_clean_stale(bool verbose)
 /* ---- the rank's transport ------------------------------------------------- */
 
 #define SHM_NOBUF 0xffffu  /* a ring position whose buffer we do not take back */
+/* rx_drop's hysteresis: idle senders are unlisted after this many empty
+ * peeks in a row, or at every empty peek while more than DROP_LISTED are
+ * listed (a long active list costs every peek). */
+#define PT_SHM_DROP_PEEKS  64
+#define PT_SHM_DROP_LISTED 8
 
 /* Receiving, per (sender s, class c): private to the token holder. */
 struct shm_rx {
@@ -621,6 +626,7 @@ struct pt_xport {
     /* The active list: senders peek polls (round robin from rr, per class). */
     uint32_t *act, nact;
     uint8_t *listed;              /* [s]: s is in act                              */
+    uint32_t idle_peeks;          /* peeks in a row that found nothing (rx_drop)   */
     uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */
@@ -906,13 +912,22 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                         __builtin_prefetch(q->pool + (size_t)nb * x->slot_size);
                 }
                 x->rr[c0] = i;
+                x->idle_peeks = 0;
                 x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
                 *peer_p = s;
                 *cls_p = (enum pt_cls)c;
                 return slot;
             }
         }
-        rx_drop(x);
+        /* Unlist idle senders only after a streak of empty peeks (or at
+         * once when many are listed): a sender that stays listed keeps its
+         * bit set and commits with a load of it, while one dropped and
+         * listed again costs an RMW on each side per message (a ping-pong
+         * would pay that on every message). */
+        if (x->nact > PT_SHM_DROP_LISTED || ++x->idle_peeks >= PT_SHM_DROP_PEEKS) {
+            x->idle_peeks = 0;
+            rx_drop(x);
+        }
         if (!rx_pickup(x)) /* senders that came while we looked: once more */
             break;
     }

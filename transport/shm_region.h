@@ -95,7 +95,9 @@
  *     if !(LD_RELAXED(sum) & bit k):
  *       RMW_OR(sum, bit k)          S-SET
  *
- *   receiver r, drop of a listed sender s whose two rings look empty:
+ *   receiver r, drop of a listed sender s whose two rings look empty (after
+ *   PT_SHM_DROP_PEEKS empty peeks in a row, or at every empty peek while more
+ *   than PT_SHM_DROP_LISTED senders are listed; shm.c):
  *   RMW_AND(words[s / 64], ~bit s)  B-CLR; FENCE_FULL; LD_ACQUIRE both tails
  *   still empty: unlist s.  Not empty: keep s listed and RMW_OR its bit back.
  *
