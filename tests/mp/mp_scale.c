@@ -7,6 +7,10 @@
  *     mp_scale incast COUNT       every rank but 0 puts COUNT 8-byte messages
  *                                 and one 4 KiB message to rank 0, which
  *                                 checks each one
+ *     mp_scale ring ROUNDS SIZE   every rank puts SIZE bytes to its right
+ *                                 neighbour and waits for its left one's, ROUNDS
+ *                                 times (a shift, all ranks at once; no barrier
+ *                                 between rounds); every byte checked
  *     mp_scale stop|kill ROUNDS   rank 1 puts to every rank and stops itself
  *                                 (SIGSTOP) or dies (SIGKILL) right after, with
  *                                 its puts in flight; the others put ROUNDS
@@ -223,6 +227,79 @@ static void incast(struct mp *m, unsigned count)
     free(bigbuf);
 }
 
+/* ring (see the top): round r lands at offset r * size of the right
+ * neighbour's buffer, data pattern (sender, r). */
+struct ring_st {
+    struct mp *m;
+    ptl_handle_eq_t eq;
+    unsigned left, got, sent;
+    uint64_t size;
+};
+
+/* One event of the ring: a SEND_END, or the next round's PUT_END from the left. */
+static void ring_event(struct ring_st *st, const char *when)
+{
+    ptl_event_t ev;
+    if (!mp_poll(st->eq, &ev, MP_WAIT_MS))
+        mp_die("ring %s: %u puts in, %u sends done after %d ms", when, st->got, st->sent,
+               MP_WAIT_MS);
+    if (ev.ni_fail_type != PTL_NI_OK)
+        mp_die("ring %s: %s failed", when, PtlEventKindStr(ev.type));
+    if (ev.type == PTL_EVENT_SEND_END) {
+        st->sent++;
+    } else if (ev.type == PTL_EVENT_PUT_END) {
+        const ptl_process_id_t l = st->m->ids[st->left];
+        if (ev.hdr_data != st->got || ev.mlength != st->size || ev.initiator.pid != l.pid ||
+            ev.initiator.nid != l.nid)
+            mp_die("ring %s: put %llu of %llu B from %u.%u, wanted %u of %llu B from rank %u",
+                   when, (unsigned long long)ev.hdr_data, (unsigned long long)ev.mlength,
+                   ev.initiator.nid, ev.initiator.pid, st->got, (unsigned long long)st->size,
+                   st->left);
+        st->got++;
+    }
+}
+
+static void ring(struct mp *m, unsigned rounds, uint64_t size)
+{
+    const unsigned n = m->size, me = m->rank;
+    const unsigned right = (me + 1) % n;
+    uint8_t *in = calloc(rounds, size ? size : 1), *out = malloc(size ? size : 1);
+    if (!in || !out)
+        mp_die("out of memory");
+    struct ring_st st = {m, PTL_EQ_NONE, (me + n - 1) % n, 0, 0, size};
+    MP_CHECK(PtlEQAlloc(m->ni, 2 * rounds + 64, PTL_EQ_HANDLER_NONE, &st.eq));
+    ptl_handle_me_t meh;
+    mp_post(m, PT_DATA, 5, in, (uint64_t)rounds * size, PTL_MD_THRESH_INF,
+            PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, st.eq, PTL_RETAIN,
+            &meh);
+    ptl_handle_md_t md = mp_bind(m, out, size, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE,
+                                 st.eq);
+    mp_barrier(m);
+    uint64_t t0 = mp_now_ms();
+    for (unsigned r = 0; r < rounds; r++) {
+        /* our buffer is free again (last SEND_END), and the left's round r - 1 is in */
+        while (st.sent < r || st.got < r)
+            ring_event(&st, "round");
+        mp_fill(out, size, me, r, 0);
+        MP_CHECK(PtlPut(md, PTL_NO_ACK_REQ, m->ids[right], PT_DATA, 0, 5, (uint64_t)r * size, r));
+    }
+    while (st.sent < rounds || st.got < rounds)
+        ring_event(&st, "end");
+    for (unsigned r = 0; r < rounds; r++) {
+        int64_t bad = mp_check_pattern(in + (size_t)r * size, size, st.left, r, 0);
+        if (bad >= 0)
+            mp_die("ring round %u: byte %lld from rank %u wrong", r, (long long)bad, st.left);
+    }
+    mp_barrier(m);
+    if (me == 0)
+        printf("mp_scale: ring of %u ranks, %u rounds of %llu B, every byte checked (%.1f s)\n",
+               n, rounds, (unsigned long long)size, (mp_now_ms() - t0) / 1e3);
+    MP_CHECK(PtlMDUnlink(md));
+    MP_CHECK(PtlMEUnlink(meh));
+    free(in);
+    free(out);
+}
+
 /* The fault modes (see the top). Words land at (sender * rounds + r) * 8. */
 static int fault(struct mp *m, bool kill_it, unsigned rounds)
 {
@@ -395,7 +472,7 @@ static int fault(struct mp *m, bool kill_it, unsigned rounds)
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        mp_die("usage: mp_scale alltoall SIZE... | mp_scale incast COUNT");
+        mp_die("usage: mp_scale alltoall SIZE... | incast COUNT | ring ROUNDS SIZE | stop|kill ROUNDS");
     struct mp m;
     mp_init(&m, 2);
     uint64_t t0 = mp_now_ms();
@@ -406,6 +483,10 @@ int main(int argc, char **argv)
         if (m.rank == 0)
             printf("mp_scale: all-to-all of %u ranks OK (%.1f s)\n", m.size,
                    (mp_now_ms() - t0) / 1e3);
+    } else if (!strcmp(argv[1], "ring")) {
+        if (argc < 4)
+            mp_die("usage: mp_scale ring ROUNDS SIZE");
+        ring(&m, (unsigned)strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0));
     } else if (!strcmp(argv[1], "stop") || !strcmp(argv[1], "kill")) {
         fault(&m, !strcmp(argv[1], "kill"), (unsigned)strtoul(argv[2], NULL, 0));
     } else if (!strcmp(argv[1], "incast")) {
