@@ -54,8 +54,11 @@
  *                clear is visible (a clear that is not a full fence)
  *   MUT_RELOAD   rx_drop unlists without reloading the tails
  *   MUT_SWAP     rx_pickup loads the word before it clears the summary bit
+ *                (S-CLR)
  *   MUT_SSET     commit sets its word bit only, never the summary (S-SET)
- *   MUT_PENDSUM  rx_pending ignores the summary word
+ *   MUT_PENDSUM  rx_pending ignores the summary word: NOT refuted, and
+ *                rightly (docs/waiting.md: the bits and tails decide; the
+ *                summary is an early answer); run-spin requires it to pass
  *   MUT_BSET     the summary is loaded before B-SET is visible
  *   MUT_S2       the recheck's loads pass the announcement (sleepers++)
  *   MUT_LIST     rx_list without its `listed` check
@@ -187,9 +190,9 @@ inline rx_pickup(added) {
     :: lw ->
 #ifdef MUT_SWAP
         lw = word;                              /* the word first ... */
-        sum = 0;                                /* ... then the clear */
+        sum = 0;                                /* ... then S-CLR */
 #else
-        sum = 0;                                /* RMW_AND (D-SUM, receiver side) */
+        sum = 0;                                /* S-CLR: RMW_AND (D-SUM, receiver side) */
         lw = word;                              /* LD_ACQUIRE */
 #endif
         x = 0;
