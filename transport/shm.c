@@ -745,18 +745,19 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
         PREFETCH_W(next + 64);
     }
     /* F-SND: R-TAIL before the load of our bit (D-BIT, shm_region.h) and,
-     * the doorbell's D1 (engine/wait.h), before the load of its sleepers. */
+     * the doorbell's D1 (engine/wait.h), before the load of its sleepers
+     * (model/region.pml commit(); MUT_FSND removes it). */
     PT_PERTURB();
     FENCE_FULL();
     char *rb = (char *)x->base + x->l.off_procs + (uint64_t)peer * x->l.proc_bytes;
     _Atomic uint64_t *w = (_Atomic uint64_t *)(rb + x->l.words_off) + x->my_word;
     if (PT_UNLIKELY(!(LD_RELAXED(w) & x->my_bit))) {
-        RMW_OR(w, x->my_bit); /* B-SET */
+        RMW_OR(w, x->my_bit); /* B-SET: an RMW, a full fence before the summary load (MUT_BSET) */
         _Atomic uint64_t *sm = (_Atomic uint64_t *)(rb + x->l.sum_off) + x->my_sword;
         if (!(LD_RELAXED(sm) & x->my_sbit))
-            RMW_OR(sm, x->my_sbit); /* S-SET (D-SUM) */
+            RMW_OR(sm, x->my_sbit); /* S-SET (D-SUM; MUT_SSET leaves it out) */
     }
-    wake_if_sleeping_fenced(&x->ranks[peer].bell);
+    wake_if_sleeping_fenced(&x->ranks[peer].bell); /* D1: after F-SND or B-SET/S-SET */
 }
 
 /* Sender s wrote a value into its ring to us that no correct sender writes
@@ -808,6 +809,8 @@ static int order_pick(struct pt_xport *x, uint32_t s, int c, uint32_t ord, void 
     return o;
 }
 
+/* The `listed` check keeps a sender in act once: a listed sender's bit stays
+ * set, and another sender's pickup sees it again (model/region.pml: MUT_LIST). */
 static void rx_list(struct pt_xport *x, uint32_t s)
 {
     if (s < x->np && !x->listed[s] && !LD_RELAXED(&x->rxo[s].bad)) {
@@ -828,7 +831,9 @@ static uint32_t rx_pickup(struct pt_xport *x)
             uint32_t j = (uint32_t)__builtin_ctzll(sv);
             sv &= sv - 1;
             uint32_t wi = k * 64 + j;
-            RMW_AND(&x->sum[k], ~(1ull << j)); /* D-SUM, receiver side */
+            /* S-CLR (D-SUM, receiver side): an RMW, so a full fence before
+             * the word's load (model/region.pml: MUT_SWAP loads it first) */
+            RMW_AND(&x->sum[k], ~(1ull << j));
             if (wi >= x->l.nwords)
                 continue; /* forged summary bit */
             uint64_t wv = LD_ACQUIRE(&x->words[wi]);
@@ -857,8 +862,8 @@ static void rx_drop(struct pt_xport *x)
         if (!bad) {
             _Atomic uint64_t *w = &x->words[s / 64];
             uint64_t bit = 1ull << (s % 64);
-            RMW_AND(w, ~bit); /* B-CLR */
-            FENCE_FULL();
+            RMW_AND(w, ~bit); /* B-CLR (model/region.pml rx_drop) */
+            FENCE_FULL();     /* B-CLR before the reload (MUT_BCLR); the reload: MUT_RELOAD */
             if (LD_ACQUIRE(&q[0].ring->tail) != q[0].head || /* A-TAIL */
                 LD_ACQUIRE(&q[1].ring->tail) != q[1].head) {
                 RMW_OR(w, bit); /* it committed meanwhile: listed, bit set again */
@@ -962,9 +967,11 @@ static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static bool shm_rx_pending(struct pt_xport *x)
 {
-    /* Any thread (the sleep recheck): only shared words are read. Every
-     * sender with a message we have not consumed has its bit set, or its
-     * summary bit is (shm_region.h, "Doorbell"). */
+    /* Any thread (the sleep recheck, S2/W2/D3 after their fence): only
+     * shared words are read. Outside a drop, every sender with a message we
+     * have not consumed and that did not see the sleeper has its bit set
+     * (shm_region.h, "Doorbell"): the bits and tails decide; the summary is
+     * an early answer (docs/waiting.md, model/region.pml MUT_PENDSUM). */
     for (uint32_t k = 0; k < x->l.nsum; k++)
         if (LD_ACQUIRE(&x->sum[k]))
             return true;

@@ -88,7 +88,7 @@
  * active list (it polls s's two rings), or both.
  *
  *   sender s, commit (after R-TAIL)         receiver r, pickup
- *   FENCE_FULL                      F-SND   RMW_AND(sum[k/64], ~bit k)  (seq_cst)
+ *   FENCE_FULL                      F-SND   RMW_AND(sum[k/64], ~bit k)  S-CLR
  *   w = LD_RELAXED(words[s / 64])           w = LD_ACQUIRE(words[k])
  *   if !(w & bit s):                        list every sender set in w
  *     RMW_OR(words[s / 64], bit s)  B-SET
@@ -111,14 +111,24 @@
  * reads the summary (every peek, one relaxed load of a line that changes
  * only when a word goes from empty to non-empty). In streaming, the bit is
  * already set and s only loads a clean shared line: no RMW per message on
- * either side.
+ * either side. The RMW_ANDs and RMW_ORs above are full fences
+ * (pt_atomic.h): S-CLR (the pickup's summary RMW_AND) before the word load,
+ * B-SET before the summary load.
+ *
+ * Model: model/region.pml (docs/waiting.md, "The senders-with-work
+ * bitmap") has these steps under the same names (R-TAIL, F-SND, B-SET,
+ * S-SET, S-CLR, B-CLR, D1) and one mutant per ordering or step: MUT_FSND,
+ * MUT_BSET, MUT_SSET, MUT_SWAP, MUT_BCLR, MUT_RELOAD, each refuted by SPIN
+ * (tests/model/run-spin).
  *
  * Doorbell: commit's pt_wake_if_sleeping (D1, engine/wait.h) comes after
  * B-SET/S-SET; a sleeper announces itself and then calls rx_pending, which
  * reads the summary words and, for every bit set in the words, the two
  * rings: a message committed before the sleeper's recheck is seen by it
  * (its bit is set, as every listed sender's is once peek has returned
- * nothing) or its sender sees the announcement and wakes it.
+ * nothing) or its sender sees the announcement and wakes it. The summary
+ * words only answer early: the bits alone decide (docs/waiting.md; the
+ * model's MUT_PENDSUM passes, its MUT_S2 fails).
  */
 #ifndef PT_SHM_REGION_H
 #define PT_SHM_REGION_H
