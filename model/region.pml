@@ -272,6 +272,16 @@ inline rx_drop() {
     i = 0; x = 0
 }
 
+/* The code drops idle senders only after PT_SHM_DROP_PEEKS empty peeks in a
+ * row (or at once with more than PT_SHM_DROP_LISTED listed): an empty peek
+ * may or may not drop. */
+inline maybe_drop() {
+    if
+    :: rx_drop()
+    :: skip
+    fi
+}
+
 /* shm_peek: at most two passes; the second only if the pickup after the
  * drop listed somebody. */
 inline peek(found) {
@@ -280,13 +290,13 @@ inline peek(found) {
     rx_scan(found);
     if
     :: !found ->
-        rx_drop();
+        maybe_drop();
         rx_pickup(added);
         if
         :: added ->
             rx_scan(found);
             if
-            :: !found -> rx_drop(); rx_pickup(added)
+            :: !found -> maybe_drop(); rx_pickup(added)
             :: else
             fi
         :: else
