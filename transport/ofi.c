@@ -59,6 +59,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -71,6 +72,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
@@ -84,6 +86,8 @@
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
+#define OFI_IFACE_WAIT_MS 10000 /* open, peers on other hosts: how long to wait
+                                 * for a non-loopback address (open_fabric)  */
 
 /* The wire-header fields this transport reads (xport.h, "What the transport
  * reads of the wire header"; the engine asserts these offsets). */
@@ -215,6 +219,7 @@ struct pt_xport {
                            * thread writes, relaxed: a monotonic flag)           */
     _Atomic uint32_t failed; /* PTL_NI_PEER_DIED once a peer was seen gone       */
     bool pmix;               /* the job is a PMIx job (pmix.c), not the region   */
+    bool remote_peers;       /* some peer may be on another host (PMIx job)      */
     bool *owe_flag;       /* [peer]: a credit message is due                      */
     uint32_t nowe;
 
@@ -1009,18 +1014,38 @@ static struct fi_info *make_hints(const char *prov)
  * taken only when named. */
 static const char *const g_pref[] = {"verbs;ofi_rxm", "psm2", "tcp;ofi_rxm", "net", "sockets"};
 
-static struct fi_info *pick(struct fi_info *list, const char *want)
+/* Does this fabric address name the loopback interface (127/8, ::1)? */
+static bool is_loopback(const struct fi_info *i)
 {
-    if (want && *want)
-        return list;
+    const struct sockaddr *sa = i->src_addr;
+    if (!sa || (i->addr_format != FI_SOCKADDR && i->addr_format != FI_SOCKADDR_IN &&
+                i->addr_format != FI_SOCKADDR_IN6))
+        return false;
+    if (sa->sa_family == AF_INET && i->src_addrlen >= sizeof(struct sockaddr_in))
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6 && i->src_addrlen >= sizeof(struct sockaddr_in6))
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return false;
+}
+
+/* The first entry of `list` that suits: the named provider, else the best of
+ * g_pref; with `no_loopback`, never one bound to the loopback interface. */
+static struct fi_info *pick(struct fi_info *list, const char *want, bool no_loopback)
+{
+    if (want && *want) {
+        for (struct fi_info *i = list; i; i = i->next)
+            if (!no_loopback || !is_loopback(i))
+                return i;
+        return NULL;
+    }
     for (size_t k = 0; k < sizeof g_pref / sizeof g_pref[0]; k++)
         for (struct fi_info *i = list; i; i = i->next)
-            if (!strcmp(i->fabric_attr->prov_name, g_pref[k]))
+            if (!strcmp(i->fabric_attr->prov_name, g_pref[k]) && (!no_loopback || !is_loopback(i)))
                 return i;
     return NULL;
 }
 
-static int get_info(struct fi_info **all_p, struct fi_info **chosen_p)
+static int get_info(struct fi_info **all_p, struct fi_info **chosen_p, bool no_loopback)
 {
     const char *want = pt_config()->ofi_provider;
     struct fi_info *hints = make_hints(want);
@@ -1035,14 +1060,14 @@ static int get_info(struct fi_info **all_p, struct fi_info **chosen_p)
         return rc;
     }
     *all_p = all;
-    *chosen_p = pick(all, want);
+    *chosen_p = pick(all, want, no_loopback);
     return 0;
 }
 
 void pt_ofi_describe(FILE *f)
 {
     struct fi_info *all = NULL, *ch = NULL;
-    int rc = get_info(&all, &ch);
+    int rc = get_info(&all, &ch, false);
     const char *want = pt_config()->ofi_provider;
     if (rc) {
         fprintf(f, "  no provider offers FI_EP_RDM with messages, multi-receive and RMA read%s%s: "
@@ -1076,7 +1101,34 @@ void pt_ofi_describe(FILE *f)
 static int open_fabric(struct pt_xport *x)
 {
     struct fi_info *all = NULL, *ch = NULL;
-    int rc = get_info(&all, &ch);
+    /* Peers on other hosts cannot reach a loopback address, and a socket
+     * bound to one cannot connect to them (connect() from 127.0.0.1 to
+     * another interface's address fails with EINVAL: the "fi_send ...
+     * Invalid argument" of the two-namespace job). Socket providers (tcp,
+     * net, sockets) offer only loopback while no other interface is UP and
+     * RUNNING, and an interface's RUNNING flag follows its "up" by up to a
+     * second, later under load (the kernel's link watch): a rank started
+     * just after its interface came up would bind to 127.0.0.1 and publish
+     * that name. So a job with peers on other hosts never takes a loopback
+     * address: it looks again for a while (OFI_IFACE_WAIT_MS), then fails
+     * saying why. */
+    int rc = get_info(&all, &ch, x->remote_peers);
+    for (int waited = 0; !rc && !ch && all && x->remote_peers && waited < OFI_IFACE_WAIT_MS;
+         waited += 100) {
+        fi_freeinfo(all);
+        all = NULL;
+        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+        rc = get_info(&all, &ch, true);
+    }
+    if (!rc && !ch && all && x->remote_peers) {
+        const char *want = pt_config()->ofi_provider;
+        pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: the job has ranks on other hosts, but "
+                           "libfabric%s%s offers only loopback addresses here after %d s (is the "
+                           "network interface up and running? FI_TCP_IFACE / FI_SOCKETS_IFACE "
+                           "name it)", *want ? " provider " : "", want, OFI_IFACE_WAIT_MS / 1000);
+        fi_freeinfo(all);
+        return -ENETDOWN;
+    }
     if (rc || !ch) {
         const char *want = pt_config()->ofi_provider;
         pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: no libfabric provider%s%s offers a reliable "
@@ -1301,6 +1353,7 @@ int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_x
     x->so = sub.ops;
     x->shm = sub.x;
     x->pmix = true;
+    x->remote_peers = !sub.all_local;
     x->me = info_p->rank;
     x->n = info_p->nranks;
     x->slot = slot_size;

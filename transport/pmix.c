@@ -13,6 +13,9 @@
  *   - endpoint names: PMIx_Put + PMIx_Commit of our name, a collecting
  *     PMIx_Fence, then PMIx_Get of every peer's, once, at open (no PMIx call
  *     after open but the event handler and PMIx_Finalize);
+ *   - where the ranks are: all on this node (PMIX_LOCAL_SIZE is the job
+ *     size) or not; only then may ofi take a loopback address (ofi.c,
+ *     open_fabric);
  *   - liveness: PMIx events (a process of the job aborted or terminated, the
  *     connection to the local server lost) fail the job for this rank with
  *     PTL_NI_PEER_DIED and wake the engine through an eventfd in ofi's sleep
@@ -385,6 +388,19 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
         x->evh_id = (size_t)rc;
         x->evh_registered = true;
     }
+    /* Are all the ranks on this node? Only then may ofi take a loopback
+     * address (ofi.c, open_fabric). Unknown: as before, any address. */
+    bool all_local = true;
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, x->me.nspace, PMIX_RANK_WILDCARD);
+    pmix_value_t *lv = NULL;
+    if (PMIx_Get(&all, PMIX_LOCAL_SIZE, NULL, 0, &lv) == PMIX_SUCCESS && lv &&
+        lv->type == PMIX_UINT32)
+        all_local = lv->data.uint32 >= x->n;
+    else
+        pt_log(PT_LOG_INFO, "PMIx: no PMIX_LOCAL_SIZE; taking every rank as on this node");
+    if (lv)
+        PMIX_VALUE_RELEASE(lv);
     info_p->rank = x->rank;
     info_p->nranks = x->n;
     info_p->nprocs = x->n;
@@ -397,6 +413,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
     sub_p->x = x;
     sub_p->ax = (struct ofi_addrx){x, pj_publish, pj_lookup};
     sub_p->event_fd = x->evfd;
+    sub_p->all_local = all_local;
     return 0;
 }
 

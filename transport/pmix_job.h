@@ -23,6 +23,8 @@ struct pt_pmix_sub {
     struct pt_xport *x;
     struct ofi_addrx ax;
     int event_fd;
+    bool all_local;  /* every rank of the job is on this node (PMIX_LOCAL_SIZE is
+                      * the job size): a loopback address reaches them all */
 };
 
 /* Was this process started by a PMIx launcher (PMIX_NAMESPACE, PMIX_RANK)? */
