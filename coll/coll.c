@@ -222,7 +222,7 @@ static int r_recv(struct req *r, void *buf, ptl_size_t len, long from, unsigned 
     ptl_handle_me_t me;
     ptl_handle_md_t md;
     int rc = PtlMEAttach(g->ni, g->pt, from < 0 ? any : g->ids[from],
-                         mbits(g->gid, K_DATA, r->seq, tag), 0, PTL_RETAIN, PTL_INS_AFTER, &me);
+                         mbits(g->gid, K_DATA, r->seq, tag), 0, PTL_RETAIN, PTL_INS_BEFORE, &me);
     if (rc != PTL_OK)
         return rc;
     r->mes[r->nmes++] = me;
@@ -808,11 +808,6 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         g->from[i] = PTL_CT_NONE;
         g->from_me[i] = PTL_INVALID_HANDLE;
     }
-    rc = fast_setup(g);
-    if (rc != PTL_OK) {
-        group_teardown(g);
-        return rc;
-    }
     ptl_md_t z = {NULL, 0, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
     rc = PtlMDBind(ni, z, PTL_RETAIN, &g->nmd);
     for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++) {
@@ -829,6 +824,9 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         if (rc == PTL_OK)
             rc = PtlMDBindCT(md, g->from[i], PTL_CT_COMM);
     }
+    /* after the RTR MEs: an RTR matches near the head of the list */
+    if (rc == PTL_OK)
+        rc = fast_setup(g);
     if (rc == PTL_OK && n > 1)
         rc = hello(g);
     if (rc != PTL_OK) {
