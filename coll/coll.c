@@ -58,6 +58,23 @@ static ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, unsigne
     return (gid & 0xffffffull) << 40 | kind << 38 | (seq & 0x3fffffffull) << 8 | (tag & 0xffu);
 }
 
+#define COLL_SLOTS 20 /* > 16: with 16 calls in flight a slot is never waited for */
+#define COLL_RMAX  21 /* rounds: groups of at most 2^20 members */
+
+/* One persistent slot of a group's fast path (see "persistent path"). */
+struct fslot {
+    char *mem;                          /* allreduce accumulators, smax bytes each   */
+    ptl_handle_md_t md;                 /* over mem: the source of every send        */
+    ptl_handle_ct_t sent;               /* SEND_END of md                            */
+    ptl_size_t sent_exp;                /* sends armed on md so far                  */
+    ptl_size_t buses, auses;            /* barriers / allreduces run in this slot    */
+    ptl_handle_ct_t bg[COLL_RMAX + 1];  /* barrier gates [2..rb]                     */
+    ptl_handle_ct_t cnt[COLL_RMAX + 1]; /* arrivals into accumulator k               */
+    ptl_handle_me_t me[COLL_RMAX + 1];  /* the MEs over the accumulators             */
+    ptl_handle_ct_t gate[COLL_RMAX + 1];/* two-condition gates of the sends          */
+    int owner;                          /* request index + 1 using it, 0 none        */
+};
+
 struct group {
     int used;
     uint32_t gen;
@@ -72,6 +89,13 @@ struct group {
     ptl_size_t *expect;  /* [n] RTRs from each peer up to this call  */
     ptl_handle_md_t nmd; /* 0-byte source of RTRs                    */
     int inflight;
+    /* persistent path (set up at create, used by barrier and small allreduce) */
+    struct fslot *fs;                  /* [COLL_SLOTS]                          */
+    ptl_size_t fseq, bar_calls, smax;  /* calls on it, barriers, bytes per acc  */
+    int rb, ra;                        /* ceil / floor log2 n                   */
+    ptl_size_t p2;                     /* 1 << ra                               */
+    ptl_handle_ct_t barr[COLL_RMAX];   /* barrier round k arrivals (cumulative) */
+    ptl_handle_me_t bme[COLL_RMAX];
 };
 
 struct req {
@@ -92,6 +116,11 @@ struct req {
     ptl_size_t *cum; /* [n] readiness threshold of each peer     */
     uint8_t *rtr;    /* [n] send this peer an RTR                */
     int rc;
+    /* persistent path: slot, result to copy out at completion */
+    int fast, finished, fslot;
+    const void *res;
+    void *out;
+    ptl_size_t bytes;
 };
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -193,7 +222,7 @@ static int r_recv(struct req *r, void *buf, ptl_size_t len, long from, unsigned 
     ptl_handle_me_t me;
     ptl_handle_md_t md;
     int rc = PtlMEAttach(g->ni, g->pt, from < 0 ? any : g->ids[from],
-                         mbits(g->gid, K_DATA, r->seq, tag), 0, PTL_RETAIN, PTL_INS_AFTER, &me);
+                         mbits(g->gid, K_DATA, r->seq, tag), 0, PTL_RETAIN, PTL_INS_BEFORE, &me);
     if (rc != PTL_OK)
         return rc;
     r->mes[r->nmes++] = me;
@@ -356,6 +385,21 @@ static int req_finish(struct req *r)
     return rc;
 }
 
+static int fast_wait(struct req *r);
+static void fast_finish(struct req *r, int rc);
+
+/* A persistent-path request whose counters are reached (rc: how): finish it
+ * unless a later call on its slot did already, then release it. */
+static int fast_done(struct req *r, int rc)
+{
+    pthread_mutex_lock(&r->g->lock);
+    fast_finish(r, rc);
+    rc = r->rc;
+    pthread_mutex_unlock(&r->g->lock);
+    req_release(r);
+    return rc;
+}
+
 int PtlCollTest(ptl_handle_coll_req_t h, int *done)
 {
     struct req *r = req_get(h);
@@ -363,6 +407,21 @@ int PtlCollTest(ptl_handle_coll_req_t h, int *done)
         return PTL_HANDLE_INVALID;
     if (!done)
         return PTL_SEGV;
+    if (r->fast) {
+        ptl_ct_event_t a = {0, 0}, b = {0, 0};
+        int rc = PTL_OK;
+        if (r->done != PTL_CT_NONE)
+            rc = PtlCTGet(r->done, &a);
+        if (rc == PTL_OK && r->nsent)
+            rc = PtlCTGet(r->sent, &b);
+        *done = rc != PTL_OK || ((r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr) &&
+                                 b.success + b.failure >= r->nsent);
+        if (!*done)
+            return PTL_OK;
+        if (rc == PTL_OK && (a.failure || b.failure))
+            rc = PTL_FAIL;
+        return fast_done(r, rc);
+    }
     ptl_ct_event_t a = {0, 0}, b;
     int rc = PtlCTGet(r->sent, &b);
     if (rc == PTL_OK && r->done != PTL_CT_NONE)
@@ -383,6 +442,8 @@ int PtlCollWait(ptl_handle_coll_req_t h)
     struct req *r = req_get(h);
     if (!r)
         return PTL_HANDLE_INVALID;
+    if (r->fast)
+        return fast_done(r, fast_wait(r));
     ptl_ct_event_t ev;
     int rc = PTL_OK;
     if (r->done != PTL_CT_NONE) {
@@ -414,8 +475,158 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* ---- persistent path: set up once per group ------------------------------ */
+
+/*
+ * Barrier and small allreduce (at most g->smax bytes) need no per-call MEs,
+ * MDs, counters or buffers: PtlCollGroupCreate posts, before its hello,
+ *  - per barrier round k an ME (from the round's source) whose counter
+ *    barr[k] counts that source's round-k puts: "barr[k] >= c" says the
+ *    source reached round k of its c-th barrier (it sends them in order);
+ *  - COLL_SLOTS slots, each with an MD over its accumulator memory (its
+ *    sends count into sent), the MEs over the accumulators (counters cnt[k])
+ *    and the gate counters of sends that wait for two conditions.
+ * A call takes slot fseq % COLL_SLOTS and arms a few triggered operations
+ * whose thresholds are the slot's cumulative counts (use u of a slot waits
+ * for 2u where two increments come per use). A slot is used again only after
+ * its previous call completed here (the taking call waits for it: it never
+ * has to with at most COLL_SLOTS - 1 calls in flight), so that no counter of
+ * a slot can be advanced by the next use before the current one is done.
+ * A gate fed by two triggered CTIncs is exact under that rule: at most one
+ * use of each feeding condition is armed beyond the counted ones.
+ */
+#define K_FAST    0ull
+#define FSEQ_BAR  0x3fffffffull
+#define FT_FOLD   200u
+#define FT_RES    201u
+
+static int attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bits, void *buf,
+                     ptl_size_t len, ptl_handle_ct_t *ct, ptl_handle_me_t *me)
+{
+    ptl_handle_md_t md;
+    int rc = PtlCTAlloc(g->ni, ct);
+    if (rc == PTL_OK)
+        rc = PtlMEAttach(g->ni, g->pt, from, bits, 0, PTL_RETAIN, PTL_INS_AFTER, me);
+    /* remotely managed offsets: every use of a slot lands at offset 0 */
+    ptl_md_t d = {buf,  len,        PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE,
+                  NULL, PTL_EQ_NONE};
+    if (rc == PTL_OK)
+        rc = PtlMDAttach(*me, d, PTL_RETAIN, &md);
+    if (rc == PTL_OK)
+        rc = PtlMDBindCT(md, *ct, PTL_CT_COMM);
+    return rc;
+}
+
+static void fast_teardown(struct group *g)
+{
+    if (!g->fs)
+        return; /* fast_setup did not get far enough to post anything */
+    for (int k = 0; k < COLL_RMAX; k++) {
+        if (g->bme[k] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(g->bme[k]);
+        if (g->barr[k] != PTL_CT_NONE)
+            PtlCTFree(g->barr[k]);
+    }
+    for (int s = 0; g->fs && s < COLL_SLOTS; s++) {
+        struct fslot *f = &g->fs[s];
+        for (int k = 0; k <= COLL_RMAX; k++) {
+            if (f->me[k] != PTL_INVALID_HANDLE)
+                PtlMEUnlink(f->me[k]);
+            if (f->cnt[k] != PTL_CT_NONE)
+                PtlCTFree(f->cnt[k]);
+            if (f->gate[k] != PTL_CT_NONE)
+                PtlCTFree(f->gate[k]);
+            if (f->bg[k] != PTL_CT_NONE)
+                PtlCTFree(f->bg[k]);
+        }
+        if (f->md != PTL_INVALID_HANDLE)
+            PtlMDUnlink(f->md);
+        if (f->sent != PTL_CT_NONE)
+            PtlCTFree(f->sent);
+        free(f->mem);
+    }
+    free(g->fs);
+    g->fs = NULL;
+}
+
+static int fast_setup(struct group *g)
+{
+    ptl_size_t n = g->n, me = g->me;
+    for (int k = 0; k < COLL_RMAX; k++) {
+        g->barr[k] = PTL_CT_NONE;
+        g->bme[k] = PTL_INVALID_HANDLE;
+    }
+    g->fs = calloc(COLL_SLOTS, sizeof *g->fs);
+    if (!g->fs)
+        return PTL_NO_SPACE;
+    for (int s = 0; s < COLL_SLOTS; s++) {
+        struct fslot *f = &g->fs[s];
+        f->md = PTL_INVALID_HANDLE;
+        f->sent = PTL_CT_NONE;
+        for (int k = 0; k <= COLL_RMAX; k++) {
+            f->bg[k] = f->cnt[k] = f->gate[k] = PTL_CT_NONE;
+            f->me[k] = PTL_INVALID_HANDLE;
+        }
+    }
+    g->rb = 0;
+    while (((ptl_size_t)1 << g->rb) < n)
+        g->rb++;
+    g->ra = 0;
+    while (((ptl_size_t)2 << g->ra) <= n)
+        g->ra++;
+    g->p2 = (ptl_size_t)1 << g->ra;
+    ptl_size_t smax = (ptl_size_t)pt_config()->coll_small_max;
+    if (smax > (ptl_size_t)pt_config()->eager_max)
+        smax = (ptl_size_t)pt_config()->eager_max;
+    g->smax = smax / 8 * 8;
+    if (n == 1)
+        return PTL_OK;
+    int rc = PTL_OK;
+    for (int k = 0; rc == PTL_OK && k < g->rb; k++) {
+        ptl_size_t src = (me + n - ((ptl_size_t)1 << k) % n) % n;
+        rc = attach_ct(g, g->ids[src], mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k), NULL, 0,
+                       &g->barr[k], &g->bme[k]);
+    }
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_size_t sm = g->smax;
+    for (int s = 0; rc == PTL_OK && s < COLL_SLOTS; s++) {
+        struct fslot *f = &g->fs[s];
+        ptl_size_t memlen = (ptl_size_t)(g->ra + 1) * sm;
+        f->mem = calloc(memlen ? memlen : 1, 1);
+        if (!f->mem)
+            return PTL_NO_SPACE;
+        ptl_md_t d = {f->mem, memlen, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+        rc = PtlCTAlloc(g->ni, &f->sent);
+        if (rc == PTL_OK)
+            rc = PtlMDBind(g->ni, d, PTL_RETAIN, &f->md);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
+        for (int k = 2; rc == PTL_OK && k <= g->rb; k++)
+            rc = PtlCTAlloc(g->ni, &f->bg[k]);
+        if (rc != PTL_OK || sm == 0)
+            continue;
+        if (me >= g->p2) { /* folded: the result comes from me - p2 */
+            rc = attach_ct(g, g->ids[me - g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_RES),
+                           f->mem + sm, sm, &f->cnt[0], &f->me[0]);
+            continue;
+        }
+        int extra = me + g->p2 < n;
+        if (extra)
+            rc = attach_ct(g, g->ids[me + g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_FOLD),
+                           f->mem, sm, &f->cnt[0], &f->me[0]);
+        for (int k = 1; rc == PTL_OK && k <= g->ra; k++)
+            rc = attach_ct(g, any, mbits(g->gid, K_FAST, (uint64_t)s, (unsigned)k),
+                           f->mem + (ptl_size_t)k * sm, sm, &f->cnt[k], &f->me[k]);
+        for (int k = 0; rc == PTL_OK && k <= g->ra; k++)
+            if ((k > 0 && k < g->ra) || extra)
+                rc = PtlCTAlloc(g->ni, &f->gate[k]);
+    }
+    return rc;
+}
+
 static void group_teardown(struct group *g)
 {
+    fast_teardown(g);
     for (ptl_size_t i = 0; g->from_me && i < g->n; i++) {
         if (i == g->me)
             continue;
@@ -613,6 +824,9 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         if (rc == PTL_OK)
             rc = PtlMDBindCT(md, g->from[i], PTL_CT_COMM);
     }
+    /* after the RTR MEs: an RTR matches near the head of the list */
+    if (rc == PTL_OK)
+        rc = fast_setup(g);
     if (rc == PTL_OK && n > 1)
         rc = hello(g);
     if (rc != PTL_OK) {
@@ -652,52 +866,15 @@ static int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r
     return rc;
 }
 
-/* ---- barrier: dissemination ---------------------------------------------- */
+/* ---- barrier: dissemination on the persistent path (fast_barrier) ------- */
 
-static int sched_barrier(struct req *r)
-{
-    struct group *g = r->g;
-    ptl_size_t n = g->n, me = g->me;
-    int R = 0;
-    while (((ptl_size_t)1 << R) < n)
-        R++;
-    if (R == 0)
-        return PTL_OK;
-    ptl_handle_md_t zmd;
-    int rc = r_src(r, NULL, 0, &zmd);
-    ptl_handle_ct_t c[64];
-    ptl_size_t thr[64];
-    /* c[k+1] counts round k's arrival and c[k] reaching thr[k] */
-    for (int k = 1; rc == PTL_OK && k <= R; k++) {
-        rc = r_ct(r, &c[k]);
-        thr[k] = k == 1 ? 1 : 2;
-        if (rc == PTL_OK && k >= 2)
-            rc = PtlTriggeredCTInc(c[k], (ptl_ct_event_t){1, 0}, c[k - 1], thr[k - 1]);
-    }
-    for (int k = 0; rc == PTL_OK && k < R; k++) {
-        ptl_size_t src = (me + n - ((ptl_size_t)1 << k) % n) % n;
-        rc = r_recv(r, NULL, 0, (long)src, (unsigned)k, c[k + 1]);
-    }
-    for (int k = 0; rc == PTL_OK && k < R; k++) {
-        ptl_size_t dst = (me + ((ptl_size_t)1 << k)) % n;
-        ptl_handle_ct_t t;
-        ptl_size_t tt;
-        rc = r_gate(r, dst, k ? c[k] : PTL_CT_NONE, k ? thr[k] : 0, &t, &tt);
-        if (rc == PTL_OK)
-            rc = r_put(r, zmd, 0, 0, dst, (unsigned)k, 0, t, tt);
-    }
-    r->done = c[R];
-    r->done_thr = thr[R];
-    return rc;
-}
+static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *recvbuf,
+                     ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op,
+                     ptl_handle_coll_req_t *out);
 
 int PtlCollIbarrier(ptl_handle_coll_t h, ptl_handle_coll_req_t *out)
 {
-    struct req *r;
-    int rc = begin(h, out, &r);
-    if (rc != PTL_OK)
-        return rc;
-    return req_start(r, sched_barrier(r), out);
+    return fast_call(h, 0, NULL, NULL, 0, PTL_COLL_INT32, PTL_COLL_SUM, out);
 }
 
 /* ---- bcast: binomial tree ------------------------------------------------ */
@@ -810,6 +987,267 @@ static void fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_co
             break;
         }
     }
+}
+
+/* ---- persistent path: the calls ------------------------------------------ */
+
+/* Waits for r's counters (no lock held): PTL_OK or why not. */
+static int fast_wait(struct req *r)
+{
+    ptl_ct_event_t ev;
+    int rc = PTL_OK;
+    if (r->done != PTL_CT_NONE) {
+        rc = PtlCTWait(r->done, r->done_thr, &ev);
+        if (rc == PTL_OK && ev.failure)
+            rc = PTL_FAIL;
+    }
+    if (rc == PTL_OK && r->nsent) {
+        rc = PtlCTWait(r->sent, r->nsent, &ev);
+        if (rc == PTL_OK && ev.failure)
+            rc = PTL_FAIL;
+    }
+    return rc;
+}
+
+/* r's counters reached (rc says how): copy the result out, free its slot
+ * (group lock held; once). */
+static void fast_finish(struct req *r, int rc)
+{
+    if (r->finished)
+        return;
+    r->finished = 1;
+    r->rc = rc;
+    if (rc == PTL_OK && r->out && r->bytes)
+        memcpy(r->out, r->res, r->bytes);
+    if (r->fslot >= 0)
+        r->g->fs[r->fslot].owner = 0;
+}
+
+/* A request slot for a persistent-path call (group lock held). */
+static int req_new_fast(struct group *g, struct req **out)
+{
+    pthread_mutex_lock(&tab_lock);
+    int idx = -1;
+    for (int i = 0; i < COLL_MAX_REQS; i++)
+        if (!reqs[i].used) {
+            idx = i;
+            break;
+        }
+    if (idx < 0) {
+        pthread_mutex_unlock(&tab_lock);
+        return PTL_NO_SPACE;
+    }
+    struct req *r = &reqs[idx];
+    uint32_t gen = r->gen;
+    memset(r, 0, sizeof *r);
+    r->gen = gen;
+    r->used = 1;
+    pthread_mutex_unlock(&tab_lock);
+    r->g = g;
+    r->fast = 1;
+    r->fslot = -1;
+    r->done = r->sent = PTL_CT_NONE;
+    g->inflight++;
+    *out = r;
+    return PTL_OK;
+}
+
+/* The next slot, free: its previous call must have completed here. */
+static struct fslot *slot_take(struct group *g, struct req *r)
+{
+    int s = (int)(g->fseq++ % COLL_SLOTS);
+    struct fslot *f = &g->fs[s];
+    if (f->owner) {
+        struct req *o = &reqs[f->owner - 1];
+        fast_finish(o, fast_wait(o));
+    }
+    f->owner = (int)(r - reqs) + 1;
+    r->fslot = s;
+    r->sent = f->sent;
+    return f;
+}
+
+static int fast_end(struct group *g, struct req *r, int rc, ptl_handle_coll_req_t *h)
+{
+    if (rc != PTL_OK) {
+        fast_finish(r, rc);
+        pthread_mutex_unlock(&g->lock);
+        req_release(r);
+        return rc;
+    }
+    pthread_mutex_unlock(&g->lock);
+    *h = enc(r->gen, (int)(r - reqs));
+    return PTL_OK;
+}
+
+static int rtr(struct group *g, ptl_size_t peer)
+{
+    return PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0, mbits(g->gid, K_RTR, 0, 0), 0, 0);
+}
+
+/* Dissemination barrier on the persistent MEs: round k's send waits for
+ * rounds 0..k-1 of this barrier to have arrived. */
+static int fast_barrier(struct group *g, struct req *r)
+{
+    ptl_size_t n = g->n, me = g->me;
+    int R = g->rb;
+    if (R == 0)
+        return PTL_OK;
+    struct fslot *f = slot_take(g, r);
+    ptl_size_t c = ++g->bar_calls, u = ++f->buses;
+    ptl_ct_event_t one = {1, 0};
+    int rc = PTL_OK;
+    /* cond(k) = rounds 0..k-1 arrived: barr[0] >= c, or bg[k] >= 2u */
+#define BCOND_CT(k)  ((k) == 1 ? g->barr[0] : f->bg[k])
+#define BCOND_THR(k) ((k) == 1 ? c : 2 * u)
+    for (int k = 2; rc == PTL_OK && k <= R; k++) {
+        rc = PtlTriggeredCTInc(f->bg[k], one, BCOND_CT(k - 1), BCOND_THR(k - 1));
+        if (rc == PTL_OK)
+            rc = PtlTriggeredCTInc(f->bg[k], one, g->barr[k - 1], c);
+    }
+    for (int k = 0; rc == PTL_OK && k < R; k++) {
+        ptl_size_t dst = (me + ((ptl_size_t)1 << k)) % n;
+        rc = PtlTriggeredPut(f->md, 0, 0, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                             mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k), 0, 0,
+                             k ? BCOND_CT(k) : f->sent, k ? BCOND_THR(k) : 0);
+        if (rc == PTL_OK)
+            f->sent_exp++;
+    }
+    r->done = BCOND_CT(R);
+    r->done_thr = BCOND_THR(R);
+#undef BCOND_CT
+#undef BCOND_THR
+    r->nsent = f->sent_exp;
+    return rc;
+}
+
+static int fast_atomic(struct group *g, struct fslot *f, ptl_size_t off, ptl_size_t bytes,
+                       ptl_size_t dst, uint64_t s, unsigned tag, ptl_coll_type_t t,
+                       ptl_coll_op_t op, ptl_handle_ct_t trig, ptl_size_t thr)
+{
+    int rc = PtlTriggeredAtomicPut(f->md, off, bytes, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                                   mbits(g->gid, K_FAST, s, tag), 0, 0, (ptl_op_t)op,
+                                   (ptl_datatype_t)t, trig, thr);
+    if (rc == PTL_OK)
+        f->sent_exp++;
+    return rc;
+}
+
+/* Recursive doubling into the slot's accumulators (acc[k] = mem + k*smax):
+ * acc[k+1] starts at the identity and gets acc[k] from this member and from
+ * partner me ^ 2^k (acc[1] starts at our own value instead when nobody is
+ * folded into us: one reduction put fewer). A folded member (me >= p2) puts
+ * its value into acc[0] of me - p2 and gets the result back. Peers' puts
+ * into a slot wait for our RTR, sent after the slot is reset. */
+static int fast_allreduce(struct group *g, struct req *r, const void *sendbuf, void *recvbuf,
+                          ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op)
+{
+    ptl_size_t n = g->n, me = g->me, sm = g->smax, bytes = count * type_size(t);
+    struct fslot *f = slot_take(g, r);
+    uint64_t s = (uint64_t)r->fslot;
+    ptl_size_t u = ++f->auses;
+    ptl_ct_event_t one = {1, 0};
+    int rc;
+    r->out = recvbuf;
+    r->bytes = bytes;
+    if (me >= g->p2) {
+        ptl_size_t h = me - g->p2;
+        memcpy(f->mem, sendbuf, bytes);
+        ptl_size_t cum = ++g->expect[h];
+        rc = rtr(g, h);
+        if (rc == PTL_OK)
+            rc = fast_atomic(g, f, 0, bytes, h, s, FT_FOLD, t, op, g->from[h], cum);
+        r->res = f->mem + sm;
+        r->done = f->cnt[0];
+        r->done_thr = u;
+        r->nsent = f->sent_exp;
+        return rc;
+    }
+    int R = g->ra, extra = me + g->p2 < n;
+    ptl_size_t inc1 = extra ? 2 : 1; /* arrivals per use into acc[1] */
+    memcpy(f->mem, sendbuf, bytes);
+    if (!extra)
+        memcpy(f->mem + sm, sendbuf, bytes);
+    for (int k = extra ? 1 : 2; k <= R; k++)
+        fill_identity(f->mem + (ptl_size_t)k * sm, count, t, op);
+    ptl_size_t cum[COLL_RMAX + 1], cum_e = 0;
+    rc = PTL_OK;
+    for (int k = 0; rc == PTL_OK && k < R; k++) {
+        ptl_size_t q = me ^ ((ptl_size_t)1 << k);
+        cum[k] = ++g->expect[q];
+        rc = rtr(g, q);
+    }
+    if (rc == PTL_OK && extra) {
+        cum_e = ++g->expect[me + g->p2];
+        rc = rtr(g, me + g->p2);
+    }
+    for (int k = 0; rc == PTL_OK && k < R; k++) {
+        ptl_size_t q = me ^ ((ptl_size_t)1 << k);
+        /* acc[k] complete: none (k = 0, no fold), the fold, or two arrivals */
+        int now = k == 0 && !extra;
+        ptl_handle_ct_t ct = k == 0 ? f->cnt[0] : f->cnt[k];
+        ptl_size_t thr = k == 0 ? u : (k == 1 ? inc1 : 2) * u;
+        if (!now)
+            rc = fast_atomic(g, f, (ptl_size_t)k * sm, bytes, me, s, (unsigned)(k + 1), t, op, ct,
+                             thr);
+        if (rc != PTL_OK)
+            break;
+        if (now) {
+            rc = fast_atomic(g, f, 0, bytes, q, s, 1, t, op, g->from[q], cum[k]);
+            continue;
+        }
+        rc = PtlTriggeredCTInc(f->gate[k], one, ct, thr);
+        if (rc == PTL_OK)
+            rc = PtlTriggeredCTInc(f->gate[k], one, g->from[q], cum[k]);
+        if (rc == PTL_OK)
+            rc = fast_atomic(g, f, (ptl_size_t)k * sm, bytes, q, s, (unsigned)(k + 1), t, op,
+                             f->gate[k], 2 * u);
+    }
+    ptl_handle_ct_t last = f->cnt[R];
+    ptl_size_t last_thr = (R == 1 ? inc1 : 2) * u;
+    if (rc == PTL_OK && extra) {
+        rc = PtlTriggeredCTInc(f->gate[R], one, last, last_thr);
+        if (rc == PTL_OK)
+            rc = PtlTriggeredCTInc(f->gate[R], one, g->from[me + g->p2], cum_e);
+        if (rc == PTL_OK)
+            rc = PtlTriggeredPut(f->md, (ptl_size_t)R * sm, bytes, PTL_NO_ACK_REQ,
+                                 g->ids[me + g->p2], g->pt, 0, mbits(g->gid, K_FAST, s, FT_RES),
+                                 0, 0, f->gate[R], 2 * u);
+        if (rc == PTL_OK)
+            f->sent_exp++;
+    }
+    r->res = f->mem + (ptl_size_t)R * sm;
+    r->done = last;
+    r->done_thr = last_thr;
+    r->nsent = f->sent_exp;
+    return rc;
+}
+
+/* Starts a persistent-path call: kind 0 barrier, 1 allreduce. */
+static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *recvbuf,
+                     ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op,
+                     ptl_handle_coll_req_t *out)
+{
+    if (!out)
+        return PTL_SEGV;
+    struct group *g = group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    struct req *r;
+    pthread_mutex_lock(&g->lock);
+    int rc = req_new_fast(g, &r);
+    if (rc != PTL_OK) {
+        pthread_mutex_unlock(&g->lock);
+        return rc;
+    }
+    rc = kind == 0 ? fast_barrier(g, r) : fast_allreduce(g, r, sendbuf, recvbuf, count, t, op);
+    return fast_end(g, r, rc, out);
+}
+
+static int fast_ok(ptl_handle_coll_t h, ptl_size_t bytes)
+{
+    struct group *g = group_get(h);
+    return g && g->n > 1 && bytes > 0 && bytes <= g->smax;
 }
 
 #define TAG_FOLD   100
@@ -953,6 +1391,8 @@ int PtlCollIallreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, p
         return rc;
     if (count && (!sendbuf || !recvbuf))
         return PTL_SEGV;
+    if (fast_ok(h, count * type_size(t)))
+        return fast_call(h, 1, sendbuf, recvbuf, count, t, op, out);
     struct req *r;
     rc = begin(h, out, &r);
     if (rc != PTL_OK)
@@ -972,6 +1412,8 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
     struct group *g = group_get(h);
     if (count && (!sendbuf || (g->me == root && !recvbuf)))
         return PTL_SEGV;
+    if (fast_ok(h, count * type_size(t))) /* every member computes it; the root keeps it */
+        return fast_call(h, 1, sendbuf, g->me == root ? recvbuf : NULL, count, t, op, out);
     struct req *r;
     rc = begin(h, out, &r);
     if (rc != PTL_OK)

@@ -61,6 +61,8 @@ static struct pt_tunable g_table[] = {
       "counting events (PtlCTAlloc, portals3_ext.h) per NI; one more gives PTL_NO_SPACE"),
     T("PTL_COLL_PT", coll_pt, 60, 0, 255,
       "portal index the collective library (p3coll.h) uses for its own messages; keep it free of application MEs and at most PTL_MAX_PT_INDEX"),
+    T("PTL_COLL_SMALL_MAX", coll_small_max, 256, 0, 4096,
+      "allreduce/reduce payloads up to this many bytes (and at most PTL_EAGER_MAX) use each group's persistent slots (MEs, counters and buffers set up at PtlCollGroupCreate, result copied out at the wait); larger ones build a schedule per call; 0: never; must be the same in every member"),
     T("PTL_TRIG_SLOTS", trig_slots, 4096, 1, 1 << 20,
       "triggered operations (PtlTriggered*, portals3_ext.h) armed and not yet performed, per NI; one more gives PTL_NO_SPACE"),
     T("PTL_TIMING", timing, 0, 0, 1,

@@ -11,6 +11,13 @@
  *   nonblocking collectives in flight waited in reverse order, one finished
  *   by PtlCollTest; two overlapping groups (the job and the job in reverse
  *   order, and the even ranks) running at once; bad arguments.
+ * The persistent path (barrier; allreduce and reduce of at most
+ * PTL_COLL_SMALL_MAX bytes, read from the environment as the library does):
+ * sizes on both sides of that threshold, reduce to every root there; 50
+ * calls in flight (more than a group's slots, so that starting one must
+ * complete an earlier one) mixing barrier, allreduce and reduce, waited by two
+ * threads in reverse order. The CMake entries also run the job with the
+ * persistent path off (PTL_COLL_SMALL_MAX=0) and at 8 bytes.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -19,6 +26,7 @@
 
 #include <p3coll.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +313,120 @@ static void t_allgather_alltoall(ptl_handle_coll_t g)
     mp_log("allgather, alltoall: every size checked, in place too");
 }
 
+
+/* ---- the persistent path ------------------------------------------------------ */
+
+static size_t small_max(void)
+{
+    const char *e = getenv("PTL_COLL_SMALL_MAX");
+    size_t m = e ? (size_t)strtoull(e, NULL, 0) : 256;
+    return m > EAGER ? EAGER : m;
+}
+
+/* allreduce and reduce (every root) with counts around the threshold */
+static void t_small_edges(ptl_handle_coll_t g)
+{
+    size_t m = small_max() / 8;
+    size_t cs[] = {m ? m - 1 : 0, m, m + 1, 2 * m + 3};
+    for (int t = 0; t <= PTL_COLL_DOUBLE; t++)
+        for (int ci = 0; ci < 4; ci++) {
+            if (t == PTL_COLL_UINT64 || t == PTL_COLL_FLOAT)
+                continue;
+            ptl_coll_op_t op = t == PTL_COLL_INT64    ? PTL_COLL_BXOR
+                               : t == PTL_COLL_INT32 ? PTL_COLL_MIN
+                                                     : PTL_COLL_SUM;
+            size_t c = cs[ci] * 8 / tsize[t], b = c * tsize[t];
+            char *in = xmalloc(b), *out = xmalloc(b), *want = xmalloc(b);
+            char what[96];
+            make_input(in, c, t, ME, 1);
+            serial(want, c, t, op, 1);
+            snprintf(what, sizeof what, "small-edge allreduce %s %s count %zu", tname[t],
+                     oname[op], c);
+            mp_doing("small-edge allreduce");
+            memset(out, 0x5a, b);
+            MP_CHECK(PtlCollAllreduce(g, in, out, c, t, op));
+            check_close(out, want, c, t, 1, what);
+            for (unsigned root = 0; root < N; root++) {
+                snprintf(what, sizeof what, "small-edge reduce %s %s count %zu to %u", tname[t],
+                         oname[op], c, root);
+                memset(out, 0x5a, b);
+                MP_CHECK(PtlCollReduce(g, in, out, c, t, op, root));
+                if (ME == root)
+                    check_close(out, want, c, t, 1, what);
+                else
+                    for (size_t i = 0; i < b; i++)
+                        if ((unsigned char)out[i] != 0x5a)
+                            mp_die("%s: a non-root's recvbuf was written", what);
+            }
+            free(in);
+            free(out);
+            free(want);
+        }
+    mp_log("persistent path: allreduce and reduce around %zu bytes checked", small_max());
+}
+
+enum { PK = 50, PC = 9 };
+static ptl_handle_coll_req_t pq[PK];
+static int prc[PK];
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    for (int k = PK - 1; k >= 0; k--)
+        if (k % 2)
+            prc[k] = PtlCollWait(pq[k]);
+    return NULL;
+}
+
+/* more calls in flight than a group has slots, two threads waiting */
+static void t_persist_inflight(ptl_handle_coll_t g)
+{
+    static int64_t in[PK][PC], out[PK][PC];
+    for (int k = 0; k < PK; k++) {
+        size_t c = 1 + (size_t)k % PC;
+        for (size_t i = 0; i < c; i++)
+            in[k][i] = (int64_t)ME * 7919 + k * 31 + (int64_t)i;
+        memset(out[k], 0, sizeof out[k]);
+        if (k % 3 == 0)
+            MP_CHECK(PtlCollIbarrier(g, &pq[k]));
+        else if (k % 3 == 1)
+            MP_CHECK(PtlCollIallreduce(g, in[k], out[k], c, PTL_COLL_INT64, PTL_COLL_SUM, &pq[k]));
+        else
+            MP_CHECK(PtlCollIreduce(g, in[k], out[k], c, PTL_COLL_INT64, PTL_COLL_MAX,
+                                    (ptl_size_t)k % N, &pq[k]));
+    }
+    mp_doing("50 persistent-path calls in flight");
+    pthread_t th;
+    if (pthread_create(&th, NULL, waiter, NULL))
+        mp_die("pthread_create");
+    for (int k = PK - 1; k >= 0; k--)
+        if (k % 2 == 0)
+            prc[k] = PtlCollWait(pq[k]);
+    pthread_join(th, NULL);
+    for (int k = 0; k < PK; k++) {
+        if (prc[k] != PTL_OK)
+            mp_die("in flight (persistent): call %d returned %d", k, prc[k]);
+        size_t c = 1 + (size_t)k % PC;
+        if (k % 3 == 0)
+            continue;
+        int isroot = (unsigned)k % N == ME;
+        for (size_t i = 0; i < c; i++) {
+            int64_t want = k % 3 == 1 ? 0 : INT64_MIN;
+            for (unsigned r = 0; r < N; r++) {
+                int64_t v = (int64_t)r * 7919 + k * 31 + (int64_t)i;
+                want = k % 3 == 1 ? want + v : (v > want ? v : want);
+            }
+            int64_t got = out[k][i];
+            if (k % 3 == 2 && !isroot)
+                want = 0; /* a non-root's recvbuf is not written */
+            if (got != want)
+                mp_die("in flight (persistent): call %d element %zu is %lld, want %lld", k, i,
+                       (long long)got, (long long)want);
+        }
+    }
+    mp_log("50 persistent-path calls in flight checked");
+}
+
 /* 16 nonblocking collectives in flight, waited in reverse order. */
 static void t_inflight(ptl_handle_coll_t g)
 {
@@ -520,6 +642,8 @@ int main(int argc, char **argv)
     t_gather_scatter(g);
     t_allgather_alltoall(g);
     t_inflight(g);
+    t_small_edges(g);
+    t_persist_inflight(g);
     t_overlap(&m, g);
     t_bad(&m, g);
     MP_CHECK(PtlCollBarrier(g));
