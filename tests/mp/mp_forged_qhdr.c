@@ -25,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +91,12 @@ static uint32_t forge_entry(void)
     ST_RELEASE(&ring->tail, t + 1);
     RMW_OR(&pt_shm_words(g_base, &l, 1)[0], 1ull << 2);
     RMW_OR(&pt_shm_sum(g_base, &l, 1)[0], 1ull);
+    /* Ring rank 1's doorbell as a sender does (D1): the fault under test is
+     * the entry, not a missing wake-up (rank 1 may be asleep in a wait; the
+     * engine's backstop would find the entry and report a lost wake-up). */
+    struct pt_waitword *bell = &pt_shm_rankrec(g_base, &l, 1)->bell;
+    RMW_ADD(&bell->seq, 1);
+    syscall(SYS_futex, &bell->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     return LD_ACQUIRE(pt_shm_rxhead(g_base, &l, 2, 1, PT_CLS_REQ));
 }
 
