@@ -314,26 +314,30 @@ static void req_release(struct req *r)
     pthread_mutex_unlock(&tab_lock);
 }
 
+/* Takes a free request slot (its generation kept, the rest zeroed), or NULL. */
+static struct req *req_take(void)
+{
+    pthread_mutex_lock(&tab_lock);
+    struct req *r = NULL;
+    for (int i = 0; i < COLL_MAX_REQS; i++)
+        if (!reqs[i].used) {
+            r = &reqs[i];
+            uint32_t gen = r->gen;
+            memset(r, 0, sizeof *r);
+            r->gen = gen;
+            r->used = 1;
+            break;
+        }
+    pthread_mutex_unlock(&tab_lock);
+    return r;
+}
+
 /* Takes a request slot and starts call g->seq (the group lock is held). */
 static int req_new(struct group *g, struct req **out)
 {
-    pthread_mutex_lock(&tab_lock);
-    int idx = -1;
-    for (int i = 0; i < COLL_MAX_REQS; i++)
-        if (!reqs[i].used) {
-            idx = i;
-            break;
-        }
-    if (idx < 0) {
-        pthread_mutex_unlock(&tab_lock);
+    struct req *r = req_take();
+    if (!r)
         return PTL_NO_SPACE;
-    }
-    struct req *r = &reqs[idx];
-    uint32_t gen = r->gen;
-    memset(r, 0, sizeof *r);
-    r->gen = gen;
-    r->used = 1;
-    pthread_mutex_unlock(&tab_lock);
     r->g = g;
     r->done = PTL_CT_NONE;
     r->cum = calloc(g->n, sizeof *r->cum);
@@ -1026,23 +1030,9 @@ static void fast_finish(struct req *r, int rc)
 /* A request slot for a persistent-path call (group lock held). */
 static int req_new_fast(struct group *g, struct req **out)
 {
-    pthread_mutex_lock(&tab_lock);
-    int idx = -1;
-    for (int i = 0; i < COLL_MAX_REQS; i++)
-        if (!reqs[i].used) {
-            idx = i;
-            break;
-        }
-    if (idx < 0) {
-        pthread_mutex_unlock(&tab_lock);
+    struct req *r = req_take();
+    if (!r)
         return PTL_NO_SPACE;
-    }
-    struct req *r = &reqs[idx];
-    uint32_t gen = r->gen;
-    memset(r, 0, sizeof *r);
-    r->gen = gen;
-    r->used = 1;
-    pthread_mutex_unlock(&tab_lock);
     r->g = g;
     r->fast = 1;
     r->fslot = -1;
