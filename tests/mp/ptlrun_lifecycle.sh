@@ -62,17 +62,19 @@ PTL_JOB=$job PTL_NRANKS=1 PTL_MY_RID=0 PTL_NIDMAP=0 PTL_PIDMAP=0 "$RING" 5 >/dev
 # our own ptlrun report it is preferred (up to 5 tries) but not required.
 job=mpstale2$$
 seg=/dev/shm/ptl-$uid-$job
-PTL_JOB=$job PTL_NRANKS=2 PTL_MY_RID=0 PTL_NIDMAP=0:0 PTL_PIDMAP=0:1 \
-  timeout 2 "$RING" 1 2>/dev/null
+seen=0
 for try in 1 2 3 4 5; do
+  # a stale segment must exist when our ptlrun starts (never a vacuous check)
+  PTL_JOB=$job PTL_NRANKS=2 PTL_MY_RID=0 PTL_NIDMAP=0:0 PTL_PIDMAP=0:1 \
+    timeout 2 "$RING" 1 2>/dev/null
+  [ -e "$seg" ] || continue # removed by another ptlrun already: set it up again
+  seen=1
   out=$("$PTLRUN" -v -n 1 -- /bin/true 2>&1)
   [ -e "$seg" ] && fail "ptlrun left the stale $seg"
   echo "$out" | grep -q "removed stale.*$job" && break
-  # removed by another ptlrun before ours looked: set it up again
-  PTL_JOB=$job PTL_NRANKS=2 PTL_MY_RID=0 PTL_NIDMAP=0:0 PTL_PIDMAP=0:1 \
-    timeout 2 "$RING" 1 2>/dev/null
   [ $try = 5 ] && echo "ptlrun_lifecycle: note: other ptlruns removed the stale segment first, 5 times"
 done
+[ $seen = 1 ] || fail "could not leave a stale $seg for ptlrun in 5 tries"
 rm -f "$seg"
 # 4. SIGKILL, ranks behind a wrapper
 "$PTLRUN" -n 2 -- /bin/sh -c "\"$RING\" 10000000; true" &
