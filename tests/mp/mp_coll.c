@@ -18,6 +18,13 @@
  * complete an earlier one) mixing barrier, allreduce and reduce, waited by two
  * threads in reverse order. The CMake entries also run the job with the
  * persistent path off (PTL_COLL_SMALL_MAX=0) and at 8 bytes.
+ * The large path (reduce-scatter + allgather, at least PTL_COLL_LARGE_MIN
+ * bytes, read from the environment too): every type and operation just below,
+ * at and above that threshold, several eager segments per block, a count
+ * below the group size (so below, whatever the threshold), in place and not,
+ * float results bit-identical on every member; reduce to every root. The
+ * CMake entries also run it at a 64-byte threshold on 3, 6 and 7 ranks and
+ * with the large path off.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -365,6 +372,87 @@ static void t_small_edges(ptl_handle_coll_t g)
     mp_log("persistent path: allreduce and reduce around %zu bytes checked", small_max());
 }
 
+/* ---- large allreduce: reduce-scatter + allgather -------------------------------- */
+
+static size_t large_min(void)
+{
+    const char *e = getenv("PTL_COLL_LARGE_MIN");
+    return e ? (size_t)strtoull(e, NULL, 0) : 32768;
+}
+
+/* Every type and operation at byte counts around PTL_COLL_LARGE_MIN (and a
+ * count below the group's largest power of two), in place and not; float
+ * results bit-identical on every member. */
+static void t_large_edges(ptl_handle_coll_t g)
+{
+    size_t lm = large_min();
+    if (!lm)
+        lm = 4096;
+    int n_ops = 0;
+    for (int t = 0; t <= PTL_COLL_DOUBLE; t++) {
+        size_t e = lm / tsize[t];
+        size_t cs[] = {e ? e - 1 : 0, e, e + 3 * N + 1, 2, 7 * EAGER / tsize[t] + 5};
+        for (int op = 0; op <= PTL_COLL_BXOR; op++) {
+            if (t >= PTL_COLL_FLOAT && op >= PTL_COLL_BAND)
+                continue;
+            for (int ci = 0; ci < 5; ci++) {
+                size_t c = cs[ci], b = c * tsize[t];
+                int exact = t >= PTL_COLL_FLOAT && ci == 3;
+                int inplace = (ci + op) % 2;
+                char *in = xmalloc(b), *out = xmalloc(b), *want = xmalloc(b);
+                char what[112];
+                snprintf(what, sizeof what, "large-edge allreduce %s %s count %zu%s%s", tname[t],
+                         oname[op], c, inplace ? " in place" : "", exact ? " exact" : "");
+                mp_doing("large-edge allreduce");
+                make_input(in, c, t, ME, exact);
+                memset(out, 0xa5, b);
+                if (inplace)
+                    memcpy(out, in, b);
+                MP_CHECK(PtlCollAllreduce(g, inplace ? out : in, out, c, t, op));
+                serial(want, c, t, op, exact);
+                check_close(out, want, c, t, exact, what);
+                if (b) {
+                    char *all = xmalloc(b * N);
+                    MP_CHECK(PtlCollAllgather(g, out, all, b));
+                    for (unsigned r = 0; r < N; r++)
+                        if (memcmp(all + r * b, out, b))
+                            mp_die("%s: member %u's result differs in its bits", what, r);
+                    free(all);
+                }
+                free(in);
+                free(out);
+                free(want);
+                n_ops++;
+            }
+        }
+        /* reduce to every root on the large path */
+        size_t c = e + 5, b = c * tsize[t];
+        ptl_coll_op_t op = t >= PTL_COLL_FLOAT ? PTL_COLL_SUM : PTL_COLL_BXOR;
+        char *in = xmalloc(b), *out = xmalloc(b), *want = xmalloc(b);
+        make_input(in, c, t, ME, 0);
+        serial(want, c, t, op, 0);
+        for (unsigned root = 0; root < N; root++) {
+            char what[112];
+            snprintf(what, sizeof what, "large-edge reduce %s %s count %zu to %u", tname[t],
+                     oname[op], c, root);
+            mp_doing("large-edge reduce");
+            memset(out, 0x5a, b);
+            MP_CHECK(PtlCollReduce(g, in, out, c, t, op, root));
+            if (ME == root)
+                check_close(out, want, c, t, 0, what);
+            else
+                for (size_t i = 0; i < b; i++)
+                    if ((unsigned char)out[i] != 0x5a)
+                        mp_die("%s: a non-root's recvbuf was written", what);
+        }
+        free(in);
+        free(out);
+        free(want);
+    }
+    mp_log("large path: %d allreduce cases around %zu bytes and reduce to every root checked",
+           n_ops, lm);
+}
+
 enum { PK = 50, PC = 9 };
 static ptl_handle_coll_req_t pq[PK];
 static int prc[PK];
@@ -643,6 +731,7 @@ int main(int argc, char **argv)
     t_allgather_alltoall(g);
     t_inflight(g);
     t_small_edges(g);
+    t_large_edges(g);
     t_persist_inflight(g);
     t_overlap(&m, g);
     t_bad(&m, g);
