@@ -20,11 +20,11 @@
  * persistent path off (PTL_COLL_SMALL_MAX=0) and at 8 bytes.
  * The large path (reduce-scatter + allgather, at least PTL_COLL_LARGE_MIN
  * bytes, read from the environment too): every type and operation just below,
- * at and above that threshold, several eager segments per block, a count
- * below the group size (so below, whatever the threshold), in place and not,
- * float results bit-identical on every member; reduce to every root. The
- * CMake entries also run it at a 64-byte threshold on 3, 6 and 7 ranks and
- * with the large path off.
+ * at and above that threshold, several eager segments per block, a count of
+ * 2, in place and not, float results bit-identical on every member; reduce
+ * to every root. The CMake entries also run it at a 64-byte threshold on 3,
+ * 6 and 7 ranks, at 8 bytes on 5 ranks (counts below the 4 blocks), and with
+ * the large path off.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
