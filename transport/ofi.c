@@ -48,6 +48,7 @@
  */
 #include "ofi.h"
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "shm.h"
@@ -72,6 +73,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,6 +85,10 @@
 #define OFI_MAGIC      0x4f50u       /* "PO"                                      */
 #define OFI_K_DATA     1u
 #define OFI_K_CREDIT   2u
+#define OFI_K_BYE      3u            /* PMIx job: the sender's NI closes (orderly) */
+#define OFI_K_PROBE    4u            /* PMIx job: liveness probe, no content       */
+#define OFI_PROBE_MAX  64u           /* peers probed per probe period, at most     */
+#define OFI_PROBE_LATE 4u            /* periods a probe may stay uncompleted       */
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
@@ -144,6 +150,7 @@ struct ofi_sbuf {
     struct ofi_ctx c;
     uint32_t peer;
     uint32_t next;        /* free list                                          */
+    uint8_t what;         /* 0 data or credits, 1 probe, 2 bye (PMIx job)        */
     char *mem;            /* OFI_PFX + slot_size bytes                          */
     void *desc;           /* local MR descriptor or NULL                        */
 };
@@ -261,6 +268,15 @@ struct pt_xport {
     struct ofi_addrx ax;
     int ev_fd;               /* PMIx job: readable when the launcher reports a death
                               * (pmix.c writes it; rx_pending drains it), or -1 */
+    /* liveness in a PMIx job (docs/ofi.md, "Peer death"): token holder only,
+     * but probe_due, which rx_pending (any thread) sets from the timer */
+    int tfd;                 /* timerfd, every PTL_OFI_PROBE_MS, in the sleep set, or -1 */
+    _Atomic uint32_t probe_due; /* the timer fired: peek runs probe_tick   */
+    uint64_t probe_ns;       /* the period                                  */
+    uint64_t *probe_t;       /* [peer]: when our outstanding probe was sent, 0 none */
+    uint64_t *dead_t;        /* [peer]: when it was marked dead (judged a period later) */
+    uint8_t *bye;            /* [peer]: it closed its NI in order (OFI_K_BYE) */
+    uint32_t probe_next, nsuspect, byes_left;
     char prov[64];
 };
 
@@ -345,6 +361,42 @@ static uint32_t sbuf_get(struct pt_xport *x)
     return i;
 }
 
+/* A send to peer failed, or its probe was not completed in time: it is dead
+ * to us. In a PMIx job the job fails with it (as the region's launcher rule
+ * fails a ptlrun job), unless it said bye: judged one probe period later
+ * (probe_tick), so that a bye that arrives behind the connection's error is
+ * still seen. */
+static void mark_dead(struct pt_xport *x, uint32_t peer)
+{
+    if (x->dead[peer])
+        return;
+    x->dead[peer] = 1;
+    if (!x->pmix || x->bye[peer])
+        return;
+    if (x->tfd < 0) {
+        ST_RELAXED(&x->gone[peer], 1);
+        uint32_t z = 0;
+        RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
+        return;
+    }
+    x->dead_t[peer] = pt_now_ns();
+    x->nsuspect++;
+}
+
+/* A send buffer leaves the provider (completed, failed or dropped). */
+static void sbuf_done(struct pt_xport *x, uint32_t i)
+{
+    struct ofi_sbuf *b = &x->sb[i];
+    if (PT_UNLIKELY(b->what)) {
+        if (b->what == 1)
+            x->probe_t[b->peer] = 0;
+        else if (x->byes_left)
+            x->byes_left--;
+        b->what = 0;
+    }
+    sbuf_free(x, i);
+}
+
 /* Hand a filled buffer to the provider, or queue it behind earlier ones (the
  * queue keeps commit order). */
 static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
@@ -357,8 +409,8 @@ static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
             return;
         if (rc != -FI_EAGAIN) {
             pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
-            x->dead[b->peer] = 1;
-            sbuf_free(x, i);
+            mark_dead(x, b->peer);
+            sbuf_done(x, i);
             return;
         }
     }
@@ -370,14 +422,21 @@ static void flush_pending(struct pt_xport *x)
     while (x->pend_tail != x->pend_head) {
         uint32_t i = x->pend[x->pend_tail % x->npend_cap];
         struct ofi_sbuf *b = &x->sb[i];
+        if (PT_UNLIKELY(x->dead[b->peer])) {
+            /* never retried towards a dead peer (rxm answers -FI_EAGAIN for
+             * ever once it has dropped the connection): dropped */
+            x->pend_tail++;
+            sbuf_done(x, i);
+            continue;
+        }
         ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
         if (rc == -FI_EAGAIN)
             return;
         x->pend_tail++;
         if (rc) {
             pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
-            x->dead[b->peer] = 1;
-            sbuf_free(x, i);
+            mark_dead(x, b->peer);
+            sbuf_done(x, i);
         }
     }
 }
@@ -454,8 +513,12 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
         uint32_t v = x->cred[s * 2 + c] + p->cred[c];
         x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
     }
-    if (p->kind == OFI_K_CREDIT)
+    if (p->kind == OFI_K_CREDIT || p->kind == OFI_K_PROBE)
         return;
+    if (p->kind == OFI_K_BYE) {
+        x->bye[s] = 1;
+        return;
+    }
     if (PT_UNLIKELY(p->kind != OFI_K_DATA || p->cls >= PT_CLS_NR || p->len < PT_XPORT_HDR_BYTES ||
                     p->len > x->slot || len != OFI_PFX + p->len)) {
         x->bad_msgs++;
@@ -498,8 +561,8 @@ static int progress(struct pt_xport *x)
                 struct ofi_sbuf *b = (struct ofi_sbuf *)c;
                 pt_log_once(PT_LOG_WARN, "ofi: a send to rank %u failed: %s", b->peer,
                             fi_strerror(err.err));
-                x->dead[b->peer] = 1;
-                sbuf_free(x, (uint32_t)(b - x->sb));
+                mark_dead(x, b->peer);
+                sbuf_done(x, (uint32_t)(b - x->sb));
             } else if (c && c->kind == CTX_READ) {
                 x->rd_pending--;
                 x->rd_err = err.err ? -err.err : -EIO;
@@ -520,7 +583,7 @@ static int progress(struct pt_xport *x)
     for (ssize_t k = 0; k < n; k++) {
         struct ofi_ctx *c = e[k].op_context;
         if (c->kind == CTX_SEND) {
-            sbuf_free(x, (uint32_t)((struct ofi_sbuf *)c - x->sb));
+            sbuf_done(x, (uint32_t)((struct ofi_sbuf *)c - x->sb));
         } else if (c->kind == CTX_RECV) {
             struct ofi_rbuf *b = (struct ofi_rbuf *)c;
             if (e[k].flags & FI_RECV)
@@ -727,8 +790,85 @@ static void *scan(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
     return NULL;
 }
 
+/* A small control message (probe or bye) to peer: false when no buffer is
+ * free or the peer cannot be named. */
+static bool send_ctl(struct pt_xport *x, uint32_t peer, uint16_t kind, uint8_t what)
+{
+    if (!peer_addr(x, peer))
+        return false;
+    uint32_t i = sbuf_get(x);
+    if (i == UINT32_MAX)
+        return false;
+    struct ofi_sbuf *b = &x->sb[i];
+    struct ofi_pfx *p = (struct ofi_pfx *)b->mem;
+    memset(p, 0, sizeof *p);
+    p->magic = OFI_MAGIC;
+    p->kind = kind;
+    p->src = x->me;
+    b->peer = peer;
+    b->what = what;
+    if (what == 2)
+        x->byes_left++;
+    send_or_queue(x, i, OFI_PFX);
+    return true;
+}
+
+/* PMIx job, once per probe period (the timer in the sleep set; peek runs it
+ * when rx_pending saw it fire): judge the peers marked dead a period ago
+ * (dead unless they said bye meanwhile: the job fails), a probe not completed
+ * within OFI_PROBE_LATE periods makes its peer dead, and up to OFI_PROBE_MAX
+ * peers (round robin) get a new probe. A probe to a live peer completes once
+ * the provider has written it to the connection, whether or not that peer's
+ * engine runs; to a dead one it fails or stays queued (rxm's -FI_EAGAIN). */
+static void probe_tick(struct pt_xport *x)
+{
+    ST_RELAXED(&x->probe_due, 0);
+    while (progress(x) == OFI_CQ_BATCH)
+        ; /* completions, and byes, first */
+    uint64_t now = pt_now_ns();
+    if (x->nsuspect) {
+        x->nsuspect = 0;
+        for (uint32_t p = 0; p < x->n; p++) {
+            if (!x->dead_t[p] || LD_RELAXED(&x->gone[p]))
+                continue;
+            if (x->bye[p]) {
+                x->dead_t[p] = 0;
+            } else if (now - x->dead_t[p] >= x->probe_ns) {
+                pt_log(PT_LOG_WARN, "ofi: rank %u is dead (a send to it failed or was not "
+                                    "completed): the job fails", p);
+                ST_RELAXED(&x->gone[p], 1);
+                uint32_t z = 0;
+                RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
+            } else {
+                x->nsuspect++;
+            }
+        }
+    }
+    uint32_t todo = x->n < OFI_PROBE_MAX ? x->n : OFI_PROBE_MAX;
+    for (uint32_t k = 0; k < todo; k++) {
+        uint32_t p = x->probe_next;
+        x->probe_next = p + 1 < x->n ? p + 1 : 0;
+        if (p == x->me || x->dead[p] || x->bye[p])
+            continue;
+        if (x->probe_t[p]) {
+            if (now - x->probe_t[p] >= OFI_PROBE_LATE * x->probe_ns)
+                mark_dead(x, p);
+            continue;
+        }
+        x->probe_t[p] = now;
+        if (!send_ctl(x, p, OFI_K_PROBE, 1)) {
+            x->probe_t[p] = 0;
+            if (x->dead[p])
+                continue;
+            break; /* no buffer: the next period */
+        }
+    }
+}
+
 static void *ofi_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
+    if (PT_UNLIKELY(LD_RELAXED(&x->probe_due)))
+        probe_tick(x);
     if (LD_RELAXED(&x->queued)) {
         void *m = scan(x, peer_p, cls_p);
         if (m)
@@ -780,7 +920,7 @@ static bool ofi_rx_pending(struct pt_xport *x)
 {
     if (LD_RELAXED(&x->queued))
         return true;
-    if (x->npidfd || x->ev_fd >= 0) {
+    if (x->npidfd || x->ev_fd >= 0 || x->tfd >= 0) {
         /* A peer's pidfd fired: it exited. Still attached to the job region
          * (no orderly PtlNIFini) it is dead to us, as the launcher judges
          * (pt_shm_rank_exited), and the job has failed: work for the engine
@@ -791,6 +931,15 @@ static bool ofi_rx_pending(struct pt_xport *x)
         for (int i = 0; i < k; i++) {
             if (ev[i].data.u32 == UINT32_MAX)
                 continue; /* the CQ: fi_trywait below decides */
+            if (ev[i].data.u32 == UINT32_MAX - 2) {
+                /* the probe timer: work for the engine (peek, probe_tick) */
+                uint64_t v;
+                ssize_t r = read(x->tfd, &v, sizeof v);
+                (void)r;
+                ST_RELAXED(&x->probe_due, 1);
+                died = true;
+                continue;
+            }
             if (ev[i].data.u32 == UINT32_MAX - 1) {
                 /* PMIx: the launcher reported a death; job_failed says so */
                 uint64_t v;
@@ -873,7 +1022,7 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
         for (uint64_t polls = 0; x->rd_pending; polls++) {
             progress(x);
             if ((polls & 0xfff) == 0xfff && !x->so->peer_alive(x->shm, peer)) {
-                x->dead[peer] = 1;
+                mark_dead(x, peer);
                 return -ESRCH; /* contexts stay with the provider until close */
             }
         }
@@ -932,6 +1081,11 @@ static void ofi_free(struct pt_xport *x)
         fi_freeinfo(x->info);
     if (x->epfd >= 0)
         close(x->epfd);
+    if (x->tfd >= 0)
+        close(x->tfd);
+    free(x->probe_t);
+    free(x->dead_t);
+    free(x->bye);
     if (x->pidfd)
         for (uint32_t p = 0; p < x->n; p++)
             if (x->pidfd[p] >= 0)
@@ -963,6 +1117,23 @@ static void ofi_close(struct pt_xport *x)
      * the peer waits for), then tear down; the region records the detach. */
     for (int i = 0; i < 1000 && (x->pend_head != x->pend_tail || (x->nsb && x->sfree == UINT32_MAX)); i++)
         progress(x);
+    if (x->tfd >= 0) {
+        /* PMIx job: a bye to every peer that has not closed (its probes to us
+         * would fail once our endpoint is gone: not a death), for at most
+         * 500 ms; a peer that misses it judges us dead. */
+        while (progress(x) == OFI_CQ_BATCH)
+            ;
+        uint64_t t0 = pt_now_ns();
+        for (uint32_t p = 0; p < x->n; p++) {
+            if (p == x->me || x->dead[p] || x->bye[p])
+                continue;
+            while (!send_ctl(x, p, OFI_K_BYE, 2) && !x->dead[p] && peer_addr(x, p) &&
+                   pt_now_ns() - t0 < 500000000u)
+                progress(x); /* no free buffer: completions return them */
+        }
+        while ((x->byes_left || x->pend_head != x->pend_tail) && pt_now_ns() - t0 < 500000000u)
+            progress(x);
+    }
     struct pt_xport *shm = x->shm;
     const struct pt_xport_ops *so = x->so;
     ofi_free(x);
@@ -1177,6 +1348,12 @@ static int ofi_setup(struct pt_xport *x)
 {
     uint32_t n = x->n;
     x->epfd = -1;
+    x->tfd = -1;
+    x->probe_t = calloc(n, sizeof *x->probe_t);
+    x->dead_t = calloc(n, sizeof *x->dead_t);
+    x->bye = calloc(n, 1);
+    if (!x->probe_t || !x->dead_t || !x->bye)
+        return -ENOMEM;
     x->addr = malloc(n * sizeof *x->addr);
     x->cred = calloc((size_t)n * 2, sizeof *x->cred);
     x->owe = calloc((size_t)n * 2, sizeof *x->owe);
@@ -1244,6 +1421,21 @@ static int ofi_setup(struct pt_xport *x)
     if (x->ev_fd >= 0) {
         struct epoll_event e2 = {.events = EPOLLIN, .data.u32 = UINT32_MAX - 1};
         if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->ev_fd, &e2) != 0)
+            return -errno;
+    }
+    int64_t probe_ms = pt_config()->ofi_probe_ms;
+    if (x->pmix && probe_ms > 0 && n > 1) {
+        /* PMIx job: the liveness probe's timer (probe_tick) */
+        x->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (x->tfd < 0)
+            return -errno;
+        x->probe_ns = (uint64_t)probe_ms * 1000000u;
+        struct itimerspec its = {
+            .it_interval = {probe_ms / 1000, (probe_ms % 1000) * 1000000},
+            .it_value = {probe_ms / 1000, (probe_ms % 1000) * 1000000}};
+        struct epoll_event e3 = {.events = EPOLLIN, .data.u32 = UINT32_MAX - 2};
+        if (timerfd_settime(x->tfd, 0, &its, NULL) != 0 ||
+            epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->tfd, &e3) != 0)
             return -errno;
     }
     for (uint32_t p = 0; p < n; p++) {

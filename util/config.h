@@ -53,6 +53,7 @@ struct pt_config {
     int64_t job_guests;     /* PTL_JOB_GUESTS: process slots for joiners, -1 default */
     int64_t transport;      /* PTL_TRANSPORT: 0 shm (the job region), 1 ofi (libfabric) */
     char ofi_provider[64];  /* PTL_OFI_PROVIDER: libfabric provider; "" = best found  */
+    int64_t ofi_probe_ms;   /* PTL_OFI_PROBE_MS: PMIx job, liveness probe period     */
 };
 
 enum pt_transport_kind { PT_TRANSPORT_SHM = 0, PT_TRANSPORT_OFI = 1 };

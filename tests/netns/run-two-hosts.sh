@@ -4,7 +4,7 @@
 # the first, its remote-launch agent (nsagent.sh) starting orted in the
 # second, ranks in both over PTL_TRANSPORT=ofi (tcp;ofi_rxm, PMIx wire-up).
 #
-#   usage: run-two-hosts.sh alltoall|late|loref|kill <mp_exchange|netns_kill> <mp_driver>
+#   usage: run-two-hosts.sh <case> <mp_exchange|netns_kill|mp_kill|mp_liveness> <mp_driver>
 #
 #   alltoall  4 ranks (2 per namespace): mp_exchange's all-to-all with data
 #             checks at 8 B, 64 KiB and 1 MiB.
@@ -22,6 +22,16 @@
 #             PtlEQPoll error) within seconds. mpirun runs with
 #             --enable-recovery so that it lets the survivor report instead of
 #             ending it at once.
+#   kill_target, kill_initiator
+#             2 ranks (1 per namespace), mp_kill: rank 1 is SIGKILLed as the
+#             target (resp. initiator) of a 64 MiB put; rank 0 must report it.
+#   live      4 ranks (2 per namespace), mp_liveness kill: rank 3 (second
+#             namespace) is SIGKILLed while nobody has anything in flight to
+#             it; ranks 0, 1 (other "host") and 2 (same "host") must each see
+#             their NI fail within 10 s.
+#   livefini  the same but rank 3 leaves in order (PtlNIFini): nobody fails.
+#             These four run under --enable-recovery and pmix_recovery.sh
+#             (tests/mp) counts the survivors' lines.
 #
 # The mode comes from PTL_OFFLOAD (passed to every rank). Namespaces and veth
 # ends carry this shell's PID, so parallel runs do not collide; the addresses
@@ -31,7 +41,7 @@
 # which must still be empty at the end. Everything is removed on exit (trap).
 # Where namespaces cannot be made: a SKIP line and exit 77 (SKIP_RETURN_CODE).
 set -u
-what=${1:?usage: run-two-hosts.sh alltoall|late|loref|kill <program> <mp_driver>}
+what=${1:?usage: run-two-hosts.sh <case> <program> <mp_driver>}
 prog=${2:?program}
 drv=${3:?mp_driver}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -144,6 +154,26 @@ kill)
     job="$job --stdout-has \"rank 0: saw rank 1's death\" -- /bin/sh -c"
     job="$job '$mpi --enable-recovery -H 10.213.0.1:1,10.213.0.2:1 -np 2 $prog;"
     job="$job echo mpirun exited \$? >&2'"
+    ;;
+kill_target | kill_initiator | live | livefini)
+    # under --enable-recovery, the survivors' lines counted by pmix_recovery.sh
+    # (docs/ofi.md, "Peer death in a PMIx job")
+    rec="/bin/sh $here/../mp/pmix_recovery.sh \"\$PTL_RE\""
+    case $what in
+    kill_*)
+        export PTL_RE="^rank 0: (PtlEQPoll: PTL_|.* ni_fail_type PTL_NI_(PEER_DIED|FAIL|UNDELIVERABLE|DROPPED))"
+        rec="$rec 1 $mpi --enable-recovery -H 10.213.0.1:1,10.213.0.2:1 -np 2 $prog ${what#kill_}"
+        ;;
+    live)
+        export PTL_RE="saw the death: PtlEQPoll PTL_FAIL"
+        rec="$rec 3 $mpi --enable-recovery $np4 $prog kill"
+        ;;
+    livefini)
+        export PTL_RE="no false death"
+        rec="$rec 3 $mpi --enable-recovery $np4 $prog fini"
+        ;;
+    esac
+    job="$drv --within 60 --stdout-has \"pmix_recovery: OK\" -- $rec"
     ;;
 *)
     echo "run-two-hosts.sh: unknown case $what" >&2

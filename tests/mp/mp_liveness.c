@@ -1,0 +1,110 @@
+/*
+ * mp_liveness - the last rank leaves while the others have NOTHING in flight
+ * to it (issue 17, docs/ofi.md "Peer death in a PMIx job").
+ *
+ *   usage (3 ranks or more): mp_liveness kill|fini
+ *
+ * After a barrier the last rank (the victim) waits 300 ms, then
+ *   kill: raises SIGKILL. Every other rank sits in PtlEQPoll on an EQ nothing
+ *         is sent to, and never initiates anything to the victim: its NI must
+ *         fail (PtlEQPoll returns PTL_FAIL) within 10 s of the barrier. It
+ *         prints "rank R: saw the death: ..., N ms after the barrier" and
+ *         exits 0; it exits 4 when nothing came.
+ *   fini: calls PtlNIFini and PtlFini and exits 0 (an orderly exit). The
+ *         others must see NO failure for 4 s (longer than a PMIx job's probe
+ *         needs to judge a peer dead), then rank 0 puts 8 bytes with an ACK
+ *         to rank 1 (both events PTL_NI_OK), and they print "rank R: no
+ *         false death" and exit 0.
+ */
+#include "mp_util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PT_L (MP_PT_USER + 8)
+
+int main(int argc, char **argv)
+{
+    struct mp m;
+    mp_init(&m, 3);
+    if (argc < 2 || (strcmp(argv[1], "kill") && strcmp(argv[1], "fini")))
+        mp_die("usage: mp_liveness kill|fini");
+    bool kill_it = !strcmp(argv[1], "kill");
+    unsigned victim = m.size - 1;
+    uint64_t word = 0, src = 0x1234;
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    if (m.rank == 1)
+        mp_post(&m, PT_L, 5, &word, sizeof word, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, eq, PTL_RETAIN, NULL);
+    if (m.rank == 0)
+        md = mp_bind(&m, &src, sizeof src, PTL_MD_THRESH_INF, 0, eq);
+    mp_barrier(&m);
+    uint64_t t0 = mp_now_ms();
+
+    if (m.rank == victim) {
+        usleep(300000);
+        if (kill_it) {
+            fprintf(stderr, "rank %u: raising SIGKILL\n", m.rank);
+            fflush(stderr);
+            raise(SIGKILL);
+        }
+        MP_CHECK(PtlNIFini(m.ni));
+        PtlFini();
+        fprintf(stderr, "rank %u: left in order\n", m.rank);
+        return 0;
+    }
+
+    ptl_event_t ev;
+    int which;
+    if (kill_it) {
+        while (mp_now_ms() - t0 < 10000) {
+            int rc = PtlEQPoll(&eq, 1, 500, &ev, &which);
+            if (rc == PTL_EQ_EMPTY)
+                continue;
+            if (rc != PTL_OK && rc != PTL_EQ_DROPPED) {
+                printf("rank %u: saw the death: PtlEQPoll %s, %llu ms after the barrier\n",
+                       m.rank, PtlErrorStr((unsigned)rc), (unsigned long long)(mp_now_ms() - t0));
+                fflush(stdout);
+                return 0;
+            }
+            fprintf(stderr, "rank %u: unexpected event %s\n", m.rank, PtlEventKindStr(ev.type));
+            return 3;
+        }
+        fprintf(stderr, "rank %u: no failure within 10 s of the barrier\n", m.rank);
+        return 4;
+    }
+
+    while (mp_now_ms() - t0 < 4000) {
+        int rc = PtlEQPoll(&eq, 1, 500, &ev, &which);
+        if (rc == PTL_EQ_EMPTY)
+            continue;
+        fprintf(stderr, "rank %u: after an orderly exit: PtlEQPoll %s (event %s)\n", m.rank,
+                PtlErrorStr((unsigned)rc), rc == PTL_OK ? PtlEventKindStr(ev.type) : "-");
+        return 3;
+    }
+    if (m.rank == 0) {
+        MP_CHECK(PtlPut(md, PTL_ACK_REQ, m.ids[1], PT_L, 0, 5, 0, 0));
+        const ptl_event_kind_t k[] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END, PTL_EVENT_ACK};
+        ptl_event_t got[3];
+        mp_expect_all(eq, k, 3, got, "rank 0's put and its ACK"); /* (each PTL_NI_OK) */
+    } else if (m.rank == 1) {
+        const ptl_event_kind_t k[] = {PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
+        ptl_event_t got[2];
+        mp_expect_all(eq, k, 2, got, "rank 0's put");
+        if (word != 0x1234)
+            mp_die("the put's word is %#llx", (unsigned long long)word);
+    }
+    printf("rank %u: no false death\n", m.rank);
+    fflush(stdout);
+    /* rank 0 must not leave before rank 1 has its put; rank 1's PtlNIFini
+     * comes after it. (No mp_barrier: the victim is gone.) */
+    usleep(200000);
+    MP_CHECK(PtlNIFini(m.ni));
+    PtlFini();
+    return 0;
+}

@@ -1,0 +1,29 @@
+#!/bin/sh
+# pmix_recovery.sh - a PMIx job under `mpirun --enable-recovery` in which a
+# rank dies on purpose (mp_liveness, mp_kill; docs/ofi.md "Peer death in a
+# PMIx job"). mpirun's exit status under --enable-recovery says nothing about
+# the survivors (reported, not judged); what counts is how many lines of the
+# job's output (stdout and stderr) match a pattern: each survivor prints one
+# when it saw what it had to see.
+#
+#   usage: pmix_recovery.sh <extended regex> <lines wanted> <mpirun> [args...]
+#
+# Prints "pmix_recovery: OK" (for mp_driver --stdout-has) when exactly that
+# many lines match, and exits 0; else says what it counted and exits 1.
+set -u
+re=${1:?usage: pmix_recovery.sh regex count mpirun args...}
+want=${2:?count}
+shift 2
+out=$(mktemp "${TMPDIR:-/tmp}/ptl-recovery.XXXXXX") || exit 1
+trap 'rm -f "$out"' EXIT
+"$@" >"$out" 2>&1
+rc=$?
+cat "$out"
+echo "mpirun exited $rc" >&2
+n=$(grep -Ec "$re" "$out")
+if [ "$n" = "$want" ]; then
+    echo "pmix_recovery: OK ($n lines match)"
+    exit 0
+fi
+echo "pmix_recovery: $n lines match '$re', wanted $want" >&2
+exit 1
