@@ -15,10 +15,13 @@ re=${1:?usage: pmix_recovery.sh regex count mpirun args...}
 want=${2:?count}
 shift 2
 out=$(mktemp "${TMPDIR:-/tmp}/ptl-recovery.XXXXXX") || exit 1
-trap 'rm -f "$out"' EXIT
-"$@" >"$out" 2>&1
-rc=$?
-cat "$out"
+trap 'rm -f "$out" "$out.rc"' EXIT
+# (streamed through tee: a job that hangs still shows what it said)
+{
+    "$@" 2>&1
+    echo $? >"$out.rc"
+} | tee "$out"
+rc=$(cat "$out.rc" 2>/dev/null)
 echo "mpirun exited $rc" >&2
 n=$(grep -Ec "$re" "$out")
 if [ "$n" = "$want" ]; then
