@@ -43,6 +43,12 @@
  *   hold them (shm.h pt_shm_ep_publish/lookup); a peer is inserted into the
  *   address vector at the first send to it, once it has published.
  *
+ *   Liveness (PMIx job). A timerfd in the sleep set fires every
+ *   PTL_OFI_PROBE_MS; the engine then (peek, probe_tick) probes up to
+ *   OFI_PROBE_MAX peers: a probe not completed within OFI_PROBE_LATE periods,
+ *   or any failed send, makes the peer dead and, unless it said bye (its
+ *   orderly close), fails the job (docs/ofi.md, "Peer death in a PMIx job").
+ *
  * The job region stays underneath for identity, liveness, the failure flag
  * and the trace area: those ops are shm's.
  */

@@ -19,7 +19,8 @@
  *   - liveness: PMIx events (a process of the job aborted or terminated, the
  *     connection to the local server lost) fail the job for this rank with
  *     PTL_NI_PEER_DIED and wake the engine through an eventfd in ofi's sleep
- *     set; provider errors (a send that fails) mark the peer dead in ofi.c.
+ *     set (Open MPI 4.1.4 does not deliver them usably); ofi.c's liveness
+ *     probe and failed sends find a dead peer and fail the job themselves.
  *
  * Threads: the event handler runs on PMIx's progress thread; it writes only
  * `failed`, `dead[]` (relaxed atomics) and the eventfd.
