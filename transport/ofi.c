@@ -1430,8 +1430,12 @@ static int ofi_setup(struct pt_xport *x)
             return -errno;
     }
     int64_t probe_ms = pt_config()->ofi_probe_ms;
-    if (x->pmix && probe_ms > 0 && n > 1) {
-        /* PMIx job: the liveness probe's timer (probe_tick) */
+    if (x->pmix && probe_ms > 0 && n > 1 && pt_config()->offload) {
+        /* PMIx job: the liveness probe's timer (probe_tick). Offload mode
+         * only: a probe completes once the provider has connected to the
+         * peer, which needs the peer's engine to run; in host mode a rank
+         * that makes no Portals call for a few seconds was taken for dead
+         * (mp_pmix_liveness_busy_host, docs/ofi.md). */
         x->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         if (x->tfd < 0)
             return -errno;

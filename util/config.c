@@ -82,7 +82,7 @@ static struct pt_tunable g_table[] = {
     TS("PTL_OFI_PROVIDER", ofi_provider,
        "libfabric provider for PTL_TRANSPORT=ofi, e.g. \"tcp;ofi_rxm\" (empty: the best reliable one found; ptl_info lists them)"),
     T("PTL_OFI_PROBE_MS", ofi_probe_ms, 500, 0, 60000,
-      "PMIx job (mpirun, srun): every this many ms a rank's engine sends a probe (a 64-byte message) to each peer (at most 64 per period, round robin); a probe the provider has not completed after 4 periods, or a failed send, makes the peer dead and fails the NI with PTL_NI_PEER_DIED; 0: no probes (docs/ofi.md)"),
+      "PMIx job (mpirun, srun), offload mode: every this many ms a rank's engine sends a probe (a 64-byte message) to each peer (at most 64 per period, round robin); a probe the provider has not completed after 4 periods, or a failed send, makes the peer dead and fails the NI with PTL_NI_PEER_DIED; 0: no probes (docs/ofi.md)"),
 };
 #undef T
 #undef TS
