@@ -47,7 +47,7 @@ static struct pt_tunable g_table[] = {
       "rendezvous data movement: 0 auto (by size), 1 CMA single copy, 2 pipelined copy through the region"),
     T("PTL_RNDV_CMA_MIN", rndv_cma_min, 24576, 0, INT64_MAX,
       "in auto mode, rendezvous transfers of at least this many bytes use CMA (below: copy through the queues); 24 KiB is where the two cross in ping-pong latency (bench/results-notes.md)"),
-    T("PTL_RNDV_SEG", rndv_seg, 262144, 4096, 1 << 30,
+    T("PTL_RNDV_SEG", rndv_seg, 1048576, 4096, 1 << 30,
       "bytes a NIC thread moves per rendezvous step before it polls again"),
     T("PTL_CMA", cma, 1, 0, 1,
       "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
