@@ -406,67 +406,107 @@ void pt_op_put(struct pt_nic *nic, struct pt_op *op)
     ST_RELAXED(&nic->nops, LD_RELAXED(&nic->nops) - 1);
 }
 
-/* One step of each in-flight operation. Returns work done. */
+/* A transfer whose data has all moved (or failed): its FIN/RFIN is due. */
+static void op_moved(struct pt_nic *nic, struct pt_op *op)
+{
+    if (op->failed)
+        op->ev.ni_fail_type = nic->xo->peer_alive(nic->x, op->rsp_peer) ? PTL_NI_FAIL
+                                                                        : PTL_NI_PEER_DIED;
+    op->rsp_pending = 1;
+    PT_TRACE(nic, op->failed ? PT_TR_XFER_FAIL : PT_TR_XFER_END,
+             PT_TV_XFER(op->rsp_peer, op->rv.done));
+}
+
+/* Send the FIN/RFIN, then post PUT_END/REPLY_END: what our application sends
+ * on seeing END must not overtake the FIN/RFIN (causal order per peer,
+ * xport.h). If the peer's response queue is full, both wait for a later poll
+ * (returns 0); else the op is freed (returns 1). */
+static int op_respond(struct pt_nic *nic, struct pt_op *op)
+{
+    struct pt_md *md = op->md;
+    struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
+    if (!r) {
+        if (nic->xo->peer_alive(nic->x, op->rsp_peer))
+            return 0;
+    } else { /* (a dead peer: nobody to tell) */
+        pt_wire_copy(r, &op->rsp);
+        if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
+            r->flags |= PT_WF_FAIL;
+            if (op->kind == PT_OP_RNDV_PUT)
+                r->mlength = op->rv.done;
+        }
+        pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
+    }
+    if (op->post_end)
+        pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END : PTL_EVENT_REPLY_END,
+                   &op->ev);
+    md->pending--;
+    pt_md_check_unlink(nic, md, &op->ev);
+    pt_op_put(nic, op);
+    return 1;
+}
+
+/* The op that just took a step goes behind every other op: the pulls take
+ * turns (new ops are pushed at the head, so they get their first step soon). */
+static void op_to_tail(struct pt_nic *nic, struct pt_op *op)
+{
+    if (!op->next)
+        return;
+    struct pt_op **pp = &nic->ops;
+    while (*pp != op)
+        pp = &(*pp)->next;
+    *pp = op->next;
+    struct pt_op *t = op->next;
+    while (t->next)
+        t = t->next;
+    t->next = op;
+    op->next = NULL;
+}
+
+/* One pass over the in-flight operations. Returns work done. Bounded: at
+ * most one rendezvous pull step (PTL_RNDV_SEG bytes) per pass, taken by the
+ * pulls in turn. A pass that pulled a segment for every op at once moved up
+ * to ops x PTL_RNDV_SEG bytes: a host-mode PtlPut (which polls after its
+ * command) then pulled a whole window of incoming 4 MiB puts before its own
+ * request left, and the two ranks of a bidirectional stream took turns
+ * instead of pulling at the same time (bench/results-notes.md). Copy-mode
+ * streams and due responses all progress in every pass. */
 int pt_ops_progress(struct pt_nic *nic)
 {
     int work = 0;
-    struct pt_op *op = nic->ops;
-    while (op) {
-        struct pt_op *next = op->next;
-        struct pt_md *md = op->md;
+    struct pt_op *pull = NULL; /* the first op (from the head) with data to pull */
+    for (struct pt_op *op = nic->ops, *next; op; op = next) {
+        next = op->next;
         if (op->kind == PT_OP_COPY_SEND) {
             work += pt_copy_send_step(nic, op);
-            op = next;
             continue;
         }
         if (!op->rsp_pending) {
-            long n = pt_rndv_step(&op->rv, nic->xo, nic->x, &md->mem, nic->rndv_seg);
-            if (n > 0) {
-                work++;
-                PT_TRACE(nic, PT_TR_XFER_STEP, PT_TV_XFER(op->rsp_peer, op->rv.done));
-                if (op->rv.done < op->rv.total) {
-                    op = next;
-                    continue;
-                }
-            } else if (n < 0) {
-                op->failed = 1;
-            }
-            /* complete */
-            if (op->failed)
-                op->ev.ni_fail_type = nic->xo->peer_alive(nic->x, op->rsp_peer)
-                                          ? PTL_NI_FAIL : PTL_NI_PEER_DIED;
-            op->rsp_pending = 1;
-            PT_TRACE(nic, op->failed ? PT_TR_XFER_FAIL : PT_TR_XFER_END,
-                     PT_TV_XFER(op->rsp_peer, op->rv.done));
-            work++;
-        }
-        /* Send the FIN/RFIN, then post PUT_END/REPLY_END: what our application
-         * sends on seeing END must not overtake the FIN/RFIN (causal order per
-         * peer, xport.h). If the peer's response queue is full, both wait for
-         * a later poll. */
-        struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
-        if (!r) {
-            if (nic->xo->peer_alive(nic->x, op->rsp_peer)) {
-                op = next;
+            if (op->rv.done < op->rv.total) {
+                if (!pull)
+                    pull = op;
                 continue;
             }
-        } else { /* (a dead peer: nobody to tell) */
-            pt_wire_copy(r, &op->rsp);
-            if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
-                r->flags |= PT_WF_FAIL;
-                if (op->kind == PT_OP_RNDV_PUT)
-                    r->mlength = op->rv.done;
-            }
-            pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
+            op_moved(nic, op); /* nothing (left) to move */
+            work++;
         }
-        if (op->post_end)
-            pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END
-                                                           : PTL_EVENT_REPLY_END,
-                       &op->ev);
-        md->pending--;
-        pt_md_check_unlink(nic, md, &op->ev);
-        pt_op_put(nic, op);
-        op = next;
+        work += op_respond(nic, op);
     }
+    if (!pull)
+        return work;
+    long n = pt_rndv_step(&pull->rv, nic->xo, nic->x, &pull->md->mem, nic->rndv_seg);
+    if (n > 0) {
+        work++;
+        PT_TRACE(nic, PT_TR_XFER_STEP, PT_TV_XFER(pull->rsp_peer, pull->rv.done));
+        if (pull->rv.done < pull->rv.total) {
+            op_to_tail(nic, pull);
+            return work;
+        }
+    } else if (n < 0) {
+        pull->failed = 1;
+    }
+    op_moved(nic, pull);
+    work++;
+    op_respond(nic, pull);
     return work;
 }
