@@ -15,7 +15,8 @@
  *
  * The rule, as built (named steps, the same names at each fence in the code):
  *   sender, reserve finds the ring full (after A-HEAD):
- *     C-ARM     want = 1 (ST_RELAXED of the ring's `want`; the ring's line)
+ *     C-ARM     want_at = the head it saw + HALF (ST_RELAXED), then
+ *               want = 1 (ST_RELEASE; the ring's first line)
  *     C-FENCE   FENCE_FULL
  *     C-HEAD    reload the consumer head (A-HEAD): room -> retry now
  *               (the mark stays set: a spurious ring at worst)
@@ -29,7 +30,11 @@
  *     consume, R-HEAD (ST_RELEASE of the head) for each message; at the
  *     end of a pass that advanced any head:
  *     R-FENCE   FENCE_FULL (one per pass)
- *     R-WANT    load want of every ring advanced in the pass; if set:
+ *     R-WANT    load want of every ring advanced in the pass (LD_ACQUIRE);
+ *               if set, load want_at: a head short of it leaves the mark
+ *               set (the ring holds messages up to the tail, which is at
+ *               least want_at, so a pass that moves the head there comes
+ *               unless r stops draining); else:
  *     R-CLR     RMW_XCHG(want, 0); if it was set:
  *     R-RING    load the sender's bell.sleepers; if any: pt_wake_all (seq
  *               bump + FUTEX_WAKE)
@@ -56,6 +61,10 @@
  *                 before R-HEAD, at the start of the pass)
  *   MUT_NORELOAD  the sender does not reload the head after C-ARM
  *   MUT_RECHECK   the sleeper's recheck loads want before sleepers++
+ *   MUT_THRESH    the threshold beyond the tail (HALF = D + 1): r never
+ *                 gets there
+ * HALF = (D + 1) / 2: r rings once it freed half the ring (one wake-up per
+ * D/2 messages, not one per message, when r frees a slot per pass).
  */
 
 #ifndef M
@@ -64,6 +73,11 @@
 #ifndef D
 #define D 1                    /* ring entries                              */
 #endif
+#ifdef MUT_THRESH
+#define HALF (D + 1)           /* a threshold beyond the tail: wrong        */
+#else
+#define HALF ((D + 1) / 2)     /* r rings once it freed half the ring       */
+#endif
 
 /* ---- shared ----------------------------------------------------------------- */
 byte tl;                /* ring tail: written by s (R-TAIL), read by r     */
@@ -71,6 +85,8 @@ byte hd;                /* r's consumer head: written by r (R-HEAD), read by s *
 byte ent[M];            /* entry at position p (no wrap needed: M entries,
                          * the D bound is the credit check)                */
 bit want;               /* the ring's mark: set by s (C-ARM), cleared by r (R-CLR) */
+byte want_at;           /* the head position at which r rings: written by s
+                         * (C-ARM, before want), read by r (after R-WANT)  */
 byte sl_s, sl_r;        /* bell.sleepers of s and of r                     */
 bit seq_s, seq_r;       /* the futex words: 1 = read by the sleeper and not
                          * bumped since (pt_wake_all clears it)            */
@@ -102,6 +118,7 @@ proctype Sender()
             ls = 0;
             m++
         :: else ->
+            want_at = rec + HALF;         /* C-ARM: the threshold, then the mark */
 #if defined(MUT_CFENCE)
             lh = hd;                      /* C-HEAD passes the buffered C-ARM */
             want = 1;
@@ -109,7 +126,7 @@ proctype Sender()
 #elif defined(MUT_NORELOAD)
             want = 1;                     /* C-ARM, no C-HEAD */
 #else
-            want = 1;                     /* C-ARM */
+            want = 1;                     /* C-ARM (ST_RELEASE) */
             /* C-FENCE */
             lh = hd;                      /* C-HEAD (A-HEAD) */
             rec = lh;
@@ -182,6 +199,15 @@ proctype Receiver()
            /* R-FENCE */
            lw = want;                     /* R-WANT */
 #endif
+           if
+           :: lw -> ls = want_at;         /* after R-WANT (its acquire) */
+               if
+               :: hd >= ls -> skip        /* freed up to the threshold */
+               :: else -> lw = 0          /* not yet: the mark stays set */
+               fi;
+               ls = 0
+           :: else
+           fi;
            if
            :: lw ->
                d_step { lw = want; want = 0 };   /* R-CLR: RMW_XCHG */
