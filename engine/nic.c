@@ -167,8 +167,8 @@ static int drain_rx(struct pt_nic *nic)
     }
     if (held)
         nic->xo->unhold_all(nic->x);
-    if (work && nic->stall_ctr != &g_no_stalls)
-        nic->xo->rx_done(nic->x); /* R-FENCE .. R-RING: ring senders waiting for room */
+    if (work && nic->rx_done)
+        nic->rx_done(nic->x); /* R-FENCE .. R-RING: ring senders waiting for room */
     return work;
 }
 
@@ -393,6 +393,9 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     if (cfg->credit_wait && nic->xo->stall_counter && nic->xo->stall_clear &&
         nic->xo->stall_armed && nic->xo->rx_done)
         nic->stall_ctr = nic->xo->stall_counter(nic->x);
+    /* Whatever PTL_CREDIT_WAIT says here, peers may wait for our rings. */
+    nic->rx_done = nic->xo->stall_counter && nic->xo->stall_clear && nic->xo->stall_armed
+                       ? nic->xo->rx_done : NULL;
     /* The region fixes the slot size for the whole job; adopt it. */
     nic->slot_size = nic->xi.slot_size;
     if (nic->eager_max > nic->slot_size - PT_WIRE_HDR_SIZE)

@@ -349,6 +349,7 @@ struct pt_nic {
      * the last drain_cmds recorded a stall [E]. */
     const uint32_t *stall_ctr;
     bool cstall;
+    void (*rx_done)(struct pt_xport *x);  /* xport rx_done, or NULL             */
 
     /* objects [E] */
     struct pt_me *mes;
