@@ -86,10 +86,9 @@ static int drain_cmds(struct pt_nic *nic)
             work++;
             last = i;
         }
-        if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at))) {
+        if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
             ST_RELAXED(&q->stall_at, stall);
-            nic->cstall |= stall != 0;
-        }
+        nic->cstall |= stall != 0; /* every pass that armed: stall_clear next */
     }
     nic->cmd_first = last + 1 < n ? last + 1 : 0;
     return work;
