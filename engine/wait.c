@@ -337,10 +337,6 @@ static void nic_run(struct pt_nic *nic)
             idle_since = 0;
             continue;
         }
-        /* Idle with a command stalled on credits: spinning cannot help, the
-         * peer that frees room rings us (the credit wait, docs/waiting.md). */
-        if (PT_UNLIKELY(nic->cstall))
-            break;
         uint64_t now = pt_now_ns();
         if (!idle_since)
             idle_since = now;
@@ -482,7 +478,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
     bool ok = false;
 
     for (uint32_t it = 0;; it++) {
-        bool cut = false; /* end the spin now (W2) */
+        bool stalled = false; /* idle on a credit stall: the shorter spin */
         /* [W1] spin: run the engine when we can take it */
         if (w->nic_thread && !me.polling) {
             RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
@@ -503,21 +499,24 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
             want_drop(w, &me);
             if (pt_nic_poll_once(nic))
                 continue;
-            /* Idle with a command stalled on credits (the credit wait): stop
-             * spinning, the peer that frees room rings the bell. */
-            cut = PT_UNLIKELY(nic->cstall);
+            /* Idle with a command stalled on credits (the credit wait): spin
+             * no longer than a NIC thread would (PTL_NIC_SPIN_US), the peer
+             * that frees room rings the bell. */
+            stalled = PT_UNLIKELY(nic->cstall);
         } else if (!me.wanted && w->nic_thread) {
             RMW_ADD(&w->want, 1); /* ask a polling NIC thread to hand over */
             me.wanted = true;
         }
-        if ((it % PT_WAIT_CLOCK_EVERY) != PT_WAIT_CLOCK_EVERY - 1 && !cut) {
+        if ((it % PT_WAIT_CLOCK_EVERY) != PT_WAIT_CLOCK_EVERY - 1) {
             CPU_RELAX();
             continue;
         }
         uint64_t now = pt_now_ns();
         if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
             break;
-        if (now - spin_start < w->wait_spin_ns && !cut) {
+        uint64_t spin_ns = stalled && w->nic_spin_ns < w->wait_spin_ns ? w->nic_spin_ns
+                                                                       : w->wait_spin_ns;
+        if (now - spin_start < spin_ns) {
             /* Spinning for a while without what we wait for: if more threads
              * want the cores than there are (4 ranks' threads on 2 cores),
              * the thread that would produce it may be waiting for ours; give

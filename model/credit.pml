@@ -118,15 +118,23 @@ proctype Sender()
             ls = 0;
             m++
         :: else ->
-            want_at = rec + HALF;         /* C-ARM: the threshold, then the mark */
+            /* C-ARM: the threshold, then the mark; a retry that finds the
+             * mark set with this threshold stores nothing (tx_arm) */
+            if
+            :: want == 1 && want_at == rec + HALF -> skip
+            :: else ->
+            want_at = rec + HALF;
 #if defined(MUT_CFENCE)
             lh = hd;                      /* C-HEAD passes the buffered C-ARM */
             want = 1;
-            rec = lh;
+            rec = lh
+            fi;
 #elif defined(MUT_NORELOAD)
-            want = 1;                     /* C-ARM, no C-HEAD */
+            want = 1                      /* C-ARM, no C-HEAD */
+            fi;
 #else
-            want = 1;                     /* C-ARM (ST_RELEASE) */
+            want = 1                      /* C-ARM (ST_RELEASE) */
+            fi;
             /* C-FENCE */
             lh = hd;                      /* C-HEAD (A-HEAD) */
             rec = lh;

@@ -590,6 +590,7 @@ struct shm_tx {
      * see shm_commit. */
     uint32_t streak;
     uint32_t armed;               /* on the armed list (tx_arm; stall_clear)       */
+    uint32_t want_at;             /* the threshold we last stored (tx_arm)          */
 };
 
 /* Per sender, receiving: the stamp due next in order (the one after the last
@@ -701,9 +702,15 @@ static void tx_reclaim_all(struct pt_xport *x)
  * when it frees a slot per pass (incast). Cold path. */
 static void tx_arm(struct pt_xport *x, struct shm_tx *t)
 {
-    uint32_t out = t->tail - t->rec;
-    ST_RELAXED(&t->ring->want_at, t->rec + (out + 1) / 2); /* C-ARM: the threshold ... */
-    ST_RELEASE(&t->ring->want, 1);                          /* ... then the mark */
+    uint32_t out = t->tail - t->rec, at = t->rec + (out + 1) / 2;
+    /* A poll retrying the stall finds its mark set as it left it: no store
+     * to the line the receiver reads its entries from (model: C-ARM is
+     * skipped when want and want_at already hold these values). */
+    if (t->want_at != at || !LD_RELAXED(&t->ring->want)) {
+        t->want_at = at;
+        ST_RELAXED(&t->ring->want_at, at); /* C-ARM: the threshold ... */
+        ST_RELEASE(&t->ring->want, 1);     /* ... then the mark */
+    }
     if (!t->armed) {
         t->armed = 1;
         uint32_t n = LD_RELAXED(&x->narmed);
