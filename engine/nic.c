@@ -88,7 +88,8 @@ static int drain_cmds(struct pt_nic *nic)
         }
         if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
             ST_RELAXED(&q->stall_at, stall);
-        nic->cstall |= stall != 0; /* every pass that armed: stall_clear next */
+        if (PT_UNLIKELY(stall))
+            nic->cstall = true; /* every pass that armed: stall_clear next */
     }
     nic->cmd_first = last + 1 < n ? last + 1 : 0;
     return work;
@@ -167,7 +168,7 @@ static int drain_rx(struct pt_nic *nic)
     if (held)
         nic->xo->unhold_all(nic->x);
     if (work && nic->rx_done)
-        nic->rx_done(nic->x); /* R-FENCE .. R-RING: ring senders waiting for room */
+        nic->rx_released = true; /* pt_nic_poll_once rings senders waiting for room */
     return work;
 }
 
@@ -190,9 +191,15 @@ int pt_nic_poll_once(struct pt_nic *nic)
         work += pt_ops_progress(nic);
     if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
         pt_eq_reclaim(nic, false); /* freed EQs' rings, once nobody can read them */
+    bool fenced = false;
     if (nic->events_posted) {
         nic->events_posted = false;
         pt_wait_events_posted(&nic->w); /* D6, once per poll, not per event */
+        fenced = true;
+    }
+    if (nic->rx_released) { /* after every R-HEAD of this poll (drain_rx) */
+        nic->rx_released = false;
+        nic->rx_done(nic->x, fenced); /* R-FENCE (D6's if it ran) .. R-RING */
     }
     return work;
 }
@@ -389,6 +396,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     /* The credit wait (docs/waiting.md): only with a transport that has it. */
     nic->stall_ctr = &g_no_stalls;
     nic->cstall = false;
+    nic->rx_released = false;
     if (cfg->credit_wait && nic->xo->stall_counter && nic->xo->stall_clear &&
         nic->xo->stall_armed && nic->xo->rx_done)
         nic->stall_ctr = nic->xo->stall_counter(nic->x);

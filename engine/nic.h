@@ -349,7 +349,8 @@ struct pt_nic {
      * the last drain_cmds recorded a stall [E]. */
     const uint32_t *stall_ctr;
     bool cstall;
-    void (*rx_done)(struct pt_xport *x);  /* xport rx_done, or NULL             */
+    void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
+    bool rx_released;                     /* drain_rx released: rx_done due [E]  */
 
     /* objects [E] */
     struct pt_me *mes;

@@ -1025,13 +1025,16 @@ static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 /* End of a receive pass (model/credit.pml, the receiver): the senders of
  * the rings we moved that wait for room (their mark set) are rung. One
- * fence per pass that released something; the mark shares the line we
- * read the ring's entries from. */
-static void shm_rx_done(struct pt_xport *x)
+ * fence per poll that released something (none of our own when the engine
+ * posted events: D6's fence comes after the releases); the mark shares the
+ * line we read the ring's entries from. */
+static void shm_rx_done(struct pt_xport *x, bool fenced)
 {
     if (!x->nadv)
         return;
-    FENCE_FULL(); /* R-FENCE: every R-HEAD of the pass before the marks' loads (MUT_RFENCE) */
+    if (!fenced)
+        FENCE_FULL(); /* R-FENCE: every R-HEAD of the pass before the marks' loads
+                       * (MUT_RFENCE); or the caller's (the engine's D6) */
     for (uint32_t i = 0; i < x->nadv; i++) {
         uint32_t k = x->advl[i];
         struct shm_rx *q = &x->in[k];

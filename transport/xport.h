@@ -134,11 +134,13 @@ struct pt_xport_ops {
      * (C-RECHECK). A racing token holder may make it answer false: work, a
      * spurious run at worst.
      * rx_done: token holder, after a receive pass that released messages:
-     * ring the senders that wait for the room freed (R-FENCE .. R-RING). */
+     * ring the senders that wait for the room freed (R-FENCE .. R-RING);
+     * fenced: the caller executed a full fence after its last release
+     * (then R-FENCE is that one). */
     const uint32_t *(*stall_counter)(struct pt_xport *x);
     void (*stall_clear)(struct pt_xport *x);
     bool (*stall_armed)(struct pt_xport *x);
-    void (*rx_done)(struct pt_xport *x);
+    void (*rx_done)(struct pt_xport *x, bool fenced);
 };
 
 /* Open the transport for this process: the shared job region when the
