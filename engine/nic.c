@@ -43,6 +43,10 @@ _Static_assert(PT_XPORT_W_PUT == PT_W_PUT && PT_XPORT_W_REPLY == PT_W_REPLY &&
 
 /* ---- the loop body ------------------------------------------------------- */
 
+/* The stall counter of a transport without the credit wait (xport.h): never
+ * moves, so no command is ever recorded as stalled. */
+static const uint32_t g_no_stalls = 0;
+
 /* Rings are served round-robin: each poll starts after the last ring that
  * got a command through. When credits towards a target are short, the ring
  * served first takes them; a fixed start gave ring 0's thread every credit
@@ -54,22 +58,38 @@ static int drain_cmds(struct pt_nic *nic)
     uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
     if (!n)
         return 0;
+    if (PT_UNLIKELY(nic->cstall)) { /* the stalls are retried: a new set of marks */
+        nic->cstall = false;
+        nic->xo->stall_clear(nic->x);
+    }
     uint32_t first = nic->cmd_first < n ? nic->cmd_first : 0, last = first;
     for (uint32_t k = 0, i = first; k < n; k++, i = i + 1 < n ? i + 1 : 0) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
         if (!q)
             continue;
+        uint32_t stall = 0;
         for (int b = 0; b < PT_CMD_BATCH; b++) {
             struct pt_cmd *c = spsc_peek(&q->ring, q->slots);
             if (!c)
                 break;
-            if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN)
-                break; /* head-of-line: retried next poll, order kept */
+            uint32_t arms = *nic->stall_ctr;
+            if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
+                /* head-of-line: retried next poll, order kept. Stalled on
+                 * credits with a mark armed (the counter moved): recorded
+                 * for has_work (the credit wait, docs/waiting.md). */
+                if (PT_UNLIKELY(*nic->stall_ctr != arms))
+                    stall = LD_RELAXED(&q->ring.tail) + 1;
+                break;
+            }
             PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, i));
             spsc_release(&q->ring);
             work++;
             last = i;
         }
+        if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
+            ST_RELAXED(&q->stall_at, stall);
+        if (PT_UNLIKELY(stall))
+            nic->cstall = true; /* every pass that armed: stall_clear next */
     }
     nic->cmd_first = last + 1 < n ? last + 1 : 0;
     return work;
@@ -147,6 +167,8 @@ static int drain_rx(struct pt_nic *nic)
     }
     if (held)
         nic->xo->unhold_all(nic->x);
+    if (work && nic->rx_done)
+        nic->rx_released = true; /* pt_nic_poll_once rings senders waiting for room */
     return work;
 }
 
@@ -169,9 +191,15 @@ int pt_nic_poll_once(struct pt_nic *nic)
         work += pt_ops_progress(nic);
     if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
         pt_eq_reclaim(nic, false); /* freed EQs' rings, once nobody can read them */
+    bool fenced = false;
     if (nic->events_posted) {
         nic->events_posted = false;
         pt_wait_events_posted(&nic->w); /* D6, once per poll, not per event */
+        fenced = true;
+    }
+    if (nic->rx_released) { /* after every R-HEAD of this poll (drain_rx) */
+        nic->rx_released = false;
+        nic->rx_done(nic->x, fenced); /* R-FENCE (D6's if it ran) .. R-RING */
     }
     return work;
 }
@@ -243,10 +271,30 @@ bool pt_nic_local_work(struct pt_nic *nic)
     uint32_t n = LD_ACQUIRE(&nic->ncmdq);
     for (uint32_t i = 0; i < n; i++) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
-        if (q && spsc_nonempty(&q->ring))
-            return true;
+        if (q && spsc_nonempty(&q->ring)) {
+            /* C-RECHECK (the credit wait, model/credit.pml): a ring whose
+             * head is a command stalled on credits is no work while every
+             * mark armed for it is still set: the peer that frees room
+             * clears its mark and rings us (the caller fenced after
+             * announcing itself). */
+            uint32_t st = LD_RELAXED(&q->stall_at);
+            if (PT_LIKELY(!st) || st != LD_RELAXED(&q->ring.tail) + 1 ||
+                !nic->xo->stall_armed(nic->x))
+                return true;
+        }
     }
     return LD_RELAXED(&nic->nops) != 0 || LD_RELAXED(&nic->trig_nready) != 0;
+}
+
+bool pt_nic_credit_stalled(struct pt_nic *nic)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        if (q && LD_RELAXED(&q->stall_at))
+            return true;
+    }
+    return false;
 }
 
 void pt_nic_thread_start(struct pt_nic *nic)
@@ -345,6 +393,16 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         free(nic);
         return rc == -EADDRINUSE ? PT_E_PID : rc == -ENOSPC ? PT_E_NOSPACE : PT_E_FAIL;
     }
+    /* The credit wait (docs/waiting.md): only with a transport that has it. */
+    nic->stall_ctr = &g_no_stalls;
+    nic->cstall = false;
+    nic->rx_released = false;
+    if (cfg->credit_wait && nic->xo->stall_counter && nic->xo->stall_clear &&
+        nic->xo->stall_armed && nic->xo->rx_done)
+        nic->stall_ctr = nic->xo->stall_counter(nic->x);
+    /* Whatever PTL_CREDIT_WAIT says here, peers may wait for our rings. */
+    nic->rx_done = nic->xo->stall_counter && nic->xo->stall_clear && nic->xo->stall_armed
+                       ? nic->xo->rx_done : NULL;
     /* The region fixes the slot size for the whole job; adopt it. */
     nic->slot_size = nic->xi.slot_size;
     if (nic->eager_max > nic->slot_size - PT_WIRE_HDR_SIZE)

@@ -299,6 +299,13 @@ struct pt_cmdq {
     uint32_t index;
     struct pt_nic *nic;
     void *slots;
+    /* The credit wait (docs/waiting.md, "Stalled on credits"): 1 + the
+     * consumer index of the command that returned PT_E_AGAIN after the
+     * transport armed a credit mark for it, or 0. Written by the engine
+     * holder (drain_cmds, ST_RELAXED), read by any thread (has_work's
+     * C-RECHECK, LD_RELAXED after its fence): a ring whose head is that
+     * command is no work while the marks stay set. */
+    _Atomic uint32_t stall_at;
 };
 
 /* ---- per-stage timing (PTL_TIMING=1) -------------------------------------- */
@@ -337,6 +344,13 @@ struct pt_nic {
     _Atomic uint32_t ncmdq;
     uint32_t cmdq_slots;
     uint32_t cmd_first;                        /* [E] ring served first next poll    */
+    /* The credit wait: the transport's counter of armed reserve failures
+     * (xport.h stall_counter; a constant 0 without the ops), and whether
+     * the last drain_cmds recorded a stall [E]. */
+    const uint32_t *stall_ctr;
+    bool cstall;
+    void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
+    bool rx_released;                     /* drain_rx released: rx_done due [E]  */
 
     /* objects [E] */
     struct pt_me *mes;
@@ -431,6 +445,9 @@ bool pt_nic_has_work(struct pt_nic *nic);
 
 /* Commands or in-flight transfers waiting (any thread; no remote lines read). */
 bool pt_nic_local_work(struct pt_nic *nic);
+/* Any thread: a command ring's head is recorded as stalled on credits (the
+ * credit wait; cheap, for a sleeper's backstop: it retries then). */
+bool pt_nic_credit_stalled(struct pt_nic *nic);
 
 /* API side: post commands and wait (progress.c). */
 int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd);   /* async */

@@ -112,6 +112,10 @@ static struct pt_cmdq *my_ring(struct pt_nic *nic)
 
 /* ---- posting commands ------------------------------------------------------ */
 
+/* A host-mode thread whose command ring is full waits this long at a time
+ * (then checks PTL_PEER_TIMEOUT_MS, failure and PtlNIFini). */
+#define PT_SUBMIT_WAIT_NS 10000000
+
 void pt_nic_progress(struct pt_nic *nic)
 {
     pt_wait_progress(nic);
@@ -120,6 +124,13 @@ void pt_nic_progress(struct pt_nic *nic)
 static bool ring_pending(void *q)
 {
     return spsc_nonempty(&((struct pt_cmdq *)q)->ring);
+}
+
+/* The submitting thread (the ring's producer): a slot is free. */
+static bool ring_room(void *arg)
+{
+    struct pt_cmdq *q = arg;
+    return spsc_reserve(&q->ring, q->slots) != NULL;
 }
 
 int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
@@ -170,6 +181,15 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
                 return PT_E_NOSPACE;
             if (LD_RELAXED(&nic->dead))
                 return PT_E_BADNI; /* PtlNIFini waits for us to leave */
+            if (!nic->has_thread) {
+                /* Host matching: we are an engine sleeper. Wait as one (it
+                 * runs the engine while it spins, and sleeps on the bell:
+                 * the peer that frees the credits rings it, docs/waiting.md
+                 * "Stalled on credits"), at most until the limit's next
+                 * check. */
+                pt_wait_until(nic, ring_room, q, PT_SUBMIT_WAIT_NS);
+                continue;
+            }
             struct timespec ts = {0, nap_ns};
             nanosleep(&ts, NULL);
             if (nap_ns < 1000000)

@@ -478,6 +478,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
     bool ok = false;
 
     for (uint32_t it = 0;; it++) {
+        bool stalled = false; /* idle on a credit stall: the shorter spin */
         /* [W1] spin: run the engine when we can take it */
         if (w->nic_thread && !me.polling) {
             RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
@@ -498,6 +499,10 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
             want_drop(w, &me);
             if (pt_nic_poll_once(nic))
                 continue;
+            /* Idle with a command stalled on credits (the credit wait): spin
+             * no longer than a NIC thread would (PTL_NIC_SPIN_US), the peer
+             * that frees room rings the bell. */
+            stalled = PT_UNLIKELY(nic->cstall);
         } else if (!me.wanted && w->nic_thread) {
             RMW_ADD(&w->want, 1); /* ask a polling NIC thread to hand over */
             me.wanted = true;
@@ -509,7 +514,9 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         uint64_t now = pt_now_ns();
         if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
             break;
-        if (now - spin_start < w->wait_spin_ns) {
+        uint64_t spin_ns = stalled && w->nic_spin_ns < w->wait_spin_ns ? w->nic_spin_ns
+                                                                       : w->wait_spin_ns;
+        if (now - spin_start < spin_ns) {
             /* Spinning for a while without what we wait for: if more threads
              * want the cores than there are (4 ranks' threads on 2 cores),
              * the thread that would produce it may be waiting for ours; give
@@ -557,6 +564,11 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
                 pt_life_unpark();
                 PT_TRACE_WAIT(nic, PT_TR_UNPARK, rung);
                 if (rung || !by_backstop || missed)
+                    break;
+                /* A command stalled on credits: retry it once per backstop
+                 * period (a mark set by another process of the job would
+                 * otherwise keep us asleep; docs/waiting.md). */
+                if (engine_sleeper && pt_nic_credit_stalled(nic))
                     break;
                 /* nothing pending: sleep on */
             }

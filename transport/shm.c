@@ -576,6 +576,7 @@ struct shm_rx {
     uint32_t ctail;               /* the tail last read (A-TAIL), checked          */
     uint32_t ord;                 /* the order stamp of the message peek returned
                                    * (xport.h, "Order")                          */
+    uint32_t adv;                 /* on the advanced list (release; rx_done)       */
 };
 
 /* Sending, per (receiver r, class c): private to the token holder. */
@@ -588,6 +589,8 @@ struct shm_tx {
     /* Pacing hint: messages sent since the peer last sent us one (a stream);
      * see shm_commit. */
     uint32_t streak;
+    uint32_t armed;               /* on the armed list (tx_arm; stall_clear)       */
+    uint32_t want_at;             /* the threshold we last stored (tx_arm)          */
 };
 
 /* Per sender, receiving: the stamp due next in order (the one after the last
@@ -619,6 +622,14 @@ struct pt_xport {
      * back): the only peers a pool refill looks at. */
     uint32_t *holders, nholders;
     uint8_t *holding;             /* [r]: r is in holders                          */
+    /* The credit wait (docs/waiting.md, "Stalled on credits"). Sending: the
+     * rings (r * 2 + c) whose mark we set since stall_clear; written by the
+     * token holder, read by any thread (stall_armed: the count first, then
+     * entries below it, each a valid ring index whatever the race). */
+    _Atomic uint32_t *armed, narmed;
+    uint32_t stall_ctr;           /* reserve failures that armed (token holder)    */
+    /* Receiving: the rings (s * 2 + c) whose head we moved since rx_done. */
+    uint32_t *advl, nadv;
     /* Senders with work: our bitmap (shared), our bit in everyone's. */
     _Atomic uint64_t *words, *sum;
     uint64_t my_bit, my_sbit;     /* our bit in a receiver's word, and its summary */
@@ -684,6 +695,55 @@ static void tx_reclaim_all(struct pt_xport *x)
     }
 }
 
+/* C-ARM (model/credit.pml): set ring t's mark, where its receiver looks
+ * after it moves the head, and list it for stall_armed. The receiver rings
+ * once it has consumed half of what we have outstanding there (at least one
+ * message; model: HALF): a wake-up per D/2 messages, not one per message,
+ * when it frees a slot per pass (incast). Cold path. */
+static void tx_arm(struct pt_xport *x, struct shm_tx *t)
+{
+    uint32_t out = t->tail - t->rec, at = t->rec + (out + 1) / 2;
+    /* A poll retrying the stall finds its mark set as it left it: no store
+     * to the line the receiver reads its entries from (model: C-ARM is
+     * skipped when want and want_at already hold these values). */
+    if (t->want_at != at || !LD_RELAXED(&t->ring->want)) {
+        t->want_at = at;
+        ST_RELAXED(&t->ring->want_at, at); /* C-ARM: the threshold ... */
+        ST_RELEASE(&t->ring->want, 1);     /* ... then the mark */
+    }
+    if (!t->armed) {
+        t->armed = 1;
+        uint32_t n = LD_RELAXED(&x->narmed);
+        ST_RELAXED(&x->armed[n], (uint32_t)(t - x->out));
+        ST_RELEASE(&x->narmed, n + 1); /* the entry before the count (stall_armed) */
+    }
+}
+
+/* The ring to `peer` is full: arm its mark, then look again (C-FENCE,
+ * C-HEAD). True if room appeared (the mark stays: a ring more at worst). */
+static bool tx_arm_ring(struct pt_xport *x, struct shm_tx *t, uint32_t cls)
+{
+    tx_arm(x, t);
+    FENCE_FULL(); /* C-FENCE: C-ARM before the head's reload (MUT_CFENCE) */
+    tx_reclaim(x, t, cls); /* C-HEAD: A-HEAD again (MUT_NORELOAD leaves it out) */
+    return t->tail - t->rec <= x->mask;
+}
+
+/* Our pool of class cls is empty: arm every ring of that class that still
+ * holds buffers of ours (the holders list), then take back what they have
+ * consumed (C-FENCE, C-HEAD). True if a buffer came back. */
+static bool tx_arm_pool(struct pt_xport *x, uint32_t cls)
+{
+    for (uint32_t i = 0; i < x->nholders; i++) {
+        struct shm_tx *t = &x->out[x->holders[i] * 2 + cls];
+        if (t->rec != t->tail)
+            tx_arm(x, t);
+    }
+    FENCE_FULL(); /* C-FENCE */
+    tx_reclaim_all(x); /* C-HEAD of every holder */
+    return x->nfree[cls] != 0;
+}
+
 static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
     if (PT_UNLIKELY(peer >= x->np))
@@ -691,13 +751,17 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     struct shm_tx *t = &x->out[peer * 2 + cls];
     if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
         tx_reclaim(x, t, cls);
-        if (t->tail - t->rec > x->mask)
+        if (t->tail - t->rec > x->mask && !tx_arm_ring(x, t, cls)) {
+            x->stall_ctr++; /* armed: r rings us when it frees room */
             return NULL;
+        }
     }
     if (PT_UNLIKELY(!x->nfree[cls])) {
         tx_reclaim_all(x);
-        if (!x->nfree[cls])
+        if (!x->nfree[cls] && !tx_arm_pool(x, cls)) {
+            x->stall_ctr++;
             return NULL;
+        }
     }
     /* The buffer at the top of the free stack; commit takes it. A reserve
      * that is not committed leaves nothing behind. */
@@ -953,6 +1017,69 @@ static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
         x->rxo[peer].req_waits = 0;
     q->head++;
     ST_RELEASE(q->hd, q->head); /* R-HEAD pairs with the sender's A-HEAD */
+    if (!q->adv) { /* for rx_done: its mark is looked at once per pass */
+        q->adv = 1;
+        x->advl[x->nadv++] = peer * 2 + cls;
+    }
+}
+
+/* End of a receive pass (model/credit.pml, the receiver): the senders of
+ * the rings we moved that wait for room (their mark set) are rung. One
+ * fence per poll that released something (none of our own when the engine
+ * posted events: D6's fence comes after the releases); the mark shares the
+ * line we read the ring's entries from. */
+static void shm_rx_done(struct pt_xport *x, bool fenced)
+{
+    if (!x->nadv)
+        return;
+    if (!fenced)
+        FENCE_FULL(); /* R-FENCE: every R-HEAD of the pass before the marks' loads
+                       * (MUT_RFENCE); or the caller's (the engine's D6) */
+    for (uint32_t i = 0; i < x->nadv; i++) {
+        uint32_t k = x->advl[i];
+        struct shm_rx *q = &x->in[k];
+        q->adv = 0;
+        if (PT_LIKELY(!LD_ACQUIRE(&q->ring->want))) /* R-WANT */
+            continue;
+        /* Short of the sender's threshold: the mark stays set; we consume
+         * on up to it (it is at most the tail) unless we stop draining. */
+        if ((int32_t)(q->head - LD_RELAXED(&q->ring->want_at)) < 0)
+            continue;
+        if (RMW_XCHG(&q->ring->want, 0)) { /* R-CLR: a full fence before sleepers' load */
+            struct pt_waitword *b = &x->ranks[k / 2].bell;
+            if (LD_RELAXED(&b->sleepers)) /* R-RING (polled is not looked at: C-RECHECK
+                                           * is every sleeper's and D4's) */
+                pt_wake_all(b);
+        }
+    }
+    x->nadv = 0;
+}
+
+static const uint32_t *shm_stall_counter(struct pt_xport *x) { return &x->stall_ctr; }
+
+/* Token holder: a new round of stalls begins; the marks stay set (their
+ * receivers clear them). */
+static void shm_stall_clear(struct pt_xport *x)
+{
+    uint32_t n = LD_RELAXED(&x->narmed);
+    for (uint32_t i = 0; i < n; i++)
+        x->out[LD_RELAXED(&x->armed[i])].armed = 0;
+    ST_RELAXED(&x->narmed, 0);
+}
+
+/* Any thread, after its full fence (C-RECHECK): armed since stall_clear,
+ * and no mark cleared since. */
+static bool shm_stall_armed(struct pt_xport *x)
+{
+    uint32_t n = LD_ACQUIRE(&x->narmed);
+    if (!n)
+        return false;
+    for (uint32_t i = 0; i < n && i < x->np * PT_CLS_NR; i++) {
+        uint32_t k = LD_RELAXED(&x->armed[i]);
+        if (k >= x->np * PT_CLS_NR || !LD_RELAXED(&x->out[k].ring->want))
+            return false;
+    }
+    return true;
 }
 
 static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
@@ -1130,6 +1257,10 @@ static const struct pt_xport_ops g_shm_ops = {
     .id_of = shm_id_of,
     .job_failed = shm_job_failed,
     .close = shm_close,
+    .stall_counter = shm_stall_counter,
+    .stall_clear = shm_stall_clear,
+    .stall_armed = shm_stall_armed,
+    .rx_done = shm_rx_done,
 };
 
 const struct pt_xport_ops *pt_shm_ops(void) { return &g_shm_ops; }
@@ -1736,9 +1867,11 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         (size_t)2 * n * sizeof(uint32_t),                 /* nids, pids  */
         (size_t)npool * sizeof(uint16_t),                 /* free lists  */
         (size_t)npool,                                    /* attach: buffers in flight */
+        (size_t)np * PT_CLS_NR * sizeof(uint32_t),        /* armed (credit wait) */
+        (size_t)np * PT_CLS_NR * sizeof(uint32_t),        /* advl (credit wait)  */
     };
     enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING, A_LISTED,
-           A_IDS, A_FREE, A_USED, A_NR };
+           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_NR };
     size_t at[A_NR];
     x->peer_bytes = 0;
     for (int i = 0; i < A_NR; i++) {
@@ -1760,6 +1893,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->holders = (uint32_t *)(pm + at[A_HOLDERS]);
     x->act = (uint32_t *)(pm + at[A_ACT]);
     x->holding = (uint8_t *)(pm + at[A_HOLDING]);
+    x->armed = (_Atomic uint32_t *)(pm + at[A_ARMED]);
+    x->advl = (uint32_t *)(pm + at[A_ADV]);
     x->listed = (uint8_t *)(pm + at[A_LISTED]);
     x->nids = (uint32_t *)(pm + at[A_IDS]);
     x->pids = x->nids + n;

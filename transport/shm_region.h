@@ -143,9 +143,10 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   5u                     /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   6u                     /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
-                                                 * 5: pools + descriptor rings */
+                                                 * 5: pools + descriptor rings;
+                                                 * 6: the rings' credit marks */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 16384u                /* sanity bound (ptlrun -n); the
@@ -268,9 +269,27 @@ _Static_assert(sizeof(struct pt_waitword) <= PT_CACHELINE, "the doorbell fits it
 
 /* A descriptor ring (sender s -> receiver r, class c), in r's block. Written
  * by s only: entries, then tail with ST_RELEASE (R-TAIL). Read by r (A-TAIL)
- * and by dumps. D = the header's qslots entries, ring_bytes in all. */
+ * and by dumps. D = the header's qslots entries, ring_bytes in all.
+ *
+ * `want`, the credit mark, and `want_at` (docs/waiting.md, "Stalled on
+ * credits"; model model/credit.pml): when a reserve found no room towards r
+ * that this ring's progress could give (the ring full, or s's pool of class
+ * c empty while this ring holds buffers of it), s stores want_at (relaxed:
+ * the head position at which r should ring, at most the tail) and then
+ * want = 1 (ST_RELEASE) (C-ARM), FENCE_FULL (C-FENCE), and reloads the head
+ * (C-HEAD). r, after a receive pass that moved this ring's head (R-HEAD),
+ * FENCE_FULL once (R-FENCE), LD_ACQUIREs want (R-WANT); if set and its head
+ * reached want_at, it RMW_XCHGs want to 0 (R-CLR) and rings s's bell if s
+ * announced a sleeper (R-RING). s's sleepers read want after announcing
+ * (C-RECHECK, any thread of s): cleared means the stall may be over. Any
+ * value is harmless to r (a ring more) and to s (a forged set or a forged
+ * want_at delays s by at most a backstop period, PTL_WAKE_BACKSTOP_MS, when
+ * it retries; a forged clear is a wake-up more). They share the line r
+ * reads the first entries from. */
 struct pt_shm_ring {
     _Atomic uint32_t tail;     /* messages s ever committed on this ring       */
+    _Atomic uint32_t want;     /* the credit mark: s sets, r clears (above)    */
+    _Atomic uint32_t want_at;  /* s writes before want; r reads after it       */
     uint32_t pad;
     _Atomic uint16_t ent[];    /* [pos & (D - 1)]: index into s's pool of class c */
 };

@@ -118,6 +118,29 @@ struct pt_xport_ops {
      * and any later arrival makes the descriptor readable. NULL or -1: peers
      * ring the doorbell (shm, loopback). Any thread. */
     int (*wait_fd)(struct pt_xport *x);
+    /* The credit wait (docs/waiting.md, "Stalled on credits"; model
+     * model/credit.pml). Optional, all four or none: without them a command
+     * stalled on credits stays work for the sleepers' rechecks (the engine
+     * polls until it goes through), as before.
+     * stall_counter: once at open: the address of a counter (token holder
+     * only, plain reads) that reserve raises each time it returns NULL
+     * after arming a mark that the peer which frees the room will see
+     * (C-ARM, C-FENCE, C-HEAD found no room).
+     * stall_clear: token holder: forget the marks armed so far (the engine
+     * calls it before it retries its stalled commands).
+     * stall_armed: any thread, after its full fence (the sleepers' S2/W2
+     * and D3/D4 rechecks): a mark was armed since stall_clear and every
+     * mark armed since is still set, so no peer has freed room since
+     * (C-RECHECK). A racing token holder may make it answer false: work, a
+     * spurious run at worst.
+     * rx_done: token holder, after a receive pass that released messages:
+     * ring the senders that wait for the room freed (R-FENCE .. R-RING);
+     * fenced: the caller executed a full fence after its last release
+     * (then R-FENCE is that one). */
+    const uint32_t *(*stall_counter)(struct pt_xport *x);
+    void (*stall_clear)(struct pt_xport *x);
+    bool (*stall_armed)(struct pt_xport *x);
+    void (*rx_done)(struct pt_xport *x, bool fenced);
 };
 
 /* Open the transport for this process: the shared job region when the

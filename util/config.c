@@ -23,6 +23,8 @@ static struct pt_tunable g_table[] = {
       "microseconds an idle NIC thread polls before it sleeps on its doorbell"),
     T("PTL_WAKE_BACKSTOP_MS", wake_backstop_ms, 100, 0, 60000,
       "a sleeping engine looks for work at least this often (0: never): only a peer that wrote the doorbell words (a fault) makes it find any; then logged, and 1 ms from there on"),
+    T("PTL_CREDIT_WAIT", credit_wait, 1, 0, 1,
+      "1: an engine whose only work is a command stalled on credits (the ring to the target full, or the buffer pool empty) sleeps until the peer that frees room rings it (docs/waiting.md, \"Stalled on credits\"); 0: it polls until the command goes through (a receiver rings its senders either way)"),
     T("PTL_NOMATCH_WAIT_US", nomatch_us, 20000, 0, 10000000,
       "a request that matches no entry is dropped only after it matched nothing for this long (its sender's later messages wait behind it): a peer still attaching its entries does not lose it (0: drop at once)"),
     T("PTL_EQ_ROOM_WAIT_US", eq_room_us, 20000, 0, 10000000,

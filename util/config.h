@@ -25,6 +25,7 @@ struct pt_config {
     int64_t nic_spin_us;    /* PTL_NIC_SPIN_US: NIC thread idle spin before sleeping */
     int64_t wait_spin_us;   /* PTL_WAIT_SPIN_US: API waiter spin before sleeping     */
     int64_t wake_backstop_ms; /* PTL_WAKE_BACKSTOP_MS: engine sleeps at most this long */
+    int64_t credit_wait;    /* PTL_CREDIT_WAIT: a sender stalled on credits may sleep */
     int64_t eq_room_us;     /* PTL_EQ_ROOM_WAIT_US: a request waits this long for EQ room */
     int64_t nomatch_us;     /* PTL_NOMATCH_WAIT_US: an unmatched request waits this long */
     int64_t nic_yield;      /* PTL_NIC_YIELD: NIC thread hands the engine to waiters */

@@ -63,7 +63,8 @@ static struct pt_shm_layout layout(void)
 /* Rewrite what a third rank can write without owning it, on the paths
  * between ranks 0 and 1: their "senders with work" bitmaps and summary
  * words (every bit set: senders that have nothing, and senders that do not
- * exist, beyond the process slots) and the rings' padding. */
+ * exist, beyond the process slots) and the rings' credit marks (`want`:
+ * any value costs a ring or a backstop period, never a message). */
 static void forge(uint32_t round, bool heads)
 {
     struct pt_shm_layout l = layout();
@@ -74,7 +75,7 @@ static void forge(uint32_t round, bool heads)
         for (uint32_t k = 0; k < l.nwords; k++)
             RMW_OR(&w[k], heads ? ~0ull : 0x5ull << (round % 60));
         for (uint32_t c = 0; c < 2; c++)
-            pt_shm_ring(g_base, &l, 1 - r, r, c)->pad = 0x80000000u + round;
+            ST_RELAXED(&pt_shm_ring(g_base, &l, 1 - r, r, c)->want, 0x80000000u + round);
     }
 }
 

@@ -1,0 +1,177 @@
+/*
+ * mp_creditwait - a sender stalled on credits sleeps (docs/waiting.md,
+ * "Stalled on credits"; issue 13 item 5).
+ *
+ *   usage (under ptlrun -n 2): mp_creditwait [COUNT [STOP_MS]]
+ *
+ * Rank 1, the receiver, posts one ME (locally managed offsets: the buffer
+ * fills in arrival order), passes a barrier and stops itself (SIGSTOP): its
+ * NIC thread and its application drain nothing. Rank 0 waits until it is
+ * stopped, puts COUNT 8-byte words to it (default 200: more than a ring
+ * towards one peer holds, PTL_QUEUE_SLOTS, and fewer than the command ring,
+ * so that PtlPut itself never waits), then waits in PtlEQPoll for STOP_MS
+ * (default 1000) for an event that cannot come, and measures its own CPU
+ * time over that time (getrusage(RUSAGE_SELF): every thread, the NIC thread
+ * included) and, because on a loaded machine a spinning thread gets little
+ * CPU, also the time its threads were runnable, on a core or waiting for
+ * one (/proc/self/task/ * /schedstat: run time + run-queue wait). Before the
+ * credit wait the engine polled the stalled command for ever (a thread
+ * always runnable); now it sleeps until the receiver frees room. The test
+ * fails if either is 30% of the wall time or more. Then rank 0 continues
+ * rank 1 (SIGCONT), and rank 1 checks that every word arrived, once and in
+ * order.
+ */
+#include "mp_util.h"
+
+#include "shm_region.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define PT_DATA (MP_PT_USER + 0)
+#define CPU_MAX_PCT 30
+
+static uint64_t cpu_us(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        mp_die("getrusage failed");
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* Nanoseconds this process's threads were runnable (on a core, or waiting
+ * in a run queue) so far, or 0 without schedstat. */
+static uint64_t runnable_ns(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    uint64_t sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        unsigned long long run = 0, wait = 0;
+        if (fscanf(f, "%llu %llu", &run, &wait) == 2)
+            sum += run + wait;
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+/* The OS state letter of process pid (/proc/pid/stat), or 0. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned count = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 200;
+    unsigned stop_ms = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 0) : 1000;
+    if (count < 1 || stop_ms < 100)
+        mp_die("usage: mp_creditwait [COUNT >= 1 [STOP_MS >= 100]]");
+    struct mp m;
+    mp_init(&m, 2);
+    if (m.size != 2)
+        mp_die("run with exactly 2 ranks");
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, count + 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint64_t *words = calloc(count, sizeof *words);
+    if (!words)
+        mp_die("out of memory");
+    ptl_handle_me_t me;
+    if (m.rank == 1)
+        mp_post(&m, PT_DATA, 1, words, (uint64_t)count * 8, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN, &me);
+    mp_barrier(&m);
+
+    if (m.rank == 1) {
+        raise(SIGSTOP); /* rank 0 continues us after its measurement */
+        for (unsigned got = 0; got < count;) {
+            ptl_event_t ev;
+            if (!mp_poll(eq, &ev, MP_WAIT_MS))
+                mp_die("%u of %u words after %d ms", got, count, MP_WAIT_MS);
+            if (ev.ni_fail_type != PTL_NI_OK || ev.type != PTL_EVENT_PUT_END)
+                mp_die("unexpected %s (%u)", PtlEventKindStr(ev.type), ev.ni_fail_type);
+            got++;
+        }
+        for (unsigned i = 0; i < count; i++)
+            if (words[i] != i + 1)
+                mp_die("word %u is %llu, expected %u (lost, twice or out of order)", i,
+                       (unsigned long long)words[i], i + 1);
+        mp_barrier(&m);
+        MP_CHECK(PtlMEUnlink(me));
+    } else {
+        char *base = mp_map_job_region();
+        struct pt_shm_rank *rec =
+            (struct pt_shm_rank *)(base + ((struct pt_shm_hdr *)base)->off_ranks) + 1;
+        pid_t peer = (pid_t)LD_RELAXED(&rec->ospid);
+        uint64_t t0 = mp_now_ms();
+        while (proc_state(peer) != 'T') {
+            if (mp_now_ms() - t0 > 20000)
+                mp_die("rank 1 (pid %d) did not stop", (int)peer);
+            usleep(1000);
+        }
+        for (unsigned i = 0; i < count; i++)
+            words[i] = i + 1;
+        ptl_handle_md_t md = mp_bind(&m, words, (uint64_t)count * 8, PTL_MD_THRESH_INF,
+                                     PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE, eq);
+        for (unsigned i = 0; i < count; i++)
+            MP_CHECK(PtlPutRegion(md, (uint64_t)i * 8, 8, PTL_NO_ACK_REQ, m.ids[1], PT_DATA, 0,
+                                  1, 0, i));
+        /* Stalled: the ring to rank 1 is full. Wait as an application does. */
+        uint64_t c0 = cpu_us(), r0 = runnable_ns(), w0 = mp_now_ms();
+        ptl_event_t ev;
+        int which;
+        int rc = PtlEQPoll(&eq, 1, stop_ms, &ev, &which);
+        if (rc != PTL_EQ_EMPTY)
+            mp_die("PtlEQPoll while rank 1 is stopped: %s", PtlErrorStr(rc));
+        uint64_t cpu = cpu_us() - c0, run = (runnable_ns() - r0) / 1000u;
+        uint64_t wall = (mp_now_ms() - w0) * 1000u;
+        char st = proc_state(peer);
+        if (kill(peer, SIGCONT) != 0)
+            mp_die("cannot continue rank 1");
+        if (st != 'T')
+            mp_die("rank 1 ran during the measurement (state %c)", st ? st : '?');
+        unsigned pct = wall ? (unsigned)(cpu * 100 / wall) : 100;
+        unsigned rpct = wall ? (unsigned)(run * 100 / wall) : 100;
+        printf("mp_creditwait: stalled sender: %llu us of CPU (%u%%) and %llu us runnable "
+               "(%u%%) in %llu us (limit %u%%)\n", (unsigned long long)cpu, pct,
+               (unsigned long long)run, rpct, (unsigned long long)wall, CPU_MAX_PCT);
+        fflush(stdout);
+        if (pct >= CPU_MAX_PCT || rpct >= CPU_MAX_PCT)
+            mp_die("a sender stalled on credits used %u%% of a core and was runnable %u%% of "
+                   "the time while its receiver was stopped (limit %u%%)", pct, rpct,
+                   CPU_MAX_PCT);
+        mp_barrier(&m); /* rank 1 checked every word */
+        MP_CHECK(PtlMDUnlink(md));
+        printf("mp_creditwait: %u words delivered once and in order after the stall\n", count);
+    }
+    MP_CHECK(PtlEQFree(eq));
+    free(words);
+    mp_fini(&m);
+    return 0;
+}
