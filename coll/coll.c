@@ -92,6 +92,11 @@ struct group {
     int inflight;
     /* persistent path (set up at create, used by barrier and small allreduce) */
     struct fslot *fs;                  /* [COLL_SLOTS]                          */
+    /* 2 members: small allreduce without RTR on its own slots (pair_*) */
+    struct fslot *ps;                  /* [COLL_SLOTS], NULL unless n == 2      */
+    ptl_size_t pseq;                   /* pair allreduces started               */
+    ptl_handle_ct_t pprev;             /* done counter of the previous one ...  */
+    ptl_size_t pprev_thr;              /* ... and its threshold (0: none)       */
     ptl_size_t fseq, bar_calls, smax;  /* calls on it, barriers, bytes per acc  */
     int rb, ra;                        /* ceil / floor log2 n                   */
     ptl_size_t p2;                     /* 1 << ra                               */
@@ -118,7 +123,7 @@ struct req {
     uint8_t *rtr;    /* [n] send this peer an RTR                */
     int rc;
     /* persistent path: slot, result to copy out at completion */
-    int fast, finished, fslot;
+    int fast, finished, fslot, pair; /* pair: fslot indexes g->ps */
     const void *res;
     void *out;
     ptl_size_t bytes;
@@ -522,18 +527,10 @@ static int attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bi
     return rc;
 }
 
-static void fast_teardown(struct group *g)
+static void slots_free(struct fslot *fs)
 {
-    if (!g->fs)
-        return; /* fast_setup did not get far enough to post anything */
-    for (int k = 0; k < COLL_RMAX; k++) {
-        if (g->bme[k] != PTL_INVALID_HANDLE)
-            PtlMEUnlink(g->bme[k]);
-        if (g->barr[k] != PTL_CT_NONE)
-            PtlCTFree(g->barr[k]);
-    }
-    for (int s = 0; g->fs && s < COLL_SLOTS; s++) {
-        struct fslot *f = &g->fs[s];
+    for (int s = 0; fs && s < COLL_SLOTS; s++) {
+        struct fslot *f = &fs[s];
         for (int k = 0; k <= COLL_RMAX; k++) {
             if (f->me[k] != PTL_INVALID_HANDLE)
                 PtlMEUnlink(f->me[k]);
@@ -550,8 +547,71 @@ static void fast_teardown(struct group *g)
             PtlCTFree(f->sent);
         free(f->mem);
     }
-    free(g->fs);
+    free(fs);
+}
+
+static void fast_teardown(struct group *g)
+{
+    if (!g->fs)
+        return; /* fast_setup did not get far enough to post anything */
+    for (int k = 0; k < COLL_RMAX; k++) {
+        if (g->bme[k] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(g->bme[k]);
+        if (g->barr[k] != PTL_CT_NONE)
+            PtlCTFree(g->barr[k]);
+    }
+    slots_free(g->fs);
     g->fs = NULL;
+    slots_free(g->ps);
+    g->ps = NULL;
+}
+
+/* COLL_SLOTS slots with nothing posted yet (all handles invalid), or NULL. */
+static struct fslot *slots_new(void)
+{
+    struct fslot *fs = calloc(COLL_SLOTS, sizeof *fs);
+    for (int s = 0; fs && s < COLL_SLOTS; s++) {
+        struct fslot *f = &fs[s];
+        f->md = PTL_INVALID_HANDLE;
+        f->sent = PTL_CT_NONE;
+        for (int k = 0; k <= COLL_RMAX; k++) {
+            f->bg[k] = f->cnt[k] = f->gate[k] = PTL_CT_NONE;
+            f->me[k] = PTL_INVALID_HANDLE;
+        }
+    }
+    return fs;
+}
+
+/* The pair slots of a 2-member group (see pair_allreduce): per slot, memory
+ * SRC | ACC | IN of smax bytes each, one MD over it (sends count into sent)
+ * and one ME over ACC | IN from any source (the partner's put into IN, our
+ * own reduction put into ACC), counting both into cnt[0]. */
+#define PSEQ_BASE 0x100ull
+#define FT_PAIR   202u
+static int pair_setup(struct group *g)
+{
+    ptl_size_t sm = g->smax;
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    g->ps = slots_new();
+    if (!g->ps)
+        return PTL_NO_SPACE;
+    int rc = PTL_OK;
+    for (int s = 0; rc == PTL_OK && s < COLL_SLOTS; s++) {
+        struct fslot *f = &g->ps[s];
+        f->mem = calloc(3 * sm, 1);
+        if (!f->mem)
+            return PTL_NO_SPACE;
+        ptl_md_t d = {f->mem, 3 * sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+        rc = PtlCTAlloc(g->ni, &f->sent);
+        if (rc == PTL_OK)
+            rc = PtlMDBind(g->ni, d, PTL_RETAIN, &f->md);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
+        if (rc == PTL_OK)
+            rc = attach_ct(g, any, mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR),
+                           f->mem + sm, 2 * sm, &f->cnt[0], &f->me[0]);
+    }
+    return rc;
 }
 
 static int fast_setup(struct group *g)
@@ -561,18 +621,9 @@ static int fast_setup(struct group *g)
         g->barr[k] = PTL_CT_NONE;
         g->bme[k] = PTL_INVALID_HANDLE;
     }
-    g->fs = calloc(COLL_SLOTS, sizeof *g->fs);
+    g->fs = slots_new();
     if (!g->fs)
         return PTL_NO_SPACE;
-    for (int s = 0; s < COLL_SLOTS; s++) {
-        struct fslot *f = &g->fs[s];
-        f->md = PTL_INVALID_HANDLE;
-        f->sent = PTL_CT_NONE;
-        for (int k = 0; k <= COLL_RMAX; k++) {
-            f->bg[k] = f->cnt[k] = f->gate[k] = PTL_CT_NONE;
-            f->me[k] = PTL_INVALID_HANDLE;
-        }
-    }
     g->rb = 0;
     while (((ptl_size_t)1 << g->rb) < n)
         g->rb++;
@@ -608,8 +659,8 @@ static int fast_setup(struct group *g)
             rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
         for (int k = 2; rc == PTL_OK && k <= g->rb; k++)
             rc = PtlCTAlloc(g->ni, &f->bg[k]);
-        if (rc != PTL_OK || sm == 0)
-            continue;
+        if (rc != PTL_OK || sm == 0 || n == 2)
+            continue; /* 2 members: allreduce on the pair slots */
         if (me >= g->p2) { /* folded: the result comes from me - p2 */
             rc = attach_ct(g, g->ids[me - g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_RES),
                            f->mem + sm, sm, &f->cnt[0], &f->me[0]);
@@ -626,6 +677,8 @@ static int fast_setup(struct group *g)
             if ((k > 0 && k < g->ra) || extra)
                 rc = PtlCTAlloc(g->ni, &f->gate[k]);
     }
+    if (rc == PTL_OK && n == 2 && sm)
+        rc = pair_setup(g);
     return rc;
 }
 
@@ -1025,7 +1078,7 @@ static void fast_finish(struct req *r, int rc)
     if (rc == PTL_OK && r->out && r->bytes)
         memcpy(r->out, r->res, r->bytes);
     if (r->fslot >= 0)
-        r->g->fs[r->fslot].owner = 0;
+        (r->pair ? r->g->ps : r->g->fs)[r->fslot].owner = 0;
 }
 
 /* A request slot for a persistent-path call (group lock held). */
@@ -1214,6 +1267,68 @@ static int fast_allreduce(struct group *g, struct req *r, const void *sendbuf, v
     return rc;
 }
 
+/* Small allreduce of a 2-member group, without RTR (docs/coll.md, "Pair
+ * path"). Call a takes pair slot a % COLL_SLOTS, use u of it:
+ *  - SRC and ACC get our value (the host, after the slot's previous use
+ *    completed here: pair_take);
+ *  - our value goes from SRC into the partner's IN, a plain put armed on the
+ *    done counter of our call a - 1 (the guard);
+ *  - when the partner's value landed in our IN (cnt[0] = 2u - 1), the engine
+ *    reduces IN into ACC (a reduction put to ourselves): cnt[0] = 2u, done.
+ * The guard: our put for call a leaves only once our call a - 1 completed,
+ * so a member holding the partner's put of call a knows the partner
+ * completed a - 1; by induction along both members (each completion needs
+ * the other's put) a put of call a implies the receiver completed calls
+ * a - 2, a - 4, ...: with an even COLL_SLOTS, the slot's previous use
+ * (a - COLL_SLOTS) was consumed before the put overwrites IN, and cnt[0]
+ * counts exactly two events per use, in that order. */
+static struct fslot *pair_take(struct group *g, struct req *r)
+{
+    int s = (int)(g->pseq++ % COLL_SLOTS);
+    struct fslot *f = &g->ps[s];
+    if (f->owner) {
+        struct req *o = &reqs[f->owner - 1];
+        fast_finish(o, fast_wait(o));
+    }
+    f->owner = (int)(r - reqs) + 1;
+    r->fslot = s;
+    r->pair = 1;
+    r->sent = f->sent;
+    return f;
+}
+
+static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, void *recvbuf,
+                          ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op)
+{
+    ptl_size_t sm = g->smax, bytes = count * type_size(t), peer = g->me ^ 1;
+    struct fslot *f = pair_take(g, r);
+    ptl_match_bits_t bits = mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)r->fslot, FT_PAIR);
+    ptl_size_t u = ++f->auses;
+    r->out = recvbuf;
+    r->bytes = bytes;
+    memcpy(f->mem, sendbuf, bytes);
+    memcpy(f->mem + sm, sendbuf, bytes);
+    /* the guard: our previous pair allreduce completed (none: at once) */
+    ptl_handle_ct_t gct = g->pprev_thr ? g->pprev : f->sent;
+    int rc = PtlTriggeredPut(f->md, 0, bytes, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0, bits, sm, 0,
+                             gct, g->pprev_thr);
+    if (rc == PTL_OK) {
+        f->sent_exp++;
+        rc = PtlTriggeredAtomicPut(f->md, 2 * sm, bytes, PTL_NO_ACK_REQ, g->ids[g->me], g->pt, 0,
+                                   bits, 0, 0, (ptl_op_t)op, (ptl_datatype_t)t, f->cnt[0],
+                                   2 * u - 1);
+    }
+    if (rc == PTL_OK)
+        f->sent_exp++;
+    r->res = f->mem + sm;
+    r->done = f->cnt[0];
+    r->done_thr = 2 * u;
+    r->nsent = f->sent_exp;
+    g->pprev = f->cnt[0];
+    g->pprev_thr = 2 * u;
+    return rc;
+}
+
 /* Starts a persistent-path call: kind 0 barrier, 1 allreduce. */
 static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *recvbuf,
                      ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op,
@@ -1231,7 +1346,12 @@ static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *r
         pthread_mutex_unlock(&g->lock);
         return rc;
     }
-    rc = kind == 0 ? fast_barrier(g, r) : fast_allreduce(g, r, sendbuf, recvbuf, count, t, op);
+    if (kind == 0)
+        rc = fast_barrier(g, r);
+    else if (g->ps)
+        rc = pair_allreduce(g, r, sendbuf, recvbuf, count, t, op);
+    else
+        rc = fast_allreduce(g, r, sendbuf, recvbuf, count, t, op);
     return fast_end(g, r, rc, out);
 }
 
