@@ -36,6 +36,7 @@
  * both partners combine the same two values, so all members agree.
  */
 #include "config.h"
+#include "pt_atomic.h"
 
 #include <p3coll.h>
 
@@ -129,9 +130,27 @@ struct req {
     ptl_size_t bytes;
 };
 
+/* tab_lock: taking and releasing table entries. A handle is checked without
+ * it: gstate / rstate[i] = gen << 1 | used, written (ST_RELEASE, under
+ * tab_lock) when the entry is taken or released, read (LD_ACQUIRE) by
+ * group_get / req_get. Free requests are a stack (rfree), so taking one is
+ * O(1) however many are in flight. */
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct group groups[COLL_MAX_GROUPS];
 static struct req reqs[COLL_MAX_REQS];
+static _Atomic uint64_t gstate[COLL_MAX_GROUPS], rstate[COLL_MAX_REQS];
+static int rfree[COLL_MAX_REQS], nrfree = -1; /* -1: not filled yet */
+
+static void state_set(_Atomic uint64_t *st, uint32_t gen, int used)
+{
+    ST_RELEASE(st, (uint64_t)gen << 1 | (uint64_t)(used != 0)); /* pairs with state_ok */
+}
+
+static int state_ok(_Atomic uint64_t *st, uint64_t h)
+{
+    uint64_t v = LD_ACQUIRE(st); /* pairs with state_set */
+    return (v & 1) && (uint32_t)(v >> 1) == (uint32_t)(h >> 20);
+}
 /* member-list hashes created so far (with how many times): group ids */
 static struct {
     uint64_t h, count;
@@ -148,11 +167,7 @@ static struct group *group_get(ptl_handle_coll_t h)
     uint64_t idx = (h & 0xfffff) - 1;
     if ((h & 0xfffff) == 0 || idx >= COLL_MAX_GROUPS)
         return NULL;
-    struct group *g = &groups[idx];
-    pthread_mutex_lock(&tab_lock);
-    int ok = g->used && g->gen == (uint32_t)(h >> 20);
-    pthread_mutex_unlock(&tab_lock);
-    return ok ? g : NULL;
+    return state_ok(&gstate[idx], h) ? &groups[idx] : NULL;
 }
 
 static struct req *req_get(ptl_handle_coll_req_t h)
@@ -160,11 +175,19 @@ static struct req *req_get(ptl_handle_coll_req_t h)
     uint64_t idx = (h & 0xfffff) - 1;
     if ((h & 0xfffff) == 0 || idx >= COLL_MAX_REQS)
         return NULL;
-    struct req *r = &reqs[idx];
+    return state_ok(&rstate[idx], h) ? &reqs[idx] : NULL;
+}
+
+/* Gives request slot r back (its handle invalid from here). */
+static void req_put(struct req *r)
+{
+    int i = (int)(r - reqs);
     pthread_mutex_lock(&tab_lock);
-    int ok = r->used && r->gen == (uint32_t)(h >> 20);
+    r->used = 0;
+    r->gen++;
+    state_set(&rstate[i], r->gen, 0);
+    rfree[nrfree++] = i;
     pthread_mutex_unlock(&tab_lock);
-    return ok ? r : NULL;
 }
 
 static int grow(void **arr, int *cap, int n, size_t elt)
@@ -314,26 +337,26 @@ static void req_release(struct req *r)
     pthread_mutex_lock(&r->g->lock);
     r->g->inflight--;
     pthread_mutex_unlock(&r->g->lock);
-    pthread_mutex_lock(&tab_lock);
-    r->used = 0;
-    r->gen++;
-    pthread_mutex_unlock(&tab_lock);
+    req_put(r);
 }
 
 /* Takes a free request slot (its generation kept, the rest zeroed), or NULL. */
 static struct req *req_take(void)
 {
     pthread_mutex_lock(&tab_lock);
+    if (nrfree < 0)
+        for (nrfree = 0; nrfree < COLL_MAX_REQS; nrfree++)
+            rfree[nrfree] = COLL_MAX_REQS - 1 - nrfree; /* index 0 on top */
     struct req *r = NULL;
-    for (int i = 0; i < COLL_MAX_REQS; i++)
-        if (!reqs[i].used) {
-            r = &reqs[i];
-            uint32_t gen = r->gen;
-            memset(r, 0, sizeof *r);
-            r->gen = gen;
-            r->used = 1;
-            break;
-        }
+    if (nrfree > 0) {
+        int i = rfree[--nrfree];
+        r = &reqs[i];
+        uint32_t gen = r->gen;
+        memset(r, 0, sizeof *r);
+        r->gen = gen;
+        r->used = 1;
+        state_set(&rstate[i], gen, 1);
+    }
     pthread_mutex_unlock(&tab_lock);
     return r;
 }
@@ -354,10 +377,7 @@ static int req_new(struct group *g, struct req **out)
         free(r->cum);
         free(r->rtr);
         free(r->cts);
-        pthread_mutex_lock(&tab_lock);
-        r->used = 0;
-        r->gen++;
-        pthread_mutex_unlock(&tab_lock);
+        req_put(r);
         return rc;
     }
     g->inflight++;
@@ -402,11 +422,13 @@ static void fast_finish(struct req *r, int rc);
  * unless a later call on its slot did already, then release it. */
 static int fast_done(struct req *r, int rc)
 {
-    pthread_mutex_lock(&r->g->lock);
+    struct group *g = r->g;
+    pthread_mutex_lock(&g->lock); /* one critical section: finish, and out of flight */
     fast_finish(r, rc);
     rc = r->rc;
-    pthread_mutex_unlock(&r->g->lock);
-    req_release(r);
+    g->inflight--;
+    pthread_mutex_unlock(&g->lock);
+    req_put(r); /* a persistent-path request holds no resources of its own */
     return rc;
 }
 
@@ -703,6 +725,7 @@ static void group_teardown(struct group *g)
     pthread_mutex_lock(&tab_lock);
     g->used = 0;
     g->gen++;
+    state_set(&gstate[g - groups], g->gen, 0);
     pthread_mutex_unlock(&tab_lock);
 }
 
@@ -844,6 +867,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     memset(g, 0, sizeof *g);
     g->gen = gen;
     g->used = 1;
+    state_set(&gstate[idx], gen, 1);
     g->gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
     pthread_mutex_unlock(&tab_lock);
 
