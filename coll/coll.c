@@ -125,6 +125,10 @@ struct req {
     int rc;
     /* persistent path: slot, result to copy out at completion */
     int fast, finished, fslot, pair; /* pair: fslot indexes g->ps */
+    /* pair path: result = mine op partner's (member 0's value first) */
+    const void *in;
+    ptl_coll_type_t t;
+    ptl_coll_op_t op;
     const void *res;
     void *out;
     ptl_size_t bytes;
@@ -605,33 +609,32 @@ static struct fslot *slots_new(void)
 }
 
 /* The pair slots of a 2-member group (see pair_allreduce): per slot, memory
- * SRC | ACC | IN of smax bytes each, one MD over it (sends count into sent)
- * and one ME over ACC | IN from any source (the partner's put into IN, our
- * own reduction put into ACC), counting both into cnt[0]. */
+ * SRC | IN of smax bytes each, one MD over it (sends count into sent) and
+ * one ME over IN from the partner, counting its puts into cnt[0]. */
 #define PSEQ_BASE 0x100ull
 #define FT_PAIR   202u
 static int pair_setup(struct group *g)
 {
     ptl_size_t sm = g->smax;
-    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     g->ps = slots_new();
     if (!g->ps)
         return PTL_NO_SPACE;
     int rc = PTL_OK;
     for (int s = 0; rc == PTL_OK && s < COLL_SLOTS; s++) {
         struct fslot *f = &g->ps[s];
-        f->mem = calloc(3 * sm, 1);
+        f->mem = calloc(2 * sm, 1);
         if (!f->mem)
             return PTL_NO_SPACE;
-        ptl_md_t d = {f->mem, 3 * sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+        ptl_md_t d = {f->mem, 2 * sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
         rc = PtlCTAlloc(g->ni, &f->sent);
         if (rc == PTL_OK)
             rc = PtlMDBind(g->ni, d, PTL_RETAIN, &f->md);
         if (rc == PTL_OK)
             rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
         if (rc == PTL_OK)
-            rc = attach_ct(g, any, mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR),
-                           f->mem + sm, 2 * sm, &f->cnt[0], &f->me[0]);
+            rc = attach_ct(g, g->ids[g->me ^ 1],
+                           mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR), f->mem + sm,
+                           sm, &f->cnt[0], &f->me[0]);
     }
     return rc;
 }
@@ -1073,6 +1076,55 @@ static void fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_co
 
 /* ---- persistent path: the calls ------------------------------------------ */
 
+/* a = a op b, element by element, as the engine's reduction puts do (integer
+ * sums wrap; min and max keep a on ties and unordered pairs). */
+#define PAIR_LOOP(T, EXPR)                                                                         \
+    for (size_t i_ = 0; i_ + sizeof(T) <= n; i_ += sizeof(T)) {                                    \
+        T x, y;                                                                                    \
+        memcpy(&x, a + i_, sizeof x);                                                              \
+        memcpy(&y, b + i_, sizeof y);                                                              \
+        x = (EXPR);                                                                                \
+        memcpy(a + i_, &x, sizeof x);                                                              \
+    }
+#define PAIR_INT(T, UT)                                                                            \
+    switch (op) {                                                                                  \
+    case PTL_COLL_SUM: PAIR_LOOP(T, (T)((UT)x + (UT)y)) break;                                     \
+    case PTL_COLL_MIN: PAIR_LOOP(T, y < x ? y : x) break;                                          \
+    case PTL_COLL_MAX: PAIR_LOOP(T, y > x ? y : x) break;                                          \
+    case PTL_COLL_BAND: PAIR_LOOP(T, (T)((UT)x & (UT)y)) break;                                    \
+    case PTL_COLL_BOR: PAIR_LOOP(T, (T)((UT)x | (UT)y)) break;                                     \
+    case PTL_COLL_BXOR: PAIR_LOOP(T, (T)((UT)x ^ (UT)y)) break;                                    \
+    }
+#define PAIR_FLT(T)                                                                                \
+    switch (op) {                                                                                  \
+    case PTL_COLL_SUM: PAIR_LOOP(T, x + y) break;                                                  \
+    case PTL_COLL_MIN: PAIR_LOOP(T, y < x ? y : x) break;                                          \
+    case PTL_COLL_MAX: PAIR_LOOP(T, y > x ? y : x) break;                                          \
+    default: break;                                                                                \
+    }
+static void combine_into(ptl_coll_type_t t, ptl_coll_op_t op, unsigned char *a,
+                         const unsigned char *b, size_t n)
+{
+    switch (t) {
+    case PTL_COLL_INT32: PAIR_INT(int32_t, uint32_t) break;
+    case PTL_COLL_INT64: PAIR_INT(int64_t, uint64_t) break;
+    case PTL_COLL_UINT64: PAIR_INT(uint64_t, uint64_t) break;
+    case PTL_COLL_FLOAT: PAIR_FLT(float) break;
+    case PTL_COLL_DOUBLE: PAIR_FLT(double) break;
+    }
+}
+
+/* The result of a pair allreduce whose partner's value has landed in IN:
+ * member 0's value op member 1's, the same operands in the same order on
+ * both members (bit-identical whatever the operation and values). */
+static void pair_combine(struct req *r)
+{
+    const void *v0 = r->g->me == 0 ? r->res : r->in, *v1 = r->g->me == 0 ? r->in : r->res;
+    /* out may be sendbuf (in place): SRC and IN, the operands, are the slot's */
+    memcpy(r->out, v0, r->bytes);
+    combine_into(r->t, r->op, r->out, v1, r->bytes);
+}
+
 /* Waits for r's counters (no lock held): PTL_OK or why not. */
 static int fast_wait(struct req *r)
 {
@@ -1099,7 +1151,9 @@ static void fast_finish(struct req *r, int rc)
         return;
     r->finished = 1;
     r->rc = rc;
-    if (rc == PTL_OK && r->out && r->bytes)
+    if (rc == PTL_OK && r->out && r->bytes && r->pair)
+        pair_combine(r);
+    else if (rc == PTL_OK && r->out && r->bytes)
         memcpy(r->out, r->res, r->bytes);
     if (r->fslot >= 0)
         (r->pair ? r->g->ps : r->g->fs)[r->fslot].owner = 0;
@@ -1292,27 +1346,29 @@ static int fast_allreduce(struct group *g, struct req *r, const void *sendbuf, v
 }
 
 /* Small allreduce of a 2-member group, without RTR (docs/coll.md, "Pair
- * path"). Call a takes pair slot a % COLL_SLOTS, use u of it:
- *  - SRC and ACC get our value (the host, after the slot's previous use
- *    completed here: pair_take);
- *  - our value goes from SRC into the partner's IN, a plain put armed on the
- *    done counter of our call a - 1 (the guard);
- *  - when the partner's value landed in our IN (cnt[0] = 2u - 1), the engine
- *    reduces IN into ACC (a reduction put to ourselves): cnt[0] = 2u, done.
- * The guard: our put for call a leaves only once our call a - 1 completed,
- * so a member holding the partner's put of call a knows the partner
- * completed a - 1; by induction along both members (each completion needs
- * the other's put) a put of call a implies the receiver completed calls
- * a - 2, a - 4, ...: with an even COLL_SLOTS, the slot's previous use
- * (a - COLL_SLOTS) was consumed before the put overwrites IN, and cnt[0]
- * counts exactly two events per use, in that order. */
+ * path"). Call b takes pair slot b % COLL_SLOTS:
+ *  - (R1) call b - (COLL_SLOTS - 1) is finished first (pair_take): its
+ *    partner's value arrived and was combined out of its slot's IN;
+ *  - SRC gets our value; one plain put SRC -> the partner's IN of the slot,
+ *    (R2) armed on our call b - 1's counter (the partner's value of b - 1
+ *    arrived here);
+ *  - done when the partner's put landed (cnt[0] counts one per use); the
+ *    host that completes the request combines member 0's value op member
+ *    1's into recvbuf.
+ * Why IN is never overwritten before it was combined: the partner's put of
+ * call c is armed on the partner's counter of c - 1, i.e. on our put of
+ * c - 1, which we armed only after finishing c - 1 - (COLL_SLOTS - 1) =
+ * c - COLL_SLOTS, the slot's previous use. */
 static struct fslot *pair_take(struct group *g, struct req *r)
 {
     int s = (int)(g->pseq++ % COLL_SLOTS);
     struct fslot *f = &g->ps[s];
-    if (f->owner) {
-        struct req *o = &reqs[f->owner - 1];
-        fast_finish(o, fast_wait(o));
+    for (int k = 0; k < 2; k++) { /* R1: the slot after ours (b - 19), and ours (b - 20) */
+        struct fslot *o = &g->ps[(s + 1 - k) % COLL_SLOTS];
+        if (o->owner) {
+            struct req *q = &reqs[o->owner - 1];
+            fast_finish(q, fast_wait(q));
+        }
     }
     f->owner = (int)(r - reqs) + 1;
     r->fslot = s;
@@ -1326,30 +1382,26 @@ static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, v
 {
     ptl_size_t sm = g->smax, bytes = count * type_size(t), peer = g->me ^ 1;
     struct fslot *f = pair_take(g, r);
-    ptl_match_bits_t bits = mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)r->fslot, FT_PAIR);
     ptl_size_t u = ++f->auses;
     r->out = recvbuf;
     r->bytes = bytes;
+    r->t = t;
+    r->op = op;
+    r->res = f->mem; /* our value (SRC) */
+    r->in = f->mem + sm;
     memcpy(f->mem, sendbuf, bytes);
-    memcpy(f->mem + sm, sendbuf, bytes);
-    /* the guard: our previous pair allreduce completed (none: at once) */
+    /* R2: the partner's value of our previous pair allreduce arrived (none: at once) */
     ptl_handle_ct_t gct = g->pprev_thr ? g->pprev : f->sent;
-    int rc = PtlTriggeredPut(f->md, 0, bytes, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0, bits, sm, 0,
-                             gct, g->pprev_thr);
-    if (rc == PTL_OK) {
-        f->sent_exp++;
-        rc = PtlTriggeredAtomicPut(f->md, 2 * sm, bytes, PTL_NO_ACK_REQ, g->ids[g->me], g->pt, 0,
-                                   bits, 0, 0, (ptl_op_t)op, (ptl_datatype_t)t, f->cnt[0],
-                                   2 * u - 1);
-    }
+    int rc = PtlTriggeredPut(f->md, 0, bytes, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0,
+                             mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)r->fslot, FT_PAIR), 0,
+                             0, gct, g->pprev_thr);
     if (rc == PTL_OK)
         f->sent_exp++;
-    r->res = f->mem + sm;
     r->done = f->cnt[0];
-    r->done_thr = 2 * u;
+    r->done_thr = u;
     r->nsent = f->sent_exp;
     g->pprev = f->cnt[0];
-    g->pprev_thr = 2 * u;
+    g->pprev_thr = u;
     return rc;
 }
 

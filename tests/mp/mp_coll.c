@@ -34,7 +34,8 @@
  * slots), in place in buffers reused every W calls, data changing every
  * call, an Ibarrier every 7th call; every result checked. A put that
  * overwrote a slot before its previous use was consumed, or a counter
- * advanced by the wrong use, gives a wrong element.
+ * advanced by the wrong use, gives a wrong element. Then min and max of
+ * +0 / -0 and of NaN / numbers: both members must get the same bits.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -666,6 +667,19 @@ static int pairs(struct mp *m)
             mp_die("pairs (%d in flight): %s", ws[wi], pa.fail ? pa.fail : pb.fail);
         mp_log("pairs: 2 x %d calls, %d in flight, checked", PW_CALLS, ws[wi]);
     }
+    /* bit-identical on both members, also for +0 / -0 and NaN / number under min and max
+     * (operand order decides those): the results' bits compared through an allgather */
+    double v[4] = {ME ? -0.0 : 0.0, ME ? NAN : 1.0, ME ? 2.0 : -0.0, ME ? 0.0 : NAN}, res[4];
+    uint64_t bits[2][4];
+    for (int op = PTL_COLL_MIN; op <= PTL_COLL_MAX; op++)
+        for (int gi = 0; gi < 2; gi++) {
+            ptl_handle_coll_t gg = gi ? gb : ga;
+            MP_CHECK(PtlCollAllreduce(gg, v, res, 4, PTL_COLL_DOUBLE, (ptl_coll_op_t)op));
+            MP_CHECK(PtlCollAllgather(gg, res, bits, sizeof res));
+            if (memcmp(bits[0], bits[1], sizeof bits[0]))
+                mp_die("pairs: %s of +0/-0, NaN: members got different bits", oname[op]);
+        }
+    mp_log("pairs: min and max of +0/-0 and NaN bit-identical on both members");
     MP_CHECK(PtlCollGroupFree(ga));
     MP_CHECK(PtlCollGroupFree(gb));
     mp_barrier(m);
