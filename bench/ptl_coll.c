@@ -15,7 +15,8 @@
  * = share of ranks whose collective had completed when the compute ended
  * (one PtlCollTest right after it).
  *
- * Usage: ptlrun -n N [--host-matching] -- ptl_coll [-i ITER] [-r REPS]
+ * Usage: ptlrun -n N [--host-matching] -- ptl_coll [-i ITER] [-r REPS] [-c CASE]
+ * -c barrier|allreduce8|bcast1m: run only that case (for perf, quick A/B runs).
  * Output: "coll <case> <bytes> <ranks> <us per call>" and
  *         "overlap <bytes> <ranks> <pure us> <compute us> <total us> <kept %> <done %>"
  */
@@ -139,13 +140,16 @@ static void overlap(pb_ctx *ctx, size_t bytes, int reps)
 int main(int argc, char **argv)
 {
     int iter = 2000, reps = 5, opt;
-    while ((opt = getopt(argc, argv, "i:r:")) != -1) {
+    const char *only = NULL;
+    while ((opt = getopt(argc, argv, "i:r:c:h")) != -1) {
         if (opt == 'i')
             iter = atoi(optarg);
         else if (opt == 'r')
             reps = atoi(optarg);
+        else if (opt == 'c')
+            only = optarg;
         else
-            pb_die("usage: ptl_coll [-i ITER] [-r REPS]");
+            pb_die("usage: ptl_coll [-i ITER] [-r REPS] [-c barrier|allreduce8|bcast1m]");
     }
     if (iter < 1 || reps < 1 || reps > 64)
         pb_die("bad -i or -r");
@@ -155,6 +159,19 @@ int main(int argc, char **argv)
     check(PtlCollGroupCreate(ctx.ni, ctx.ids, N, &G), "group create");
     if (ctx.rank == 0)
         printf("# ptl_coll %s, %u ranks, %d iterations, median of %d\n", ctx.mode, N, iter, reps);
+    if (only) {
+        if (!strcmp(only, "barrier"))
+            run_case(&ctx, C_BARRIER, 0, iter, reps);
+        else if (!strcmp(only, "allreduce8"))
+            run_case(&ctx, C_ALLREDUCE, 8, iter, reps);
+        else if (!strcmp(only, "bcast1m"))
+            run_case(&ctx, C_BCAST, 1 << 20, iter, reps);
+        else
+            pb_die("-c: barrier, allreduce8 or bcast1m");
+        check(PtlCollGroupFree(G), "group free");
+        pb_fini(&ctx);
+        return 0;
+    }
     run_case(&ctx, C_BARRIER, 0, iter, reps);
     run_case(&ctx, C_ALLREDUCE, 8, iter, reps);
     run_case(&ctx, C_BCAST, 8, iter, reps);

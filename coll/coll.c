@@ -36,6 +36,7 @@
  * both partners combine the same two values, so all members agree.
  */
 #include "config.h"
+#include "pt_atomic.h"
 
 #include <p3coll.h>
 
@@ -92,6 +93,11 @@ struct group {
     int inflight;
     /* persistent path (set up at create, used by barrier and small allreduce) */
     struct fslot *fs;                  /* [COLL_SLOTS]                          */
+    /* 2 members: small allreduce without RTR on its own slots (pair_*) */
+    struct fslot *ps;                  /* [COLL_SLOTS], NULL unless n == 2      */
+    ptl_size_t pseq;                   /* pair allreduces started               */
+    ptl_handle_ct_t pprev;             /* done counter of the previous one ...  */
+    ptl_size_t pprev_thr;              /* ... and its threshold (0: none)       */
     ptl_size_t fseq, bar_calls, smax;  /* calls on it, barriers, bytes per acc  */
     int rb, ra;                        /* ceil / floor log2 n                   */
     ptl_size_t p2;                     /* 1 << ra                               */
@@ -118,15 +124,37 @@ struct req {
     uint8_t *rtr;    /* [n] send this peer an RTR                */
     int rc;
     /* persistent path: slot, result to copy out at completion */
-    int fast, finished, fslot;
+    int fast, finished, fslot, pair; /* pair: fslot indexes g->ps */
+    /* pair path: result = mine op partner's (member 0's value first) */
+    const void *in;
+    ptl_coll_type_t t;
+    ptl_coll_op_t op;
     const void *res;
     void *out;
     ptl_size_t bytes;
 };
 
+/* tab_lock: taking and releasing table entries. A handle is checked without
+ * it: gstate / rstate[i] = gen << 1 | used, written (ST_RELEASE, under
+ * tab_lock) when the entry is taken or released, read (LD_ACQUIRE) by
+ * group_get / req_get. Free requests are a stack (rfree), so taking one is
+ * O(1) however many are in flight. */
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct group groups[COLL_MAX_GROUPS];
 static struct req reqs[COLL_MAX_REQS];
+static _Atomic uint64_t gstate[COLL_MAX_GROUPS], rstate[COLL_MAX_REQS];
+static int rfree[COLL_MAX_REQS], nrfree = -1; /* -1: not filled yet */
+
+static void state_set(_Atomic uint64_t *st, uint32_t gen, int used)
+{
+    ST_RELEASE(st, (uint64_t)gen << 1 | (uint64_t)(used != 0)); /* pairs with state_ok */
+}
+
+static int state_ok(_Atomic uint64_t *st, uint64_t h)
+{
+    uint64_t v = LD_ACQUIRE(st); /* pairs with state_set */
+    return (v & 1) && (uint32_t)(v >> 1) == (uint32_t)(h >> 20);
+}
 /* member-list hashes created so far (with how many times): group ids */
 static struct {
     uint64_t h, count;
@@ -143,11 +171,7 @@ static struct group *group_get(ptl_handle_coll_t h)
     uint64_t idx = (h & 0xfffff) - 1;
     if ((h & 0xfffff) == 0 || idx >= COLL_MAX_GROUPS)
         return NULL;
-    struct group *g = &groups[idx];
-    pthread_mutex_lock(&tab_lock);
-    int ok = g->used && g->gen == (uint32_t)(h >> 20);
-    pthread_mutex_unlock(&tab_lock);
-    return ok ? g : NULL;
+    return state_ok(&gstate[idx], h) ? &groups[idx] : NULL;
 }
 
 static struct req *req_get(ptl_handle_coll_req_t h)
@@ -155,11 +179,19 @@ static struct req *req_get(ptl_handle_coll_req_t h)
     uint64_t idx = (h & 0xfffff) - 1;
     if ((h & 0xfffff) == 0 || idx >= COLL_MAX_REQS)
         return NULL;
-    struct req *r = &reqs[idx];
+    return state_ok(&rstate[idx], h) ? &reqs[idx] : NULL;
+}
+
+/* Gives request slot r back (its handle invalid from here). */
+static void req_put(struct req *r)
+{
+    int i = (int)(r - reqs);
     pthread_mutex_lock(&tab_lock);
-    int ok = r->used && r->gen == (uint32_t)(h >> 20);
+    r->used = 0;
+    r->gen++;
+    state_set(&rstate[i], r->gen, 0);
+    rfree[nrfree++] = i;
     pthread_mutex_unlock(&tab_lock);
-    return ok ? r : NULL;
 }
 
 static int grow(void **arr, int *cap, int n, size_t elt)
@@ -309,26 +341,26 @@ static void req_release(struct req *r)
     pthread_mutex_lock(&r->g->lock);
     r->g->inflight--;
     pthread_mutex_unlock(&r->g->lock);
-    pthread_mutex_lock(&tab_lock);
-    r->used = 0;
-    r->gen++;
-    pthread_mutex_unlock(&tab_lock);
+    req_put(r);
 }
 
 /* Takes a free request slot (its generation kept, the rest zeroed), or NULL. */
 static struct req *req_take(void)
 {
     pthread_mutex_lock(&tab_lock);
+    if (nrfree < 0)
+        for (nrfree = 0; nrfree < COLL_MAX_REQS; nrfree++)
+            rfree[nrfree] = COLL_MAX_REQS - 1 - nrfree; /* index 0 on top */
     struct req *r = NULL;
-    for (int i = 0; i < COLL_MAX_REQS; i++)
-        if (!reqs[i].used) {
-            r = &reqs[i];
-            uint32_t gen = r->gen;
-            memset(r, 0, sizeof *r);
-            r->gen = gen;
-            r->used = 1;
-            break;
-        }
+    if (nrfree > 0) {
+        int i = rfree[--nrfree];
+        r = &reqs[i];
+        uint32_t gen = r->gen;
+        memset(r, 0, sizeof *r);
+        r->gen = gen;
+        r->used = 1;
+        state_set(&rstate[i], gen, 1);
+    }
     pthread_mutex_unlock(&tab_lock);
     return r;
 }
@@ -349,10 +381,7 @@ static int req_new(struct group *g, struct req **out)
         free(r->cum);
         free(r->rtr);
         free(r->cts);
-        pthread_mutex_lock(&tab_lock);
-        r->used = 0;
-        r->gen++;
-        pthread_mutex_unlock(&tab_lock);
+        req_put(r);
         return rc;
     }
     g->inflight++;
@@ -397,11 +426,13 @@ static void fast_finish(struct req *r, int rc);
  * unless a later call on its slot did already, then release it. */
 static int fast_done(struct req *r, int rc)
 {
-    pthread_mutex_lock(&r->g->lock);
+    struct group *g = r->g;
+    pthread_mutex_lock(&g->lock); /* one critical section: finish, and out of flight */
     fast_finish(r, rc);
     rc = r->rc;
-    pthread_mutex_unlock(&r->g->lock);
-    req_release(r);
+    g->inflight--;
+    pthread_mutex_unlock(&g->lock);
+    req_put(r); /* a persistent-path request holds no resources of its own */
     return rc;
 }
 
@@ -522,18 +553,10 @@ static int attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bi
     return rc;
 }
 
-static void fast_teardown(struct group *g)
+static void slots_free(struct fslot *fs)
 {
-    if (!g->fs)
-        return; /* fast_setup did not get far enough to post anything */
-    for (int k = 0; k < COLL_RMAX; k++) {
-        if (g->bme[k] != PTL_INVALID_HANDLE)
-            PtlMEUnlink(g->bme[k]);
-        if (g->barr[k] != PTL_CT_NONE)
-            PtlCTFree(g->barr[k]);
-    }
-    for (int s = 0; g->fs && s < COLL_SLOTS; s++) {
-        struct fslot *f = &g->fs[s];
+    for (int s = 0; fs && s < COLL_SLOTS; s++) {
+        struct fslot *f = &fs[s];
         for (int k = 0; k <= COLL_RMAX; k++) {
             if (f->me[k] != PTL_INVALID_HANDLE)
                 PtlMEUnlink(f->me[k]);
@@ -550,8 +573,70 @@ static void fast_teardown(struct group *g)
             PtlCTFree(f->sent);
         free(f->mem);
     }
-    free(g->fs);
+    free(fs);
+}
+
+static void fast_teardown(struct group *g)
+{
+    if (!g->fs)
+        return; /* fast_setup did not get far enough to post anything */
+    for (int k = 0; k < COLL_RMAX; k++) {
+        if (g->bme[k] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(g->bme[k]);
+        if (g->barr[k] != PTL_CT_NONE)
+            PtlCTFree(g->barr[k]);
+    }
+    slots_free(g->fs);
     g->fs = NULL;
+    slots_free(g->ps);
+    g->ps = NULL;
+}
+
+/* COLL_SLOTS slots with nothing posted yet (all handles invalid), or NULL. */
+static struct fslot *slots_new(void)
+{
+    struct fslot *fs = calloc(COLL_SLOTS, sizeof *fs);
+    for (int s = 0; fs && s < COLL_SLOTS; s++) {
+        struct fslot *f = &fs[s];
+        f->md = PTL_INVALID_HANDLE;
+        f->sent = PTL_CT_NONE;
+        for (int k = 0; k <= COLL_RMAX; k++) {
+            f->bg[k] = f->cnt[k] = f->gate[k] = PTL_CT_NONE;
+            f->me[k] = PTL_INVALID_HANDLE;
+        }
+    }
+    return fs;
+}
+
+/* The pair slots of a 2-member group (see pair_allreduce): per slot, memory
+ * SRC | IN of smax bytes each, one MD over it (sends count into sent) and
+ * one ME over IN from the partner, counting its puts into cnt[0]. */
+#define PSEQ_BASE 0x100ull
+#define FT_PAIR   202u
+static int pair_setup(struct group *g)
+{
+    ptl_size_t sm = g->smax;
+    g->ps = slots_new();
+    if (!g->ps)
+        return PTL_NO_SPACE;
+    int rc = PTL_OK;
+    for (int s = 0; rc == PTL_OK && s < COLL_SLOTS; s++) {
+        struct fslot *f = &g->ps[s];
+        f->mem = calloc(2 * sm, 1);
+        if (!f->mem)
+            return PTL_NO_SPACE;
+        ptl_md_t d = {f->mem, 2 * sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+        rc = PtlCTAlloc(g->ni, &f->sent);
+        if (rc == PTL_OK)
+            rc = PtlMDBind(g->ni, d, PTL_RETAIN, &f->md);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
+        if (rc == PTL_OK)
+            rc = attach_ct(g, g->ids[g->me ^ 1],
+                           mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR), f->mem + sm,
+                           sm, &f->cnt[0], &f->me[0]);
+    }
+    return rc;
 }
 
 static int fast_setup(struct group *g)
@@ -561,18 +646,9 @@ static int fast_setup(struct group *g)
         g->barr[k] = PTL_CT_NONE;
         g->bme[k] = PTL_INVALID_HANDLE;
     }
-    g->fs = calloc(COLL_SLOTS, sizeof *g->fs);
+    g->fs = slots_new();
     if (!g->fs)
         return PTL_NO_SPACE;
-    for (int s = 0; s < COLL_SLOTS; s++) {
-        struct fslot *f = &g->fs[s];
-        f->md = PTL_INVALID_HANDLE;
-        f->sent = PTL_CT_NONE;
-        for (int k = 0; k <= COLL_RMAX; k++) {
-            f->bg[k] = f->cnt[k] = f->gate[k] = PTL_CT_NONE;
-            f->me[k] = PTL_INVALID_HANDLE;
-        }
-    }
     g->rb = 0;
     while (((ptl_size_t)1 << g->rb) < n)
         g->rb++;
@@ -608,8 +684,8 @@ static int fast_setup(struct group *g)
             rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
         for (int k = 2; rc == PTL_OK && k <= g->rb; k++)
             rc = PtlCTAlloc(g->ni, &f->bg[k]);
-        if (rc != PTL_OK || sm == 0)
-            continue;
+        if (rc != PTL_OK || sm == 0 || n == 2)
+            continue; /* 2 members: allreduce on the pair slots */
         if (me >= g->p2) { /* folded: the result comes from me - p2 */
             rc = attach_ct(g, g->ids[me - g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_RES),
                            f->mem + sm, sm, &f->cnt[0], &f->me[0]);
@@ -626,6 +702,8 @@ static int fast_setup(struct group *g)
             if ((k > 0 && k < g->ra) || extra)
                 rc = PtlCTAlloc(g->ni, &f->gate[k]);
     }
+    if (rc == PTL_OK && n == 2 && sm)
+        rc = pair_setup(g);
     return rc;
 }
 
@@ -650,6 +728,7 @@ static void group_teardown(struct group *g)
     pthread_mutex_lock(&tab_lock);
     g->used = 0;
     g->gen++;
+    state_set(&gstate[g - groups], g->gen, 0);
     pthread_mutex_unlock(&tab_lock);
 }
 
@@ -791,6 +870,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     memset(g, 0, sizeof *g);
     g->gen = gen;
     g->used = 1;
+    state_set(&gstate[idx], gen, 1);
     g->gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
     pthread_mutex_unlock(&tab_lock);
 
@@ -996,6 +1076,55 @@ static void fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_co
 
 /* ---- persistent path: the calls ------------------------------------------ */
 
+/* a = a op b, element by element, as the engine's reduction puts do (integer
+ * sums wrap; min and max keep a on ties and unordered pairs). */
+#define PAIR_LOOP(T, EXPR)                                                                         \
+    for (size_t i_ = 0; i_ + sizeof(T) <= n; i_ += sizeof(T)) {                                    \
+        T x, y;                                                                                    \
+        memcpy(&x, a + i_, sizeof x);                                                              \
+        memcpy(&y, b + i_, sizeof y);                                                              \
+        x = (EXPR);                                                                                \
+        memcpy(a + i_, &x, sizeof x);                                                              \
+    }
+#define PAIR_INT(T, UT)                                                                            \
+    switch (op) {                                                                                  \
+    case PTL_COLL_SUM: PAIR_LOOP(T, (T)((UT)x + (UT)y)) break;                                     \
+    case PTL_COLL_MIN: PAIR_LOOP(T, y < x ? y : x) break;                                          \
+    case PTL_COLL_MAX: PAIR_LOOP(T, y > x ? y : x) break;                                          \
+    case PTL_COLL_BAND: PAIR_LOOP(T, (T)((UT)x & (UT)y)) break;                                    \
+    case PTL_COLL_BOR: PAIR_LOOP(T, (T)((UT)x | (UT)y)) break;                                     \
+    case PTL_COLL_BXOR: PAIR_LOOP(T, (T)((UT)x ^ (UT)y)) break;                                    \
+    }
+#define PAIR_FLT(T)                                                                                \
+    switch (op) {                                                                                  \
+    case PTL_COLL_SUM: PAIR_LOOP(T, x + y) break;                                                  \
+    case PTL_COLL_MIN: PAIR_LOOP(T, y < x ? y : x) break;                                          \
+    case PTL_COLL_MAX: PAIR_LOOP(T, y > x ? y : x) break;                                          \
+    default: break;                                                                                \
+    }
+static void combine_into(ptl_coll_type_t t, ptl_coll_op_t op, unsigned char *a,
+                         const unsigned char *b, size_t n)
+{
+    switch (t) {
+    case PTL_COLL_INT32: PAIR_INT(int32_t, uint32_t) break;
+    case PTL_COLL_INT64: PAIR_INT(int64_t, uint64_t) break;
+    case PTL_COLL_UINT64: PAIR_INT(uint64_t, uint64_t) break;
+    case PTL_COLL_FLOAT: PAIR_FLT(float) break;
+    case PTL_COLL_DOUBLE: PAIR_FLT(double) break;
+    }
+}
+
+/* The result of a pair allreduce whose partner's value has landed in IN:
+ * member 0's value op member 1's, the same operands in the same order on
+ * both members (bit-identical whatever the operation and values). */
+static void pair_combine(struct req *r)
+{
+    const void *v0 = r->g->me == 0 ? r->res : r->in, *v1 = r->g->me == 0 ? r->in : r->res;
+    /* out may be sendbuf (in place): SRC and IN, the operands, are the slot's */
+    memcpy(r->out, v0, r->bytes);
+    combine_into(r->t, r->op, r->out, v1, r->bytes);
+}
+
 /* Waits for r's counters (no lock held): PTL_OK or why not. */
 static int fast_wait(struct req *r)
 {
@@ -1022,10 +1151,12 @@ static void fast_finish(struct req *r, int rc)
         return;
     r->finished = 1;
     r->rc = rc;
-    if (rc == PTL_OK && r->out && r->bytes)
+    if (rc == PTL_OK && r->out && r->bytes && r->pair)
+        pair_combine(r);
+    else if (rc == PTL_OK && r->out && r->bytes)
         memcpy(r->out, r->res, r->bytes);
     if (r->fslot >= 0)
-        r->g->fs[r->fslot].owner = 0;
+        (r->pair ? r->g->ps : r->g->fs)[r->fslot].owner = 0;
 }
 
 /* A request slot for a persistent-path call (group lock held). */
@@ -1214,6 +1345,66 @@ static int fast_allreduce(struct group *g, struct req *r, const void *sendbuf, v
     return rc;
 }
 
+/* Small allreduce of a 2-member group, without RTR (docs/coll.md, "Pair
+ * path"). Call b takes pair slot b % COLL_SLOTS:
+ *  - (R1) call b - (COLL_SLOTS - 1) is finished first (pair_take): its
+ *    partner's value arrived and was combined out of its slot's IN;
+ *  - SRC gets our value; one plain put SRC -> the partner's IN of the slot,
+ *    (R2) armed on our call b - 1's counter (the partner's value of b - 1
+ *    arrived here);
+ *  - done when the partner's put landed (cnt[0] counts one per use); the
+ *    host that completes the request combines member 0's value op member
+ *    1's into recvbuf.
+ * Why IN is never overwritten before it was combined: the partner's put of
+ * call c is armed on the partner's counter of c - 1, i.e. on our put of
+ * c - 1, which we armed only after finishing c - 1 - (COLL_SLOTS - 1) =
+ * c - COLL_SLOTS, the slot's previous use. */
+static struct fslot *pair_take(struct group *g, struct req *r)
+{
+    int s = (int)(g->pseq++ % COLL_SLOTS);
+    struct fslot *f = &g->ps[s];
+    for (int k = 0; k < 2; k++) { /* R1: the slot after ours (b - 19), and ours (b - 20) */
+        struct fslot *o = &g->ps[(s + 1 - k) % COLL_SLOTS];
+        if (o->owner) {
+            struct req *q = &reqs[o->owner - 1];
+            fast_finish(q, fast_wait(q));
+        }
+    }
+    f->owner = (int)(r - reqs) + 1;
+    r->fslot = s;
+    r->pair = 1;
+    r->sent = f->sent;
+    return f;
+}
+
+static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, void *recvbuf,
+                          ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op)
+{
+    ptl_size_t sm = g->smax, bytes = count * type_size(t), peer = g->me ^ 1;
+    struct fslot *f = pair_take(g, r);
+    ptl_size_t u = ++f->auses;
+    r->out = recvbuf;
+    r->bytes = bytes;
+    r->t = t;
+    r->op = op;
+    r->res = f->mem; /* our value (SRC) */
+    r->in = f->mem + sm;
+    memcpy(f->mem, sendbuf, bytes);
+    /* R2: the partner's value of our previous pair allreduce arrived (none: at once) */
+    ptl_handle_ct_t gct = g->pprev_thr ? g->pprev : f->sent;
+    int rc = PtlTriggeredPut(f->md, 0, bytes, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0,
+                             mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)r->fslot, FT_PAIR), 0,
+                             0, gct, g->pprev_thr);
+    if (rc == PTL_OK)
+        f->sent_exp++;
+    r->done = f->cnt[0];
+    r->done_thr = u;
+    r->nsent = f->sent_exp;
+    g->pprev = f->cnt[0];
+    g->pprev_thr = u;
+    return rc;
+}
+
 /* Starts a persistent-path call: kind 0 barrier, 1 allreduce. */
 static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *recvbuf,
                      ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op,
@@ -1231,7 +1422,12 @@ static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *r
         pthread_mutex_unlock(&g->lock);
         return rc;
     }
-    rc = kind == 0 ? fast_barrier(g, r) : fast_allreduce(g, r, sendbuf, recvbuf, count, t, op);
+    if (kind == 0)
+        rc = fast_barrier(g, r);
+    else if (g->ps)
+        rc = pair_allreduce(g, r, sendbuf, recvbuf, count, t, op);
+    else
+        rc = fast_allreduce(g, r, sendbuf, recvbuf, count, t, op);
     return fast_end(g, r, rc, out);
 }
 

@@ -26,6 +26,16 @@
  * threshold on 2, 3, 5 and 8 ranks, at 64 bytes on 3, 6 and 7 ranks, at 8
  * bytes on 5 ranks (counts below the 4 blocks); and the suite with the large
  * path off (PTL_COLL_LARGE_MIN=0).
+ * mp_coll pairs (run with 2 ranks: the pair path of a 2-member group, small
+ * allreduce without RTR): two threads, each on its own group (the job and
+ * the job reversed: both 2-member groups), each keeping W nonblocking small
+ * allreduces in flight for thousands of calls (W = 19: a slot's next use
+ * starts as soon as its previous one was waited; W = 26: more than the
+ * slots), in place in buffers reused every W calls, data changing every
+ * call, an Ibarrier every 7th call; every result checked. A put that
+ * overwrote a slot before its previous use was consumed, or a counter
+ * advanced by the wrong use, gives a wrong element. Then min and max of
+ * +0 / -0 and of NaN / numbers: both members must get the same bits.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -569,6 +579,116 @@ static void t_inflight(ptl_handle_coll_t g)
     mp_log("16 nonblocking collectives in flight checked");
 }
 
+/* ---- mp_coll pairs ---- */
+enum { PW_MAX = 26, PW_CALLS = 6000, PW_C = 4 };
+struct pw {
+    ptl_handle_coll_t g;
+    unsigned tid; /* which thread: changes the data */
+    int w;        /* calls in flight */
+    const char *fail;
+};
+
+static int64_t pw_val(unsigned r, unsigned tid, long a, size_t i)
+{
+    return (int64_t)r * 1000003 + (int64_t)tid * 7777 + a * 131 + (int64_t)i;
+}
+
+static void *pw_run(void *arg)
+{
+    struct pw *p = arg;
+    static __thread int64_t buf[PW_MAX][PW_C];
+    ptl_handle_coll_req_t q[PW_MAX];
+    int isbar[PW_MAX];
+    for (long a = 0; a < PW_CALLS + p->w; a++) {
+        int k = (int)(a % p->w);
+        long o = a - p->w; /* the call that used buffer k before */
+        if (o >= 0) {
+            int rc = PtlCollWait(q[k]);
+            if (rc != PTL_OK) {
+                p->fail = "wait failed";
+                return NULL;
+            }
+            size_t c = 1 + (size_t)(o % PW_C);
+            ptl_coll_op_t op = o % 3 == 2 ? PTL_COLL_MAX : PTL_COLL_SUM;
+            for (size_t i = 0; !isbar[k] && i < c; i++) {
+                int64_t want = op == PTL_COLL_SUM ? 0 : INT64_MIN;
+                for (unsigned r = 0; r < N; r++) {
+                    int64_t v = pw_val(r, p->tid, o, i);
+                    want = op == PTL_COLL_SUM ? want + v : (v > want ? v : want);
+                }
+                if (buf[k][i] != want) {
+                    fprintf(stderr, "pairs: thread %u call %ld element %zu is %lld, want %lld\n",
+                            p->tid, o, i, (long long)buf[k][i], (long long)want);
+                    p->fail = "wrong result";
+                    return NULL;
+                }
+            }
+        }
+        if (a >= PW_CALLS)
+            continue;
+        isbar[k] = a % 7 == 6;
+        int rc;
+        if (isbar[k]) {
+            rc = PtlCollIbarrier(p->g, &q[k]);
+        } else {
+            size_t c = 1 + (size_t)(a % PW_C);
+            ptl_coll_op_t op = a % 3 == 2 ? PTL_COLL_MAX : PTL_COLL_SUM;
+            for (size_t i = 0; i < c; i++)
+                buf[k][i] = pw_val(ME, p->tid, a, i);
+            rc = PtlCollIallreduce(p->g, buf[k], buf[k], c, PTL_COLL_INT64, op, &q[k]);
+        }
+        if (rc != PTL_OK) {
+            p->fail = "start failed";
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static int pairs(struct mp *m)
+{
+    if (N != 2)
+        mp_die("mp_coll pairs runs on 2 ranks");
+    ptl_process_id_t rev[2] = {m->ids[1], m->ids[0]};
+    ptl_handle_coll_t ga, gb;
+    mp_doing("group create");
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &ga));
+    MP_CHECK(PtlCollGroupCreate(m->ni, rev, N, &gb));
+    static const int ws[] = {19, PW_MAX};
+    for (int wi = 0; wi < 2; wi++) {
+        struct pw pa = {ga, 0, ws[wi], NULL}, pb = {gb, 1, ws[wi], NULL};
+        pthread_t th;
+        mp_doing("two threads, two groups, calls in flight");
+        if (pthread_create(&th, NULL, pw_run, &pb))
+            mp_die("pthread_create");
+        pw_run(&pa);
+        pthread_join(th, NULL);
+        if (pa.fail || pb.fail)
+            mp_die("pairs (%d in flight): %s", ws[wi], pa.fail ? pa.fail : pb.fail);
+        mp_log("pairs: 2 x %d calls, %d in flight, checked", PW_CALLS, ws[wi]);
+    }
+    /* bit-identical on both members, also for +0 / -0 and NaN / number under min and max
+     * (operand order decides those): the results' bits compared through an allgather */
+    double v[4] = {ME ? -0.0 : 0.0, ME ? NAN : 1.0, ME ? 2.0 : -0.0, ME ? 0.0 : NAN}, res[4];
+    uint64_t bits[2][4];
+    for (int op = PTL_COLL_MIN; op <= PTL_COLL_MAX; op++)
+        for (int gi = 0; gi < 2; gi++) {
+            ptl_handle_coll_t gg = gi ? gb : ga;
+            MP_CHECK(PtlCollAllreduce(gg, v, res, 4, PTL_COLL_DOUBLE, (ptl_coll_op_t)op));
+            MP_CHECK(PtlCollAllgather(gg, res, bits, sizeof res));
+            if (memcmp(bits[0], bits[1], sizeof bits[0]))
+                mp_die("pairs: %s of +0/-0, NaN: members got different bits", oname[op]);
+        }
+    mp_log("pairs: min and max of +0/-0 and NaN bit-identical on both members");
+    MP_CHECK(PtlCollGroupFree(ga));
+    MP_CHECK(PtlCollGroupFree(gb));
+    mp_barrier(m);
+    if (ME == 0)
+        printf("mp_coll pairs: OK\n");
+    mp_fini(m);
+    return 0;
+}
+
 /* Two overlapping groups at once: the job reversed, and the even ranks. */
 static void t_overlap(struct mp *m, ptl_handle_coll_t world)
 {
@@ -713,7 +833,13 @@ int main(int argc, char **argv)
 {
     struct mp m;
     int large = argc > 1 && !strcmp(argv[1], "large");
-    mp_init(&m, argc > 1 && !large ? 3 : 1);
+    int pr = argc > 1 && !strcmp(argv[1], "pairs");
+    mp_init(&m, argc > 1 && !large && !pr ? 3 : 1);
+    if (pr) {
+        N = m.size;
+        ME = m.rank;
+        return pairs(&m);
+    }
     if (argc > 1 && !strcmp(argv[1], "died")) {
         N = m.size;
         ME = m.rank;
