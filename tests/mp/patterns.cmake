@@ -172,3 +172,47 @@ ptl_pattern(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
 ptl_pattern(think_split_region ARGS --wait eqwait-split --think 1500 --region on --size 4033 -n 100)
 ptl_pattern(think_threads2_spin ARGS --threads 2 --think 200 --think-mode spin -n 100)
 ptl_pattern(think_stream_get_fresh ARGS --shape stream --op get --recv fresh --think 1500 -n 50)
+
+# ---- over libfabric: loopback and two "hosts" (issue 17 item 4) -----------------------
+# ptl_pattern_ofi(<name> [NP n] ARGS a...): the pattern as mp_pat_<name>_ofi_offload/_host
+# (ptlrun, PTL_TRANSPORT=ofi on loopback, label "ofi") and as mp_netns_pat_<name>_offload/
+# _host (one job over the two network namespaces, ptl_netns_job in CMakeLists.txt; ranks
+# 0 and 1, 2 and 3 on different "hosts"). A subset: every shape, op and wait family once,
+# eager, rendezvous (RMA read) and 1 MiB sizes, the causal-order window, threads, 4 ranks
+# and think time; fewer iterations than the matrix where each crosses TCP several times.
+function(ptl_pattern_ofi name)
+  cmake_parse_arguments(T "" "NP" "ARGS" ${ARGN})
+  if(NOT T_NP)
+    set(T_NP 2)
+  endif()
+  if(PTL_WITH_OFI)
+    foreach(mode offload host)
+      ptl_mode_off(${mode} off)
+      set(hm "")
+      if(mode STREQUAL "host")
+        set(hm --host-matching)
+      endif()
+      add_test(NAME mp_pat_${name}_ofi_${mode}
+        COMMAND ${MP_DRV} --no-residue --within 50 --stdout-has "ptl_patterns: OK" --
+                ${MP_RUN} -n ${T_NP} ${hm} --timeout 45 --
+                $<TARGET_FILE:mp_patterns> --check ${T_ARGS})
+      set_tests_properties(mp_pat_${name}_ofi_${mode} PROPERTIES
+        ENVIRONMENT "PTL_OFFLOAD=${off};PTL_TRACE=1;${PTL_MP_OFI_ENV}"
+        TIMEOUT ${PTL_PATTERNS_TIMEOUT}
+        LABELS "mp;patterns;ofi")
+    endforeach()
+  endif()
+  ptl_netns_job(pat_${name} NP ${T_NP} PROG mp_patterns ARGS --check ${T_ARGS}
+                HAS "ptl_patterns: OK")
+endfunction()
+
+ptl_pattern_ofi(wait_eqwait ARGS --wait eqwait --start on --send-end on --ack on)
+ptl_pattern_ofi(wait_multi_startoff ARGS --wait eqpoll-multi --start off --send-end on --ack on)
+ptl_pattern_ofi(op_getput_fresh ARGS --op getput --recv fresh --region on --size 8)
+ptl_pattern_ofi(size_put_1048576 ARGS --size 1048576 --region on --recv persistent -n 50)
+ptl_pattern_ofi(size_get_1048576 ARGS --op get --size 1048576 --region on --recv fresh -n 50)
+ptl_pattern_ofi(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eqpoll-multi -n 50)
+ptl_pattern_ofi(order_stream_put_65536_w16 ARGS --shape stream --window 16 --size 65536 --ack on -n 100)
+ptl_pattern_ofi(threads2_put_multi ARGS --threads 2 --wait eqpoll-multi --ack on)
+ptl_pattern_ofi(np4_stream_multi NP 4 ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
+ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)

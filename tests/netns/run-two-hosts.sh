@@ -5,7 +5,15 @@
 # second, ranks in both over PTL_TRANSPORT=ofi (tcp;ofi_rxm, PMIx wire-up).
 #
 #   usage: run-two-hosts.sh <case> <mp_exchange|netns_kill|mp_kill|mp_liveness> <mp_driver>
+#          run-two-hosts.sh job <program> <mp_driver> <np> <stdout-has> [args...]
 #
+#   job       any job program (the multi-process scenarios of tests/mp, the
+#             client patterns of mp_patterns --check) on <np> ranks: 4 as 2
+#             per namespace, 3 as 2+1, 2 as 1+1, placed round robin
+#             (--map-by node: ranks 0 and 1, 2 and 3 on different "hosts",
+#             so the pairs of the pattern tests cross); the job must exit 0 within
+#             90 s, and its stdout contain <stdout-has> unless that is empty.
+#             NETNS_JOB_ENV="VAR=value ..." is passed to every rank (-x).
 #   alltoall  4 ranks (2 per namespace): mp_exchange's all-to-all with data
 #             checks at 8 B, 64 KiB and 1 MiB.
 #   late      the same over a second veth pair (ptl1) whose far end comes up
@@ -49,6 +57,7 @@ set -u
 what=${1:?usage: run-two-hosts.sh <case> <program> <mp_driver>}
 prog=${2:?program}
 drv=${3:?mp_driver}
+shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 
 skip() {
@@ -127,6 +136,22 @@ mpi="$mpi -x PTL_TRANSPORT -x PTL_OFFLOAD -x PTL_OFI_PROVIDER -x FI_TCP_IFACE -x
 np4="-H 10.213.0.1:2,10.213.0.2:2 -np 4"
 drv="$drv --no-residue --settle 5"
 case $what in
+job)
+    np=${1:?job: number of ranks}
+    has=${2?job: stdout-has (may be empty)}
+    shift 2
+    case $np in
+    4) hosts=10.213.0.1:2,10.213.0.2:2 ;;
+    3) hosts=10.213.0.1:2,10.213.0.2:1 ;;
+    2) hosts=10.213.0.1:1,10.213.0.2:1 ;;
+    *) echo "run-two-hosts.sh: job: 2, 3 or 4 ranks, not $np" >&2; exit 2 ;;
+    esac
+    xenv=
+    for kv in ${NETNS_JOB_ENV:-}; do xenv="$xenv -x $kv"; done
+    job="$drv --within 90"
+    [ -n "$has" ] && job="$job --stdout-has \"$has\""
+    job="$job -- $mpi$xenv -H $hosts --map-by node -np $np $prog $*"
+    ;;
 alltoall)
     job="$drv --within 90 --stdout-has \"all pairs OK\" -- $mpi $np4 $prog 8 65536 1048576"
     ;;
