@@ -50,7 +50,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_RNDV_CMA_MIN", rndv_cma_min, 24576, 0, INT64_MAX,
       "in auto mode, rendezvous transfers of at least this many bytes use CMA (below: copy through the queues); 24 KiB is where the two cross in ping-pong latency (bench/results-notes.md)"),
     T("PTL_RNDV_SEG", rndv_seg, 1048576, 4096, 1 << 30,
-      "bytes a NIC thread moves per rendezvous step before it polls again"),
+      "bytes the engine moves per rendezvous step before it polls again, for a lone transfer; with several in flight a step is a quarter of this"),
     T("PTL_CMA", cma, 1, 0, 1,
       "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
     T("PTL_MAX_PT_INDEX", max_pt_index, 63, 7, 255,
