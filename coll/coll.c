@@ -1440,24 +1440,6 @@ static int fast_ok(ptl_handle_coll_t h, ptl_size_t bytes)
 #define TAG_FOLD   100
 #define TAG_RESULT 101
 
-/* Segmented triggered reduction puts of buf[0, bytes) to dst's tag. */
-static int r_reduce_put(struct req *r, ptl_handle_md_t md, ptl_size_t bytes, ptl_size_t seg,
-                        ptl_size_t dst, unsigned tag, ptl_coll_type_t t, ptl_coll_op_t op,
-                        ptl_handle_ct_t trig, ptl_size_t thr)
-{
-    struct group *g = r->g;
-    int rc = PTL_OK;
-    for (ptl_size_t off = 0; rc == PTL_OK && off < bytes; off += seg) {
-        ptl_size_t l = bytes - off < seg ? bytes - off : seg;
-        rc = PtlTriggeredAtomicPut(md, off, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-                                   mbits(g->gid, K_DATA, r->seq, tag), off, 0, (ptl_op_t)op,
-                                   (ptl_datatype_t)t, trig, thr);
-        if (rc == PTL_OK)
-            r->nsent++;
-    }
-    return rc;
-}
-
 /* *ct >= *thr will say: a >= athr (skipped when a is PTL_CT_NONE) and b >= bthr. */
 static int r_and(struct req *r, ptl_handle_ct_t a, ptl_size_t athr, ptl_handle_ct_t b,
                  ptl_size_t bthr, ptl_handle_ct_t *ct, ptl_size_t *thr)
@@ -1635,7 +1617,7 @@ static int sched_allreduce(struct req *r, const void *sendbuf, void *recvbuf, pt
         if (rc == PTL_OK)
             rc = r_gate(r, host, PTL_CT_NONE, 0, &trig, &thr);
         if (rc == PTL_OK)
-            rc = r_reduce_put(r, md, bytes, seg, host, TAG_FOLD, t, op, trig, thr);
+            rc = r_reduce_range(r, md, 0, bytes, seg, host, TAG_FOLD, t, op, trig, thr);
         r->done = got;
         r->done_thr = 1;
         return rc;
@@ -1685,11 +1667,11 @@ static int sched_allreduce(struct req *r, const void *sendbuf, void *recvbuf, pt
         if (rc == PTL_OK)
             rc = r_gate(r, me, cond, cthr, &trig, &thr);
         if (rc == PTL_OK)
-            rc = r_reduce_put(r, md, bytes, seg, me, (unsigned)(k + 1), t, op, trig, thr);
+            rc = r_reduce_range(r, md, 0, bytes, seg, me, (unsigned)(k + 1), t, op, trig, thr);
         if (rc == PTL_OK)
             rc = r_gate(r, q, cond, cthr, &trig, &thr);
         if (rc == PTL_OK)
-            rc = r_reduce_put(r, md, bytes, seg, q, (unsigned)(k + 1), t, op, trig, thr);
+            rc = r_reduce_range(r, md, 0, bytes, seg, q, (unsigned)(k + 1), t, op, trig, thr);
     }
     if (rc == PTL_OK && extra < n) {
         ptl_handle_md_t md;

@@ -161,6 +161,29 @@ static void check_close(const void *got, const void *want, size_t count, ptl_col
     }
 }
 
+/* PtlCollReduce of count elements to every root in turn: the root gets want
+ * (check_close), every other member's recvbuf is left as it was (0x5a). */
+static void reduce_every_root(ptl_handle_coll_t g, const void *in, char *out, const void *want,
+                              size_t count, ptl_coll_type_t t, ptl_coll_op_t op, int exact,
+                              const char *label)
+{
+    size_t b = count * tsize[t];
+    for (unsigned root = 0; root < N; root++) {
+        char what[112];
+        snprintf(what, sizeof what, "%s reduce %s %s count %zu to %u", label, tname[t],
+                 oname[op], count, root);
+        mp_doing("reduce to every root");
+        memset(out, 0x5a, b);
+        MP_CHECK(PtlCollReduce(g, in, out, count, t, op, root));
+        if (ME == root)
+            check_close(out, want, count, t, exact, what);
+        else
+            for (size_t i = 0; i < b; i++)
+                if ((unsigned char)out[i] != 0x5a)
+                    mp_die("%s: a non-root's recvbuf was written", what);
+    }
+}
+
 /* ---- the collectives --------------------------------------------------------- */
 
 static void t_allreduce(ptl_handle_coll_t g)
@@ -364,18 +387,7 @@ static void t_small_edges(ptl_handle_coll_t g)
             memset(out, 0x5a, b);
             MP_CHECK(PtlCollAllreduce(g, in, out, c, t, op));
             check_close(out, want, c, t, 1, what);
-            for (unsigned root = 0; root < N; root++) {
-                snprintf(what, sizeof what, "small-edge reduce %s %s count %zu to %u", tname[t],
-                         oname[op], c, root);
-                memset(out, 0x5a, b);
-                MP_CHECK(PtlCollReduce(g, in, out, c, t, op, root));
-                if (ME == root)
-                    check_close(out, want, c, t, 1, what);
-                else
-                    for (size_t i = 0; i < b; i++)
-                        if ((unsigned char)out[i] != 0x5a)
-                            mp_die("%s: a non-root's recvbuf was written", what);
-            }
+            reduce_every_root(g, in, out, want, c, t, op, 1, "small-edge");
             free(in);
             free(out);
             free(want);
@@ -442,20 +454,7 @@ static void t_large_edges(ptl_handle_coll_t g)
         char *in = xmalloc(b), *out = xmalloc(b), *want = xmalloc(b);
         make_input(in, c, t, ME, 0);
         serial(want, c, t, op, 0);
-        for (unsigned root = 0; root < N; root++) {
-            char what[112];
-            snprintf(what, sizeof what, "large-edge reduce %s %s count %zu to %u", tname[t],
-                     oname[op], c, root);
-            mp_doing("large-edge reduce");
-            memset(out, 0x5a, b);
-            MP_CHECK(PtlCollReduce(g, in, out, c, t, op, root));
-            if (ME == root)
-                check_close(out, want, c, t, 0, what);
-            else
-                for (size_t i = 0; i < b; i++)
-                    if ((unsigned char)out[i] != 0x5a)
-                        mp_die("%s: a non-root's recvbuf was written", what);
-        }
+        reduce_every_root(g, in, out, want, c, t, op, 0, "large-edge");
         free(in);
         free(out);
         free(want);
