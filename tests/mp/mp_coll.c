@@ -161,6 +161,19 @@ static void check_close(const void *got, const void *want, size_t count, ptl_col
     }
 }
 
+/* Every member holds the same b bytes of result as we do (allgathered). */
+static void same_bits_everywhere(ptl_handle_coll_t g, const char *out, size_t b, const char *what)
+{
+    if (!b)
+        return;
+    char *all = xmalloc(b * N);
+    MP_CHECK(PtlCollAllgather(g, out, all, b));
+    for (unsigned r = 0; r < N; r++)
+        if (memcmp(all + r * b, out, b))
+            mp_die("%s: member %u's result differs in its bits", what, r);
+    free(all);
+}
+
 /* PtlCollReduce of count elements to every root in turn: the root gets want
  * (check_close), every other member's recvbuf is left as it was (0x5a). */
 static void reduce_every_root(ptl_handle_coll_t g, const void *in, char *out, const void *want,
@@ -217,14 +230,8 @@ static void t_allreduce(ptl_handle_coll_t g)
                     serial(want, c, t, op, exact);
                     check_close(out, want, c, t, exact, what);
                     /* bit-identical on every member */
-                    if (b && t >= PTL_COLL_FLOAT) {
-                        char *all = xmalloc(b * N);
-                        MP_CHECK(PtlCollAllgather(g, out, all, b));
-                        for (unsigned r = 0; r < N; r++)
-                            if (memcmp(all + r * b, out, b))
-                                mp_die("%s: member %u's result differs in its bits", what, r);
-                        free(all);
-                    }
+                    if (t >= PTL_COLL_FLOAT)
+                        same_bits_everywhere(g, out, b, what);
                     free(in);
                     free(out);
                     free(want);
@@ -434,14 +441,7 @@ static void t_large_edges(ptl_handle_coll_t g)
                 MP_CHECK(PtlCollAllreduce(g, inplace ? out : in, out, c, t, op));
                 serial(want, c, t, op, exact);
                 check_close(out, want, c, t, exact, what);
-                if (b) {
-                    char *all = xmalloc(b * N);
-                    MP_CHECK(PtlCollAllgather(g, out, all, b));
-                    for (unsigned r = 0; r < N; r++)
-                        if (memcmp(all + r * b, out, b))
-                            mp_die("%s: member %u's result differs in its bits", what, r);
-                    free(all);
-                }
+                same_bits_everywhere(g, out, b, what);
                 free(in);
                 free(out);
                 free(want);
