@@ -828,6 +828,20 @@ static int died(struct mp *m)
     return 0;
 }
 
+/* The end of a job: a last barrier on the group, free it, few drops, "OK". */
+static int finish(struct mp *m, ptl_handle_coll_t g, const char *name)
+{
+    MP_CHECK(PtlCollBarrier(g));
+    MP_CHECK(PtlCollGroupFree(g));
+    if (mp_drops(m) > 1000)
+        mp_die("%lld messages dropped", (long long)mp_drops(m));
+    mp_barrier(m);
+    if (ME == 0)
+        printf("%s: OK (%u ranks)\n", name, N);
+    mp_fini(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
@@ -851,15 +865,7 @@ int main(int argc, char **argv)
         mp_doing("group create");
         MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
         t_large_edges(g);
-        MP_CHECK(PtlCollBarrier(g));
-        MP_CHECK(PtlCollGroupFree(g));
-        if (mp_drops(&m) > 1000)
-            mp_die("%lld messages dropped", (long long)mp_drops(&m));
-        mp_barrier(&m);
-        if (ME == 0)
-            printf("mp_coll large: OK (%u ranks)\n", N);
-        mp_fini(&m);
-        return 0;
+        return finish(&m, g, "mp_coll large");
     }
     mp_doing("group create");
     MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
@@ -875,13 +881,5 @@ int main(int argc, char **argv)
     t_persist_inflight(g);
     t_overlap(&m, g);
     t_bad(&m, g);
-    MP_CHECK(PtlCollBarrier(g));
-    MP_CHECK(PtlCollGroupFree(g));
-    if (mp_drops(&m) > 1000)
-        mp_die("%lld messages dropped", (long long)mp_drops(&m));
-    mp_barrier(&m);
-    if (ME == 0)
-        printf("mp_coll: OK (%u ranks)\n", N);
-    mp_fini(&m);
-    return 0;
+    return finish(&m, g, "mp_coll");
 }
