@@ -53,7 +53,9 @@ target_link_libraries(mp_patterns PRIVATE portals m Threads::Threads)
 # under ASan on a loaded machine). A hang is caught sooner anyway: --check's watchdog
 # fails a single wait longer than 5 s.
 function(ptl_pattern name)
-  cmake_parse_arguments(T "" "NP;LIMIT" "ARGS;ENV" ${ARGN})
+  # SUFFIX goes after the name (mp_pat_<name><SUFFIX>_<mode>); LABELS are added
+  # to "mp;patterns" (ptl_pattern_ofi below)
+  cmake_parse_arguments(T "" "NP;LIMIT;SUFFIX" "ARGS;ENV;LABELS" ${ARGN})
   if(NOT T_NP)
     set(T_NP 2)
   endif()
@@ -73,14 +75,15 @@ function(ptl_pattern name)
       set(hm --host-matching)
       set(env PTL_OFFLOAD=0 PTL_TRACE=1 ${T_ENV})
     endif()
-    add_test(NAME mp_pat_${name}_${mode}
+    set(labels mp patterns ${T_LABELS})
+    add_test(NAME mp_pat_${name}${T_SUFFIX}_${mode}
       COMMAND ${MP_DRV} --no-residue --within ${t_within} --stdout-has "ptl_patterns: OK" --
               ${MP_RUN} -n ${T_NP} ${hm} --timeout ${T_LIMIT} --
               $<TARGET_FILE:mp_patterns> --check ${T_ARGS})
-    set_tests_properties(mp_pat_${name}_${mode} PROPERTIES
+    set_tests_properties(mp_pat_${name}${T_SUFFIX}_${mode} PROPERTIES
       ENVIRONMENT "${env}"
       TIMEOUT ${t_ctest}
-      LABELS "mp;patterns")
+      LABELS "${labels}")
   endforeach()
 endfunction()
 
@@ -186,21 +189,7 @@ function(ptl_pattern_ofi name)
     set(T_NP 2)
   endif()
   if(PTL_WITH_OFI)
-    foreach(mode offload host)
-      ptl_mode_off(${mode} off)
-      set(hm "")
-      if(mode STREQUAL "host")
-        set(hm --host-matching)
-      endif()
-      add_test(NAME mp_pat_${name}_ofi_${mode}
-        COMMAND ${MP_DRV} --no-residue --within 50 --stdout-has "ptl_patterns: OK" --
-                ${MP_RUN} -n ${T_NP} ${hm} --timeout 45 --
-                $<TARGET_FILE:mp_patterns> --check ${T_ARGS})
-      set_tests_properties(mp_pat_${name}_ofi_${mode} PROPERTIES
-        ENVIRONMENT "PTL_OFFLOAD=${off};PTL_TRACE=1;${PTL_MP_OFI_ENV}"
-        TIMEOUT ${PTL_PATTERNS_TIMEOUT}
-        LABELS "mp;patterns;ofi")
-    endforeach()
+    ptl_pattern(${name} NP ${T_NP} SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi ARGS ${T_ARGS})
   endif()
   ptl_netns_job(pat_${name} NP ${T_NP} PROG mp_patterns ARGS --check ${T_ARGS}
                 HAS "ptl_patterns: OK")
