@@ -419,15 +419,15 @@ static void op_moved(struct pt_nic *nic, struct pt_op *op)
 
 /* Send the FIN/RFIN, then post PUT_END/REPLY_END: what our application sends
  * on seeing END must not overtake the FIN/RFIN (causal order per peer,
- * xport.h). If the peer's response queue is full, both wait for a later poll
- * (returns 0); else the op is freed (returns 1). */
-static int op_respond(struct pt_nic *nic, struct pt_op *op)
+ * xport.h). If the peer's response queue is full, both wait for a later poll;
+ * else the op is freed. */
+static void op_respond(struct pt_nic *nic, struct pt_op *op)
 {
     struct pt_md *md = op->md;
     struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
     if (!r) {
         if (nic->xo->peer_alive(nic->x, op->rsp_peer))
-            return 0;
+            return;
     } else { /* (a dead peer: nobody to tell) */
         pt_wire_copy(r, &op->rsp);
         if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
@@ -443,7 +443,6 @@ static int op_respond(struct pt_nic *nic, struct pt_op *op)
     md->pending--;
     pt_md_check_unlink(nic, md, &op->ev);
     pt_op_put(nic, op);
-    return 1;
 }
 
 /* The op that just took a step goes behind every other op: the pulls take
@@ -492,7 +491,7 @@ int pt_ops_progress(struct pt_nic *nic)
             op_moved(nic, op); /* nothing (left) to move */
             work++;
         }
-        work += op_respond(nic, op);
+        op_respond(nic, op);
     }
     if (!pull)
         return work;
