@@ -37,6 +37,7 @@
  */
 #include "config.h"
 #include "pt_atomic.h"
+#include "reduce.h"
 
 #include <p3coll.h>
 
@@ -1076,43 +1077,16 @@ static void fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_co
 
 /* ---- persistent path: the calls ------------------------------------------ */
 
-/* a = a op b, element by element, as the engine's reduction puts do (integer
- * sums wrap; min and max keep a on ties and unordered pairs). */
-#define PAIR_LOOP(T, EXPR)                                                                         \
-    for (size_t i_ = 0; i_ + sizeof(T) <= n; i_ += sizeof(T)) {                                    \
-        T x, y;                                                                                    \
-        memcpy(&x, a + i_, sizeof x);                                                              \
-        memcpy(&y, b + i_, sizeof y);                                                              \
-        x = (EXPR);                                                                                \
-        memcpy(a + i_, &x, sizeof x);                                                              \
-    }
-#define PAIR_INT(T, UT)                                                                            \
-    switch (op) {                                                                                  \
-    case PTL_COLL_SUM: PAIR_LOOP(T, (T)((UT)x + (UT)y)) break;                                     \
-    case PTL_COLL_MIN: PAIR_LOOP(T, y < x ? y : x) break;                                          \
-    case PTL_COLL_MAX: PAIR_LOOP(T, y > x ? y : x) break;                                          \
-    case PTL_COLL_BAND: PAIR_LOOP(T, (T)((UT)x & (UT)y)) break;                                    \
-    case PTL_COLL_BOR: PAIR_LOOP(T, (T)((UT)x | (UT)y)) break;                                     \
-    case PTL_COLL_BXOR: PAIR_LOOP(T, (T)((UT)x ^ (UT)y)) break;                                    \
-    }
-#define PAIR_FLT(T)                                                                                \
-    switch (op) {                                                                                  \
-    case PTL_COLL_SUM: PAIR_LOOP(T, x + y) break;                                                  \
-    case PTL_COLL_MIN: PAIR_LOOP(T, y < x ? y : x) break;                                          \
-    case PTL_COLL_MAX: PAIR_LOOP(T, y > x ? y : x) break;                                          \
-    default: break;                                                                                \
-    }
-static void combine_into(ptl_coll_type_t t, ptl_coll_op_t op, unsigned char *a,
-                         const unsigned char *b, size_t n)
-{
-    switch (t) {
-    case PTL_COLL_INT32: PAIR_INT(int32_t, uint32_t) break;
-    case PTL_COLL_INT64: PAIR_INT(int64_t, uint64_t) break;
-    case PTL_COLL_UINT64: PAIR_INT(uint64_t, uint64_t) break;
-    case PTL_COLL_FLOAT: PAIR_FLT(float) break;
-    case PTL_COLL_DOUBLE: PAIR_FLT(double) break;
-    }
-}
+/* The coll types and operations are the Portals reduction ones (the
+ * triggered reduction puts pass them on as they are). */
+_Static_assert(PTL_COLL_INT32 == (int)PTL_INT32_T && PTL_COLL_INT64 == (int)PTL_INT64_T &&
+                   PTL_COLL_UINT64 == (int)PTL_UINT64_T && PTL_COLL_FLOAT == (int)PTL_FLOAT &&
+                   PTL_COLL_DOUBLE == (int)PTL_DOUBLE,
+               "ptl_coll_type_t must equal ptl_datatype_t");
+_Static_assert(PTL_COLL_SUM == (int)PTL_SUM && PTL_COLL_MIN == (int)PTL_MIN &&
+                   PTL_COLL_MAX == (int)PTL_MAX && PTL_COLL_BAND == (int)PTL_BAND &&
+                   PTL_COLL_BOR == (int)PTL_BOR && PTL_COLL_BXOR == (int)PTL_BXOR,
+               "ptl_coll_op_t must equal ptl_op_t");
 
 /* The result of a pair allreduce whose partner's value has landed in IN:
  * member 0's value op member 1's, the same operands in the same order on
@@ -1122,7 +1096,7 @@ static void pair_combine(struct req *r)
     const void *v0 = r->g->me == 0 ? r->res : r->in, *v1 = r->g->me == 0 ? r->in : r->res;
     /* out may be sendbuf (in place): SRC and IN, the operands, are the slot's */
     memcpy(r->out, v0, r->bytes);
-    combine_into(r->t, r->op, r->out, v1, r->bytes);
+    pt_atomic_combine((unsigned)r->op, (unsigned)r->t, r->out, v1, r->bytes); /* as the engine */
 }
 
 /* Waits for r's counters (no lock held): PTL_OK or why not. */

@@ -512,11 +512,10 @@ int pt_ct_cmd_alloc(struct pt_nic *nic, uint32_t *h_p);
 int pt_ct_cmd_free(struct pt_nic *nic, uint32_t h);
 int pt_ct_cmd_op(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_md_cmd_ct(struct pt_nic *nic, uint32_t md_h, uint32_t ct_h, uint32_t opts);
-/* Reductions: element size of a ptl_datatype_t (0: none), whether op
- * applies to it, and dst[i] = dst[i] OP src[i] over n bytes (whole elements). */
+/* Reductions: element size of a ptl_datatype_t (0: none) and whether op
+ * applies to it; the reduction itself is util/reduce.h's. */
 size_t pt_atomic_size(unsigned type);
 bool pt_atomic_valid(unsigned op, unsigned type);
-void pt_atomic_combine(unsigned op, unsigned type, void *dst, const void *src, size_t n);
 /* PtlEQAlloc's ring, made and (on failure) freed by the API thread, outside
  * the engine (eqobj.c). NULL: count above 2^24 or no memory. */
 struct pt_eq *pt_eq_prepare(uint64_t count, ptl_eq_handler_t handler);

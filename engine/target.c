@@ -7,6 +7,7 @@
  */
 #include "match.h"
 #include "nic.h"
+#include "reduce.h"
 
 #include <errno.h>
 #include <string.h>
