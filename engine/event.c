@@ -6,16 +6,18 @@
  */
 #include "nic.h"
 
-static bool is_start(ptl_event_kind_t k)
-{
-    return k == PTL_EVENT_GET_START || k == PTL_EVENT_PUT_START || k == PTL_EVENT_GETPUT_START ||
-           k == PTL_EVENT_REPLY_START || k == PTL_EVENT_SEND_START;
-}
-static bool is_end(ptl_event_kind_t k)
-{
-    return k == PTL_EVENT_GET_END || k == PTL_EVENT_PUT_END || k == PTL_EVENT_GETPUT_END ||
-           k == PTL_EVENT_REPLY_END || k == PTL_EVENT_SEND_END;
-}
+/* Event kinds as bits (the kinds are 0..11, types.h). */
+#define KIND_BIT(k) (1u << (k))
+static const unsigned start_kinds = KIND_BIT(PTL_EVENT_GET_START) | KIND_BIT(PTL_EVENT_PUT_START) |
+                                    KIND_BIT(PTL_EVENT_GETPUT_START) |
+                                    KIND_BIT(PTL_EVENT_REPLY_START) | KIND_BIT(PTL_EVENT_SEND_START);
+static const unsigned end_kinds = KIND_BIT(PTL_EVENT_GET_END) | KIND_BIT(PTL_EVENT_PUT_END) |
+                                  KIND_BIT(PTL_EVENT_GETPUT_END) | KIND_BIT(PTL_EVENT_REPLY_END) |
+                                  KIND_BIT(PTL_EVENT_SEND_END);
+_Static_assert(PTL_EVENT_UNLINK < 32, "event kinds fit the masks");
+
+static bool is_start(ptl_event_kind_t k) { return (unsigned)k < 32 && (start_kinds >> k & 1); }
+static bool is_end(ptl_event_kind_t k) { return (unsigned)k < 32 && (end_kinds >> k & 1); }
 
 /* The EQ an MD names is looked up at every post (an EQ freed under an MD is a
  * user error the spec allows: its events are then lost, memory is not
@@ -37,12 +39,14 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
 {
     if (PT_UNLIKELY(md->ct_opts)) /* PtlMDBindCT: counted whether or not an event is posted */
         pt_ct_count(nic, md, kind, ev->ni_fail_type != PTL_NI_OK);
-    unsigned opt = md->umd.options;
-    bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
-    if ((is_start(kind) && sd) || (is_end(kind) && ed) || (sd && ed))
-        return;
     if (md->umd.eq_handle == PTL_EQ_NONE)
         return;
+    unsigned opt = md->umd.options;
+    if (PT_UNLIKELY(opt & (PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE))) {
+        bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
+        if ((is_start(kind) && sd) || (is_end(kind) && ed) || (sd && ed))
+            return;
+    }
     struct pt_eqo *e = ev_eqo(nic, md->umd.eq_handle);
     if (!e)
         return;

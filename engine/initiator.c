@@ -185,6 +185,10 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     hdr_init(nic, h, PT_W_PUT, c);
     if (ack)
         h->flags |= PT_WF_ACK_REQ;
+    /* A large CMA put to another process: offer to write part of it (wire.h,
+     * PUSH; the target decides). */
+    if (pk == PT_PROTO_RNDV && nic->coop_min && len >= nic->coop_min && (uint32_t)rank != nic->xi.rank)
+        h->flags |= PT_WF_COOP;
     uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
     pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
     if (PT_UNLIKELY(c->op == PT_CMD_ATOMIC)) {
@@ -390,6 +394,71 @@ int pt_rsp_nack(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         md->pending--;
         pt_md_check_unlink(nic, md, NULL);
     }
+    return PT_OK;
+}
+
+/* A PDONE for the PUSH whose transfer the target named tgt_link. */
+static void pdone_init(struct pt_nic *nic, struct pt_wire_hdr *d, uint32_t tgt_link)
+{
+    pt_wire_clear(d);
+    d->op = PT_W_PDONE;
+    d->src_nid = nic->id.nid;
+    d->src_pid = nic->id.pid;
+    d->tgt_link = tgt_link;
+}
+
+/* PUSH: the target of our cooperative rendezvous put asks us to write part
+ * of it into its MD (wire.h). We claim the part with one CAS on the
+ * target's claim word (shm_region.h, "Claim words"), write it in steps
+ * (pt_ops_progress, a PT_OP_PUSH) and answer PDONE with the bytes written.
+ * A part already taken back needs nothing (no PDONE is owed); one we
+ * cannot write (no op free) is claimed and answered PDONE 0: the target
+ * pulls it. Only bytes this put offered that peer are ever read: the
+ * part is checked against our record of the put (a forged PUSH gets at most
+ * what the target could have pulled anyway, written into its own memory). */
+int pt_rsp_push(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
+{
+    struct pt_ireq *r = ireq_of(nic, h, peer);
+    struct pt_md *md = r && r->kind == PT_IRQ_PUT && r->send_end ? pt_md_lookup(nic, r->md) : NULL;
+    if (!md || !md->pending || !(h->flags & PT_WF_RNDV) || !h->niov || !h->mlength ||
+        h->tgt_offset >= r->length || h->mlength > r->length - h->tgt_offset ||
+        !nic->xo->coop_word)
+        return PT_OK; /* forged or stale: nothing to claim */
+    /* A NIC thread on the application's only core leaves the part to a
+     * target that takes parts back (PT_WF_COOP on the PUSH) while the
+     * application computes: it would take the core from it (the offload
+     * overlap of a large send). The target pulls it. */
+    if ((h->flags & PT_WF_COOP) && nic->nic_shares_core && nic->has_thread &&
+        pthread_equal(pthread_self(), nic->thread) && !pt_wait_api_waiting(&nic->w))
+        return PT_OK;
+    _Atomic uint32_t *word = nic->xo->coop_word(nic->x, peer, h->tgt_md);
+    uint32_t open = (uint32_t)h->hdr_data;
+    if (!word || (open & 3u))
+        return PT_OK;
+    struct pt_wire_hdr *d = NULL;
+    if (!nic->ops_free) { /* we cannot write it: claim it and say so (PDONE 0),
+                           * so that a target that never takes back is not left
+                           * waiting; the slot first, the claim cannot be undone */
+        d = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
+        if (!d)
+            return PT_E_AGAIN;
+    }
+    if (!RMW_CAS(word, &open, open | 1u))
+        return PT_OK; /* taken back: nothing to do, no PDONE (d stays unused) */
+    if (d) {
+        pdone_init(nic, d, h->tgt_link); /* mlength 0: nothing written */
+        pt_xmit(nic, peer, PT_CLS_RSP, d);
+        return PT_OK;
+    }
+    struct pt_op *op = pt_op_get(nic);
+    op->kind = PT_OP_PUSH;
+    op->md = md;
+    ST_RELAXED(&nic->coop_push, LD_RELAXED(&nic->coop_push) + 1);
+    md->pending++; /* the MD outlives the push, whatever the FIN does */
+    pt_rndv_init(&op->rv, h, peer, h->mlength, r->local_offset + h->tgt_offset);
+    pdone_init(nic, &op->rsp, h->tgt_link); /* mlength: set when it is sent */
+    op->rsp_peer = peer;
+    PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, h->mlength));
     return PT_OK;
 }
 

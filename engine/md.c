@@ -58,18 +58,6 @@ int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_u
     return PT_OK;
 }
 
-void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out) { *out = md->umd; }
-
-bool pt_md_active(const struct pt_md *md)
-{
-    return md->umd.threshold != 0 && !md->inactive_by_use;
-}
-
-void pt_md_consume(struct pt_nic *nic, struct pt_md *md)
-{
-    if (md->umd.threshold > 0 && --md->umd.threshold == 0)
-        md->unlink_due = md->unlink_op == PTL_UNLINK;
-}
 
 void pt_md_destroy(struct pt_nic *nic, struct pt_md *md)
 {

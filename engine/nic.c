@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PT_MAX_OPS 1024   /* in-flight rendezvous operations per NI */
 
 _Static_assert(PT_XPORT_HDR_BYTES == PT_WIRE_HDR_SIZE, "transport and wire header sizes differ");
 _Static_assert(PT_XPORT_RNDV_DESC == (PT_MAX_IOV + 1) * sizeof(struct pt_wire_iov),
@@ -103,6 +102,8 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
     int pt_rsp_nack(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_reply(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *);
+    int pt_rsp_push(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
+    int pt_rsp_pdone(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
 
     /* Every message, whatever its class, is bounded by its slot before any
      * handler reads it: inline payload and rendezvous iovecs must fit. */
@@ -126,6 +127,8 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
         case PT_W_NACK: return pt_rsp_nack(nic, h, peer);
         case PT_W_REPLY: return pt_rsp_reply(nic, h, peer);
         case PT_W_RFIN: return pt_rsp_rfin(nic, h);
+        case PT_W_PUSH: return pt_rsp_push(nic, h, peer);
+        case PT_W_PDONE: return pt_rsp_pdone(nic, h, peer);
         default: break;
         }
     }
@@ -283,7 +286,8 @@ bool pt_nic_local_work(struct pt_nic *nic)
                 return true;
         }
     }
-    return LD_RELAXED(&nic->nops) != 0 || LD_RELAXED(&nic->trig_nready) != 0;
+    return LD_RELAXED(&nic->nops) != LD_RELAXED(&nic->nops_idle) ||
+           LD_RELAXED(&nic->trig_nready) != 0;
 }
 
 bool pt_nic_credit_stalled(struct pt_nic *nic)
@@ -418,6 +422,10 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->rndv_mode = (int)cfg->rndv_mode;
     nic->cma_ok = nic->xi.cma_ok && cfg->cma;
     nic->cma_min = (uint64_t)cfg->rndv_cma_min;
+    nic->coop_min = nic->xo->push && nic->xo->coop_word && nic->xi.nprocs > 1
+                        ? (uint64_t)cfg->rndv_coop_min : 0;
+    nic->coop_takeback = cfg->rndv_coop_takeback != 0;
+    nic->coop_free = PT_XPORT_COOP_WORDS >= 64 ? ~0ull : (1ull << PT_XPORT_COOP_WORDS) - 1;
     /* Per-peer stream state, sized by the job's process slots (ranks and
      * guests): one anonymous mapping, off the application's heap (whose
      * layout a client may depend on: transport/shm.c, open_locked). */
@@ -460,11 +468,14 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     struct pt_op *ops = NULL;
     if (pt_obj_tables_init(nic))
         goto fail_tables;
-    ops = calloc(PT_MAX_OPS, sizeof *ops);
+    nic->ops_n = 2;
+    while (nic->ops_n < (uint32_t)cfg->max_ops)
+        nic->ops_n <<= 1;
+    ops = calloc(nic->ops_n, sizeof *ops);
     if (!ops)
         goto fail_ops;
     nic->ops_pool = ops;
-    for (int i = 0; i < PT_MAX_OPS; i++) {
+    for (uint32_t i = 0; i < nic->ops_n; i++) {
         ops[i].next = nic->ops_free;
         nic->ops_free = &ops[i];
     }
@@ -483,6 +494,9 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
 
     if (nic->offload) {
         nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1);
+        cpu_set_t app;
+        nic->nic_shares_core = nic->nic_cpu >= 0 && sched_getaffinity(0, sizeof app, &app) == 0 &&
+                               CPU_COUNT(&app) == 1 && CPU_ISSET(nic->nic_cpu, &app);
         nic->has_thread = true;
         if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
@@ -525,11 +539,14 @@ void pt_nic_stop_thread(struct pt_nic *nic)
 /* PtlNIFini must not lose what was posted: a put whose command is still in a
  * ring (the NIC thread had the token when PtlPut returned) or whose data is
  * still moving. Run the engine here until nothing local is left, bounded by
- * PTL_PEER_TIMEOUT_MS (credits may never come back from a dead peer). */
+ * PTL_PEER_TIMEOUT_MS (credits may never come back from a dead peer). A
+ * cooperative transfer whose part a peer claimed (nops_idle) waits for its
+ * PDONE too: the peer writes into our MD's memory until then, and the
+ * application may free that memory once we return. */
 static void flush(struct pt_nic *nic)
 {
     uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
-    while (pt_nic_local_work(nic) && !LD_RELAXED(&nic->failed) &&
+    while ((pt_nic_local_work(nic) || LD_RELAXED(&nic->nops_idle)) && !LD_RELAXED(&nic->failed) &&
            !nic->xo->job_failed(nic->x) && pt_now_ns() - t0 < limit) {
         if (pt_wait_try_take(&nic->w)) {
             pt_nic_poll_once(nic);
@@ -573,6 +590,11 @@ void pt_nic_destroy(struct pt_nic *nic)
 {
     pt_nic_stop_thread(nic);
     flush(nic);
+    /* Parts of cooperative transfers still open (flush ran out of time, or
+     * the job failed) are closed, so that no peer claims one and writes
+     * into memory the application may free once we return. */
+    for (struct pt_op *op = nic->ops; op; op = op->next)
+        pt_coop_close(nic, op);
     if (pt_log_level() >= PT_LOG_INFO) { /* PTL_LOG_LEVEL=2: the waiting counters */
         fprintf(stderr, "NI %u (rank %u):\n", nic->ni_index, nic->xi.rank);
         pt_wait_dump(&nic->w, stderr);
@@ -617,6 +639,10 @@ void pt_nic_dump(struct pt_nic *nic, int what, FILE *f)
             nic->md_cnt, nic->eq_cnt, LD_RELAXED(&nic->nops),
             (unsigned long long)nic->sr[PTL_SR_DROP_COUNT],
             (unsigned long long)nic->drops_bad_header);
+    fprintf(f, "  cooperative rendezvous: %u puts split, %u pushes served, %u short PDONEs, "
+               "%u parts taken back\n",
+            LD_RELAXED(&nic->coop_split), LD_RELAXED(&nic->coop_push), LD_RELAXED(&nic->coop_short),
+            LD_RELAXED(&nic->coop_stolen));
     pt_wait_dump(&nic->w, f);
     fprintf(f, "  counting events: %u live; triggered operations: %u of %u slots reserved, "
                "%u fired and waiting to run\n",

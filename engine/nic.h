@@ -121,8 +121,15 @@ struct pt_acl {
     ptl_pt_index_t pt_index;
 };
 
-/* An operation in flight across several polls (rendezvous data movement). */
-enum pt_op_kind { PT_OP_RNDV_PUT, PT_OP_RNDV_REPLY, PT_OP_COPY_SEND };
+/* An operation in flight across several polls (rendezvous data movement).
+ * PT_OP_RNDV_PUT: the target of a rendezvous put pulls its data; in a
+ * cooperative one (wire.h, PUSH) it pulls [0, push_at) and the initiator
+ * writes [push_at, push_at + push_len) until its PDONE (coop_wait); then the
+ * target pulls what the initiator did not write ([tail_from, tail_to)).
+ * PT_OP_PUSH: the initiator's side of it: writes rv's part of its MD into the
+ * target's iovecs, then answers PDONE (rsp). */
+#define PT_COOP_NONE 0xffffffffu
+enum pt_op_kind { PT_OP_RNDV_PUT, PT_OP_RNDV_REPLY, PT_OP_COPY_SEND, PT_OP_PUSH };
 struct pt_op {
     enum pt_op_kind kind;
     struct pt_md *md;
@@ -131,11 +138,20 @@ struct pt_op {
     uint32_t rsp_peer;
     ptl_event_t ev;               /* END event template                      */
     uint8_t post_end, rsp_pending, failed;
+    /* cooperative rendezvous, target side */
+    uint8_t coop_wait;            /* the initiator's PDONE has not come        */
+    uint8_t idle;                 /* nothing to do but wait for it (nops_idle) */
+    uint64_t push_at, push_len;   /* the part asked of the initiator           */
+    uint64_t tail_from, tail_to;  /* what it did not write: ours to pull       */
+    uint32_t claim, claim_open;   /* our claim word (PT_COOP_NONE: none) and its
+                                   * OPEN value (shm_region.h, "Claim words") */
     /* PT_OP_COPY_SEND: stream [src_off, src_off + left) as DATA fragments */
     uint64_t src_off, left;
     uint8_t cls;
     ptl_event_kind_t end_kind;
     struct pt_op *next;
+    uint32_t gen;                 /* lives of this slot (kept by pt_op_get):
+                                   * a PUSH names the op by index and gen   */
 };
 
 /* Receiving side of a copy-mode transfer: one per (class, sender), since a
@@ -387,8 +403,25 @@ struct pt_nic {
 
     /* in-flight operations [E] */
     struct pt_op *ops, *ops_free;
-    struct pt_op *ops_pool;               /* the one allocation behind both lists       */
+    struct pt_op *ops_pool;               /* the one allocation behind both lists:
+                                           * ops_n (PTL_MAX_OPS, a power of two) ops    */
+    uint32_t ops_n;
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
+    _Atomic uint32_t nops_idle;           /* [E] of those, ops waiting only for a peer's
+                                           * message (coop PDONE): not local work      */
+    uint64_t coop_min;                    /* PTL_RNDV_COOP_MIN (0: never split)         */
+    bool coop_takeback;                   /* PTL_RNDV_COOP_TAKEBACK                     */
+    bool nic_shares_core;                 /* the NIC thread is pinned to the one core the
+                                           * application may run on (a PUSH is then
+                                           * claimed only while the application waits) */
+    /* [E] written (relaxed); read by any thread: diagnostics (dump, tests) */
+    _Atomic uint32_t coop_split;          /* puts we split (PUSH sent)                  */
+    _Atomic uint32_t coop_push;           /* PUSHes we served (wrote for a target)      */
+    _Atomic uint32_t coop_short;          /* PDONEs that wrote less than asked          */
+    _Atomic uint32_t coop_stolen;         /* parts we took back (the initiator had not
+                                           * claimed them when our own part was done)   */
+    uint64_t coop_free;                   /* [E] our free claim words (bit k: free)     */
+    uint32_t coop_gen[PT_XPORT_COOP_WORDS]; /* [E] lives of each claim word            */
     bool events_posted;                   /* a wake check is due at the end of poll   */
     uint32_t ev_eq_h;                     /* [E] event.c's EQ lookup cache: handle, */
     struct pt_eqo *ev_eq;                 /* and its live EQ (cleared at retire)     */
@@ -487,17 +520,10 @@ struct pt_md *pt_md_alloc(struct pt_nic *nic);
 void pt_md_release(struct pt_nic *nic, struct pt_md *md);
 struct pt_eqo *pt_eqo_alloc(struct pt_nic *nic);
 void pt_md_unalloc(struct pt_nic *nic, struct pt_md *md);
-struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h);
-struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h);
-struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h);
-uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me);
-uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md);
-uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e);
 void pt_eqo_retire(struct pt_nic *nic, struct pt_eqo *e);
 void pt_eqo_enqueue(struct pt_nic *nic, struct pt_eqo *e);
 struct pt_ct *pt_ct_alloc(struct pt_nic *nic);
 void pt_ct_release(struct pt_nic *nic, struct pt_ct *ct);
-struct pt_ct *pt_ct_lookup(struct pt_nic *nic, uint32_t h);
 uint32_t pt_ct_handle(struct pt_nic *nic, struct pt_ct *ct);
 
 /* counting events and triggered operations (ct.c) */
@@ -536,14 +562,74 @@ static inline bool pt_obj_live(_Atomic uint32_t *tag, uint32_t h)
     return LD_ACQUIRE(tag) == ((pt_h_gen(h) << 1) | 1u); /* A1 pairs with R1 (handle.h) */
 }
 
+/* Handle to object, NULL unless the handle names a live object of that type
+ * on this NI. Lookups may run on API threads (validation): the tables are
+ * allocated in full at NI init (never-used slots have tag 0, never live), so
+ * the bound is immutable and the tag check (A1) alone decides liveness.
+ * Inline: every put, event and EQ look resolves one or two handles. */
+static inline bool pt_obj_idx(const struct pt_nic *nic, uint32_t h, uint32_t type,
+                              uint32_t slots, uint32_t *i)
+{
+    *i = pt_h_idx(h);
+    return pt_h_type(h) == type && pt_h_ni(h) == nic->ni_index && *i < slots;
+}
+static inline struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h)
+{
+    uint32_t i;
+    return pt_obj_idx(nic, h, PT_H_ME, nic->me_slots, &i) && pt_obj_live(&nic->mes[i].tag, h)
+               ? &nic->mes[i] : NULL;
+}
+static inline struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h)
+{
+    uint32_t i;
+    return pt_obj_idx(nic, h, PT_H_MD, nic->md_slots, &i) && pt_obj_live(&nic->mds[i].tag, h)
+               ? &nic->mds[i] : NULL;
+}
+static inline struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h)
+{
+    uint32_t i;
+    return pt_obj_idx(nic, h, PT_H_EQ, nic->eq_slots, &i) && pt_obj_live(&nic->eqs[i].tag, h)
+               ? &nic->eqs[i] : NULL;
+}
+/* Object to handle (its current generation); inline as the lookups. */
+static inline uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me)
+{
+    return pt_h_make(PT_H_ME, nic->ni_index, LD_RELAXED(&me->tag) >> 1, me->idx);
+}
+static inline uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md)
+{
+    return pt_h_make(PT_H_MD, nic->ni_index, LD_RELAXED(&md->tag) >> 1, md->idx);
+}
+static inline uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e)
+{
+    return pt_h_make(PT_H_EQ, nic->ni_index, LD_RELAXED(&e->tag) >> 1, e->idx);
+}
+/* The MD as an event reports it (ptl_event_t.md). */
+static inline void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out) { *out = md->umd; }
+static inline struct pt_ct *pt_ct_lookup(struct pt_nic *nic, uint32_t h)
+{
+    uint32_t i;
+    return pt_obj_idx(nic, h, PT_H_CT, nic->ct_slots, &i) && pt_obj_live(&nic->cts[i].tag, h)
+               ? &nic->cts[i] : NULL;
+}
+
 /* ME/MD bookkeeping (me.c, md.c) */
 void pt_me_unlink_list(struct pt_nic *nic, struct pt_me *me);
 void pt_md_destroy(struct pt_nic *nic, struct pt_md *md);
-bool pt_md_active(const struct pt_md *md);
-void pt_md_consume(struct pt_nic *nic, struct pt_md *md);            /* threshold -1 */
+/* Accepts operations: threshold left and not inactive by use. */
+static inline bool pt_md_active(const struct pt_md *md)
+{
+    return md->umd.threshold != 0 && !md->inactive_by_use;
+}
+/* One operation counted against the threshold; the last one makes an
+ * MD with PTL_UNLINK due to unlink. */
+static inline void pt_md_consume(struct pt_nic *nic, struct pt_md *md)
+{
+    if (md->umd.threshold > 0 && --md->umd.threshold == 0)
+        md->unlink_due = md->unlink_op == PTL_UNLINK;
+}
 void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause);
 int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_unlink_t op);
-void pt_md_snapshot(const struct pt_md *md, ptl_md_t *out);
 
 /* events (event.c) */
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
@@ -570,6 +656,10 @@ static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
 
 /* in-flight ops */
 struct pt_op *pt_op_get(struct pt_nic *nic);
+/* Close the claim word of a cooperative transfer we are the target of, if it
+ * is still open (shm_region.h, "Claim words"): true when we closed it, and
+ * the part is ours to pull; false when there is none or the initiator holds it. */
+bool pt_coop_close(struct pt_nic *nic, struct pt_op *op);
 void pt_op_put(struct pt_nic *nic, struct pt_op *op);
 
 /* requests waiting for answers (initiator.c) */

@@ -156,39 +156,7 @@ void pt_eqo_retire(struct pt_nic *nic, struct pt_eqo *e)
 }
 void pt_eqo_enqueue(struct pt_nic *nic, struct pt_eqo *e) { OBJ_ENQUEUE(nic, eqs, eq_fq, e); }
 
-#define OBJ_LOOKUP(nic, h, htype, tab, slots)                                       \
-    do {                                                                            \
-        if (pt_h_type(h) != (htype) || pt_h_ni(h) != (nic)->ni_index)               \
-            return NULL;                                                            \
-        uint32_t i_ = pt_h_idx(h);                                                  \
-        if (i_ >= (slots))                                                          \
-            return NULL;                                                            \
-        if (!pt_obj_live(&(nic)->tab[i_].tag, h))                                   \
-            return NULL;                                                            \
-        return &(nic)->tab[i_];                                                     \
-    } while (0)
 
-/* Lookups may run on API threads (validation): the tables are allocated in
- * full at NI init (never-used slots have tag 0, never live), so the bound is
- * immutable and the tag check (A1) alone decides liveness. */
-struct pt_me *pt_me_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_ME, mes, nic->me_slots); }
-struct pt_md *pt_md_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_MD, mds, nic->md_slots); }
-struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_EQ, eqs, nic->eq_slots); }
-
-struct pt_ct *pt_ct_lookup(struct pt_nic *nic, uint32_t h) { OBJ_LOOKUP(nic, h, PT_H_CT, cts, nic->ct_slots); }
-
-uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me)
-{
-    return pt_h_make(PT_H_ME, nic->ni_index, LD_RELAXED(&me->tag) >> 1, me->idx);
-}
-uint32_t pt_md_handle(struct pt_nic *nic, struct pt_md *md)
-{
-    return pt_h_make(PT_H_MD, nic->ni_index, LD_RELAXED(&md->tag) >> 1, md->idx);
-}
-uint32_t pt_eqo_handle(struct pt_nic *nic, struct pt_eqo *e)
-{
-    return pt_h_make(PT_H_EQ, nic->ni_index, LD_RELAXED(&e->tag) >> 1, e->idx);
-}
 uint32_t pt_ct_handle(struct pt_nic *nic, struct pt_ct *ct)
 {
     return pt_h_make(PT_H_CT, nic->ni_index, LD_RELAXED(&ct->tag) >> 1, ct->idx);

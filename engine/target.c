@@ -79,6 +79,142 @@ static bool atomic_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst, uint
     return true;
 }
 
+/* A cooperative transfer whose own part is done waits for the initiator's
+ * PDONE: no local work until it comes (has_work: nops_idle), so the engine
+ * may sleep; the PDONE rings us like any message. */
+static void coop_idle(struct pt_nic *nic, struct pt_op *op)
+{
+    if (op->idle || LD_RELAXED(&nic->failed))
+        return;
+    op->idle = 1;
+    ST_RELAXED(&nic->nops_idle, LD_RELAXED(&nic->nops_idle) + 1);
+}
+
+/* ... and is work again (its PDONE came, its part was taken back, the op
+ * ends, or the job failed). */
+static void coop_busy(struct pt_nic *nic, struct pt_op *op)
+{
+    if (!op->idle)
+        return;
+    op->idle = 0;
+    ST_RELAXED(&nic->nops_idle, LD_RELAXED(&nic->nops_idle) - 1);
+}
+
+/* The claim word of a cooperative transfer is ours again (its PDONE came,
+ * we took the part back, or the initiator died): a later PUSH naming it
+ * carries another OPEN value. */
+static void coop_unclaim(struct pt_nic *nic, struct pt_op *op)
+{
+    if (op->claim == PT_COOP_NONE)
+        return;
+    nic->coop_free |= 1ull << op->claim;
+    op->claim = PT_COOP_NONE;
+}
+
+bool pt_coop_close(struct pt_nic *nic, struct pt_op *op)
+{
+    if (op->claim == PT_COOP_NONE)
+        return false;
+    _Atomic uint32_t *word = nic->xo->coop_word(nic->x, nic->xi.rank, op->claim);
+    uint32_t open = op->claim_open;
+    return word && RMW_CAS(word, &open, op->claim_open | 2u);
+}
+
+/* The initiator's part is settled: it wrote `wrote` bytes from the part's
+ * start (a PDONE), or none (we took the part back, or it died). Nobody
+ * waits for anybody any more; the rest of the part is ours to pull (unless
+ * the transfer failed). */
+static void coop_settle(struct pt_nic *nic, struct pt_op *op, uint64_t wrote)
+{
+    coop_unclaim(nic, op);
+    op->coop_wait = 0;
+    op->tail_from = op->push_at + wrote;
+    op->tail_to = op->push_at + op->push_len;
+    coop_busy(nic, op);
+}
+
+/* Our own part is pulled (or failed) and no PDONE has come: take the
+ * initiator's part back if it has not claimed it (shm_region.h, "Claim
+ * words"). False: the initiator holds it; its PDONE is due. */
+static bool coop_steal(struct pt_nic *nic, struct pt_op *op)
+{
+    if ((!nic->coop_takeback && !op->failed) || !pt_coop_close(nic, op))
+        return false;
+    coop_settle(nic, op, 0);
+    ST_RELAXED(&nic->coop_stolen, LD_RELAXED(&nic->coop_stolen) + 1);
+    return true;
+}
+
+/*
+ * Cooperative rendezvous (wire.h, PUSH): the initiator offered to write part
+ * of a large put itself. We keep the first half, page aligned in our MD, and
+ * ask it for the rest in the response slot the request reserved: both copies
+ * then run at once, on the two processes' cores (a 1 MiB put moved in 40 us
+ * instead of 79 on the 2-core VM: bench/results-notes.md). The transfer ends
+ * when our part is pulled and its PDONE has come (pt_rsp_pdone); what it did
+ * not write we pull ourselves. No split when the part cannot be described in
+ * one message.
+ */
+static void coop_split(struct pt_nic *nic, struct pt_op *op, struct pt_wire_hdr *rsp,
+                       const struct pt_wire_hdr *h, uint32_t peer)
+{
+    uint64_t mlen = op->rv.total;
+    uint64_t at = (mlen / 2) & ~(uint64_t)4095; /* whole pages each, mostly */
+    if (at == 0)
+        at = mlen / 2;
+    struct iovec v[PT_MAX_IOV + 1];
+    int n = pt_mem_slice(&op->md->mem, op->rv.dst_off + at, mlen - at, v, PT_MAX_IOV + 1);
+    uint64_t described = 0;
+    for (int i = 0; i < n; i++)
+        described += v[i].iov_len;
+    if (described != mlen - at || !nic->coop_free)
+        return; /* more pieces than a message holds, or no claim word free: we pull it all */
+    uint32_t k = (uint32_t)__builtin_ctzll(nic->coop_free);
+    _Atomic uint32_t *word = nic->xo->coop_word(nic->x, nic->xi.rank, k);
+    if (!word)
+        return;
+    nic->coop_free &= ~(1ull << k);
+    op->claim = k;
+    op->claim_open = ++nic->coop_gen[k] << 2;
+    ST_RELAXED(word, op->claim_open); /* OPEN; the PUSH's R-TAIL publishes it */
+    rsp_init(nic, rsp, PT_W_PUSH, h);
+    rsp->tgt_offset = at;
+    rsp->mlength = mlen - at;
+    rsp->tgt_link = (uint32_t)(op - nic->ops_pool) + op->gen;
+    rsp->tgt_md = k;                 /* the claim word, and */
+    rsp->hdr_data = op->claim_open;  /* the value it holds while open */
+    struct pt_wire_iov *w = pt_wire_payload(rsp);
+    for (int i = 0; i < n; i++) {
+        w[i].addr = (uint64_t)(uintptr_t)v[i].iov_base;
+        w[i].len = v[i].iov_len;
+    }
+    rsp->niov = (uint16_t)n;
+    rsp->flags = PT_WF_RNDV | (nic->coop_takeback ? PT_WF_COOP : 0); /* COOP: we take back */
+    pt_xmit(nic, peer, PT_CLS_RSP, rsp);
+    ST_RELAXED(&nic->coop_split, LD_RELAXED(&nic->coop_split) + 1);
+    op->rv.total = at;
+    op->coop_wait = 1;
+    op->push_at = at;
+    op->push_len = mlen - at;
+}
+
+/* The initiator's answer to our PUSH: it wrote `mlength` bytes of the part
+ * from its start (all, some before a failure, or none). What it did not
+ * write becomes ours to pull. A PDONE that names no transfer of that peer
+ * waiting for one is stale or forged: dropped. */
+int pt_rsp_pdone(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
+{
+    struct pt_op *op = &nic->ops_pool[h->tgt_link & (nic->ops_n - 1)];
+    if ((uint32_t)(op - nic->ops_pool) + op->gen != h->tgt_link || op->kind != PT_OP_RNDV_PUT ||
+        !op->coop_wait || op->rsp_peer != peer)
+        return PT_OK;
+    uint64_t wrote = h->mlength < op->push_len ? h->mlength : op->push_len;
+    if (wrote < op->push_len)
+        ST_RELAXED(&nic->coop_short, LD_RELAXED(&nic->coop_short) + 1);
+    coop_settle(nic, op, wrote); /* work again: pull the rest, or finish */
+    return PT_OK;
+}
+
 static void drop(struct pt_nic *nic, const struct pt_wire_hdr *h)
 {
     PT_TRACE(nic, PT_TR_DROP, PT_TV_PTL(h->pt_index, h->rlength));
@@ -304,6 +440,8 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             op->post_end = 1;
             PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, mlen));
             md->pending++;
+            if ((h->flags & PT_WF_COOP) && nic->coop_min && mlen >= nic->coop_min)
+                coop_split(nic, op, rsp, h, peer);
             return PT_OK;
         }
     case PT_W_GET: {
@@ -387,7 +525,10 @@ struct pt_op *pt_op_get(struct pt_nic *nic)
     if (!op)
         return NULL;
     nic->ops_free = op->next;
+    uint32_t gen = op->gen + nic->ops_n; /* a new life: old PDONEs miss it */
     memset(op, 0, sizeof *op);
+    op->gen = gen;
+    op->claim = PT_COOP_NONE;
     op->next = nic->ops;
     nic->ops = op;
     ST_RELAXED(&nic->nops, LD_RELAXED(&nic->nops) + 1);
@@ -396,6 +537,7 @@ struct pt_op *pt_op_get(struct pt_nic *nic)
 
 void pt_op_put(struct pt_nic *nic, struct pt_op *op)
 {
+    coop_busy(nic, op);
     for (struct pt_op **pp = &nic->ops; *pp; pp = &(*pp)->next) {
         if (*pp == op) {
             *pp = op->next;
@@ -405,6 +547,23 @@ void pt_op_put(struct pt_nic *nic, struct pt_op *op)
     op->next = nic->ops_free;
     nic->ops_free = op;
     ST_RELAXED(&nic->nops, LD_RELAXED(&nic->nops) - 1);
+}
+
+
+/* Once the job has failed, a PDONE from a dead initiator will not come: the
+ * transfer fails (op_moved reports PEER_DIED). While the job has failed the
+ * op is never idle, so the engine keeps looking (peer_alive asks the kernel
+ * at most every 10 ms). */
+static bool coop_lost(struct pt_nic *nic, struct pt_op *op)
+{
+    if (PT_LIKELY(!LD_RELAXED(&nic->failed)))
+        return false;
+    coop_busy(nic, op);
+    if (nic->xo->peer_alive(nic->x, op->rsp_peer))
+        return false;
+    op->failed = 1;
+    coop_settle(nic, op, 0);
+    return true;
 }
 
 /* A transfer whose data has all moved (or failed): its FIN/RFIN is due. */
@@ -425,18 +584,28 @@ static void op_moved(struct pt_nic *nic, struct pt_op *op)
 static void op_respond(struct pt_nic *nic, struct pt_op *op)
 {
     struct pt_md *md = op->md;
+    coop_unclaim(nic, op);
     struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
     if (!r) {
         if (nic->xo->peer_alive(nic->x, op->rsp_peer))
             return;
     } else { /* (a dead peer: nobody to tell) */
         pt_wire_copy(r, &op->rsp);
-        if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
+        if (op->kind == PT_OP_PUSH) /* PDONE: what we wrote, from the start */
+            r->mlength = op->rv.done;
+        else if (op->failed) { /* the peer's END events fail too; its ACK gets what arrived */
             r->flags |= PT_WF_FAIL;
-            if (op->kind == PT_OP_RNDV_PUT)
+            if (op->kind == PT_OP_RNDV_PUT) /* the prefix that arrived (a
+                                             * cooperative one: where our pull stopped) */
                 r->mlength = op->rv.done;
         }
         pt_xmit(nic, op->rsp_peer, PT_CLS_RSP, r);
+    }
+    if (op->kind == PT_OP_PUSH) {
+        md->pending--;
+        pt_md_check_unlink(nic, md, NULL);
+        pt_op_put(nic, op);
+        return;
     }
     if (op->post_end)
         pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END : PTL_EVENT_REPLY_END,
@@ -474,8 +643,8 @@ static void op_to_tail(struct pt_nic *nic, struct pt_op *op)
 int pt_ops_progress(struct pt_nic *nic)
 {
     int work = 0;
-    struct pt_op *pull = NULL; /* the first op (from the head) with data to pull */
-    bool several = false;      /* another op has data to pull too */
+    struct pt_op *pull = NULL; /* the first op (from the head) with data to move */
+    bool several = false;      /* another op has data to move too */
     for (struct pt_op *op = nic->ops, *next; op; op = next) {
         next = op->next;
         if (op->kind == PT_OP_COPY_SEND) {
@@ -483,7 +652,19 @@ int pt_ops_progress(struct pt_nic *nic)
             continue;
         }
         if (!op->rsp_pending) {
-            if (op->rv.done < op->rv.total) {
+            if (op->coop_wait && (op->rv.done >= op->rv.total || op->failed) &&
+                !coop_lost(nic, op) && !coop_steal(nic, op)) {
+                coop_idle(nic, op); /* our part is done: the initiator's PDONE is due */
+                continue;
+            }
+            if (op->rv.done >= op->rv.total && !op->coop_wait && !op->failed &&
+                op->tail_from < op->tail_to) {
+                /* the initiator wrote less than we asked: the rest is ours */
+                op->rv.done = op->tail_from;
+                op->rv.total = op->tail_to;
+                op->tail_from = op->tail_to;
+            }
+            if (op->rv.done < op->rv.total && !op->failed) {
                 several |= pull != NULL;
                 if (!pull)
                     pull = op;
@@ -502,7 +683,8 @@ int pt_ops_progress(struct pt_nic *nic)
      * that, so the engine turns round sooner (offload bidirectional 4 MiB:
      * 11 GB/s in 1 MiB steps, 16 GB/s in 256 KiB ones; bench/results-notes.md). */
     uint64_t seg = several && nic->rndv_seg >= 16384 ? nic->rndv_seg / 4 : nic->rndv_seg;
-    long n = pt_rndv_step(&pull->rv, nic->xo, nic->x, &pull->md->mem, seg);
+    long n = pt_rndv_step(&pull->rv, nic->xo, nic->x, &pull->md->mem, seg,
+                          pull->kind == PT_OP_PUSH);
     if (n > 0) {
         work++;
         PT_TRACE(nic, PT_TR_XFER_STEP, PT_TV_XFER(pull->rsp_peer, pull->rv.done));
@@ -513,8 +695,14 @@ int pt_ops_progress(struct pt_nic *nic)
     } else if (n < 0) {
         pull->failed = 1;
     }
-    op_moved(nic, pull);
     work++;
+    if (pull->coop_wait && !coop_steal(nic, pull)) {
+        coop_idle(nic, pull);
+        return work;
+    }
+    if (pull->kind != PT_OP_PUSH && !pull->failed && pull->tail_from < pull->tail_to)
+        return work; /* the part the initiator did not write: next pass */
+    op_moved(nic, pull);
     op_respond(nic, pull);
     return work;
 }

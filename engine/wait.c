@@ -79,7 +79,8 @@ void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww)
  * eventfd is drained before seq is looked at, so a ring after the look
  * leaves it readable; a drained ring that another sleeper may need (seq
  * moved and we are not alone) is passed on. Returns false on timeout. */
-static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns)
+static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
+                    int xfd)
 {
     uint64_t v;
     bool drained = read(w->efd, &v, sizeof v) == (ssize_t)sizeof v;
@@ -88,7 +89,8 @@ static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int
             efd_post(w);
         return true;
     }
-    struct pollfd p[2] = {{.fd = w->xfd, .events = POLLIN}, {.fd = w->efd, .events = POLLIN}};
+    /* xfd -1: the eventfd alone (poll ignores a negative fd) */
+    struct pollfd p[2] = {{.fd = xfd, .events = POLLIN}, {.fd = w->efd, .events = POLLIN}};
     struct timespec ts, *tp = NULL;
     if (timeout_ns >= 0) {
         ts.tv_sec = timeout_ns / 1000000000;
@@ -106,8 +108,19 @@ static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int
 static bool bell_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns)
 {
     if (ww == w->bell && w->xfd >= 0)
-        return fd_wait(w, ww, seq, timeout_ns);
+        return fd_wait(w, ww, seq, timeout_ns, w->xfd);
     return pt_futex_wait(ww, seq, timeout_ns);
+}
+
+/* [S3b] The NIC thread's wait while another thread holds the engine (the
+ * transport has a descriptor): the eventfd alone. The holder reads the CQ,
+ * whose descriptor stays readable until a successful fi_trywait, which only
+ * a thread that runs the engine next may call: polling it now would return
+ * at once, again and again. The holder hands the descriptor back when it
+ * leaves (D5 in kick). Returns false on timeout. */
+static bool bell_wait_fdless(struct pt_wait *w, uint32_t seq, int64_t timeout_ns)
+{
+    return fd_wait(w, w->bell, seq, timeout_ns, -1);
 }
 
 /* ---- the hostile-peer backstop (wait.h; not part of the protocol) ---------- */
@@ -196,13 +209,12 @@ static inline bool job_failed(struct pt_nic *nic)
     return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
 }
 
-/* The one predicate of D3/D4, after the caller's full fence: an engine
- * sleeper is asleep (or arming), nobody holds the engine, and work waits. */
-static inline bool sleeper_left_with_work(struct pt_nic *nic)
+/* The predicate of D3/D4, after the caller's full fence: an engine sleeper
+ * is asleep (or arming) and nobody holds the engine. kick then asks whether
+ * work waits (pt_nic_has_work). */
+static inline bool sleeper_left(struct pt_wait *w)
 {
-    struct pt_wait *w = &nic->w;
-    return LD_RELAXED(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0 &&
-           pt_nic_has_work(nic);
+    return LD_RELAXED(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0;
 }
 
 /* D3/D4 action, after the fence: drain the work ourselves (a few bounded
@@ -212,7 +224,22 @@ static inline bool sleeper_left_with_work(struct pt_nic *nic)
 static void kick(struct pt_nic *nic)
 {
     struct pt_wait *w = &nic->w;
-    for (int round = 0; sleeper_left_with_work(nic); round++) {
+    for (int round = 0;; round++) {
+        if (!sleeper_left(w))
+            return;
+        if (!pt_nic_has_work(nic)) {
+            /* D5: nothing pending, and has_work's rx_pending ran the
+             * transport's fi_trywait, so the descriptor is armed for what
+             * comes next. A NIC thread asleep on the eventfd alone (F1: it
+             * found the engine held) would not see it: ring, it comes back
+             * and polls the descriptor itself ([S2], the token free). */
+            if (w->xfd >= 0 && LD_RELAXED(&w->fdless)) {
+                RMW_ADD(&w->st.fd_handovers, 1);
+                PT_TRACE_WAIT(nic, PT_TR_KICK, 2);
+                pt_wait_ring(w, w->bell);
+            }
+            return;
+        }
         if (round == PT_WAIT_KICK_ROUNDS || !pt_wait_try_take(w)) {
             /* Not taken: whoever took it releases through D3 in turn. Ringing
              * anyway costs a spurious wake at most. */
@@ -356,30 +383,51 @@ void *pt_wait_nic_thread(void *arg)
     struct pt_waitword *b = w->bell;
     pt_nic_thread_start(nic); /* pinning */
     tls_nic_thread = true;
+    bool handed = false; /* woken from [S3b]: straight to [S2] */
     while (!LD_ACQUIRE(&w->stop)) {
-        /* [S1] take the engine if free and run it */
-        if (pt_wait_try_take(w))
+        /* [S1] take the engine if free and run it. Not after [S3b]: that
+         * wake is (mostly) the hand-over of the descriptor (D5), for which
+         * S2's recheck is enough; running the engine for PTL_NIC_SPIN_US
+         * would take the core from the application thread that just left
+         * it (S2 comes back here if it finds work). */
+        if (!handed && pt_wait_try_take(w))
             nic_run(nic);
+        handed = false;
         set_state(w, PT_NIC_IDLE);
         if (LD_RELAXED(&w->stop))
             break;
         /* [S2] announce, then recheck: D1/D3's other half */
         uint32_t seq = LD_ACQUIRE(&b->seq);
         set_state(w, PT_NIC_ARM);
+        if (w->xfd >= 0)
+            ST_RELAXED(&w->fdless, 1); /* F1: before the announcement's fence (D5) */
         RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4 */
         PT_PERTURB();
-        if (LD_RELAXED(&w->stop) || (LD_RELAXED(&w->token) == 0 && pt_nic_has_work(nic))) {
+        bool held = LD_RELAXED(&w->token) != 0;
+        if (LD_RELAXED(&w->stop) || (!held && pt_nic_has_work(nic))) {
             RMW_SUB(&b->sleepers, 1);
             RMW_ADD(&w->st.nic_armed_work, 1);
             continue; /* [S1] */
         }
         /* [S3] sleep until rung: peers (D1), token releasers (D3/D4), stop.
-         * If the token is held, its holder checks for us when it releases. */
+         * If the token is held, its holder checks for us when it releases.
+         * On a descriptor: the token free, our has_work ran fi_trywait and
+         * we poll the descriptor; held, the holder reads the CQ and we sleep
+         * on the eventfd alone [S3b] until it hands the descriptor back (D5). */
         set_state(w, PT_NIC_SLEEP);
         RMW_ADD(&w->st.nic_sleeps, 1);
         repair_bell(w);
         PT_TRACE_WAIT(nic, PT_TR_NIC_SLEEP, seq);
-        bool rung = bell_wait(w, b, seq, backstop(w));
+        bool rung;
+        if (w->xfd >= 0 && held) {
+            RMW_ADD(&w->st.nic_fdless_sleeps, 1);
+            rung = bell_wait_fdless(w, seq, backstop(w)); /* [S3b] */
+            handed = true;
+        } else {
+            if (w->xfd >= 0)
+                ST_RELAXED(&w->fdless, 0); /* we poll the descriptor */
+            rung = bell_wait(w, b, seq, backstop(w));
+        }
         if (PT_UNLIKELY(!rung))
             check_missed(nic, b, seq, &rung); /* still announced */
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
@@ -603,4 +651,9 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
             (unsigned long long)LD_RELAXED(&w->st.waiter_sleeps),
             (unsigned long long)LD_RELAXED(&w->st.kicks_drained),
             (unsigned long long)LD_RELAXED(&w->st.kicks_rung));
+    if (w->xfd >= 0)
+        fprintf(f, "  wait: NIC sleeps on the eventfd alone (engine held) %llu, "
+                   "descriptor hand-overs %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.nic_fdless_sleeps),
+                (unsigned long long)LD_RELAXED(&w->st.fd_handovers));
 }

@@ -22,6 +22,7 @@
  *   bell.sleepers     region  engine sleepers (RMW)        peers, token releasers
  *   bell.polled       region  offload API waiters (RMW)    peers
  *   evw.seq/sleepers  nic     event sleepers / the engine  the engine / event sleepers
+ *   fdless            nic     NIC thread (relaxed; F1)     token releasers (D5)
  *
  * "Engine sleepers" sleep on the bell until there is engine work: the NIC
  * thread (offload) or API waiters (host matching, where whoever waits runs
@@ -44,6 +45,13 @@
  *       <->  D1 (peers skipped the ring while polled was up).
  *   D6  the engine posts events or completions, fence, and wakes `ev` iff it
  *       has sleepers  <->  W2: an event sleeper announces, fence, rechecks.
+ *   D5  (a transport descriptor: ofi) the CQ belongs to the engine holder.
+ *       A NIC thread whose S2 finds the token held marks itself fdless (F1,
+ *       before sleepers++) and sleeps on the eventfd alone [S3b]; a releaser
+ *       whose D3/D4 check finds a sleeper, the token free and no work (its
+ *       rx_pending ran fi_trywait) rings it if fdless  <->  S2/F1. The NIC
+ *       thread polls the descriptor only after its own fi_trywait, the token
+ *       free.
  *
  * Invariant the rules give (model: no_lost_work, no_lost_event): whenever
  * work is pending, somebody holds the token, or somebody that will run the
@@ -85,6 +93,8 @@ struct pt_wait_stats {
     _Atomic uint64_t kicks_rung;     /* D3/D4 rang the bell                         */
     _Atomic uint64_t missed_wakes;   /* backstop wake-ups that found work (a fault)  */
     _Atomic uint64_t bell_repairs;   /* forged `polled` words put right              */
+    _Atomic uint64_t nic_fdless_sleeps; /* [S3b]: asleep on the eventfd alone          */
+    _Atomic uint64_t fd_handovers;   /* D5: a releaser rang an fdless NIC thread      */
 };
 
 struct pt_wait {
@@ -118,6 +128,10 @@ struct pt_wait {
      * "Sleeping on a descriptor" in docs/waiting.md). -1: futex only. */
     int xfd;                           /* the transport's descriptor             */
     int efd;                           /* our eventfd (written by ringers)        */
+    /* D5: 1 while the NIC thread sleeps (or arms to) on the eventfd alone,
+     * having found the engine held (F1, before its sleepers++); read by
+     * releasers after their fence. Written only by the NIC thread. */
+    _Atomic uint32_t fdless;
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -138,6 +152,16 @@ struct pt_wait {
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
 #define PT_WAIT_YIELD_NS  20000u  /* a waiter not holding the engine spins this long,
                                    * then yields the core at every clock check    */
+
+/* Offload mode: is an API thread inside a blocking wait (polling, or
+ * asleep on the event word)? A hint with no ordering, for choices that
+ * only cost speed when wrong (the cooperative rendezvous: a NIC thread
+ * that shares its core with the application writes a part of a put only
+ * while the application waits, so it never takes the core from it). */
+static inline bool pt_wait_api_waiting(struct pt_wait *w)
+{
+    return LD_RELAXED(&w->polled_mine) != 0 || LD_RELAXED(&w->ev->sleepers) != 0;
+}
 
 /* Set up (API thread, before the NIC thread starts). */
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,

@@ -42,6 +42,19 @@
  * evfdw (ppoll: the wait does not look at seq). MUT_FDDRAIN drains after the
  * comparison: SPIN must find the lost wake-up (host mode, two threads: an
  * event post's ring between a waiter's comparison and its drain).
+ *
+ * FDWAIT=1 in offload mode: the CQ belongs to the thread that holds the
+ * engine. A NIC thread whose S2 finds the token held does not poll the
+ * descriptor (the holder reads the CQ; its readiness would only spin the
+ * NIC thread): it marks itself fdless (F1, before its announcement) and
+ * sleeps on the eventfd alone (S3b). The holder's release (D3/D4, kick)
+ * then owes it the descriptor: with nothing pending (its has_work ran
+ * fi_trywait) and the sleeper fdless, it rings (D5), and the NIC thread
+ * comes back to S1/S2 and, the token free, polls the descriptor after its
+ * own fi_trywait. Mutants: MUT_FDLEAVE (the holder leaves without the
+ * hand-over ring), MUT_FDSLEEP (the NIC thread sleeps on the eventfd alone
+ * even when nobody holds the token), MUT_F1 (the fdless mark stored after
+ * the token's load, as a store buffer would let it pass the RMW's load).
  */
 
 #ifndef OFFLOAD
@@ -86,6 +99,8 @@ byte in_engine[2];     /* threads inside poll (must stay <= 1)        */
 byte done;             /* application threads finished                */
 bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
 bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
+bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to)
+                        * on the eventfd alone: the token was held at its S2 */
 
 #if OFFLOAD
 #define EVS(r)   evsl[r]
@@ -116,6 +131,15 @@ bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
     :: (seq[r] & BIT) == 0 -> \
         PASS_ON(r) \
     :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || evfdw[r]) \
+    fi; \
+    drained = 0
+/* S3b: the same wait without the descriptor (ppoll on the eventfd alone). */
+#define BELL_ONLY_WAIT(r, lbl) \
+    DRAIN_BEFORE(r) \
+    if \
+    :: (seq[r] & BIT) == 0 -> \
+        PASS_ON(r) \
+    :: else -> DRAIN_AFTER(r) lbl: evfdw[r] \
     fi; \
     drained = 0
 #else
@@ -269,7 +293,10 @@ inline poll_quiet(r) {
     od
 }
 
-/* D3/D4 action (wait.c kick): drain ourselves, else ring. */
+/* D3/D4 action (wait.c kick): drain ourselves, else ring. With nothing
+ * pending (has_work ran fi_trywait: the descriptor is armed) and a NIC
+ * thread asleep without it (fdless), D5: ring it, it polls the descriptor
+ * from now on. */
 inline kick(r) {
     k = 0;
     do
@@ -289,7 +316,11 @@ inline kick(r) {
                    k++
                :: else -> ring(r); break
                fi
-           :: else -> break
+           :: else ->
+#if FDWAIT && OFFLOAD && !defined(MUT_FDLEAVE)
+               if :: fdless[r] -> ring(r) :: else fi;   /* D5: the hand-over */
+#endif
+               break
            fi
        :: else -> break
        fi
@@ -486,10 +517,11 @@ proctype App(byte r; byte a)
 proctype Nic(byte r)
 {
     byte n, p, ls, lp, lt, i, j, got, w, posted, k, le;
-    bool drained;
+    bool drained, handed;
     do
-    :: /* S1 */
-       try_take(r, got);
+    :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
+        * with work) */
+       if :: handed -> got = 0; handed = 0 :: else -> try_take(r, got) fi;
        if
        :: got ->
            do
@@ -505,6 +537,9 @@ proctype Nic(byte r)
        fi;
        /* S2 */
        READ_SEQ(seq[r]);
+#if FDWAIT && !defined(MUT_F1)
+       fdless[r] = 1;                     /* F1: before the announcement */
+#endif
 #ifdef MUT_S2
        lt = token[r];
        has_work(r, w);
@@ -514,11 +549,33 @@ proctype Nic(byte r)
        lt = token[r];
        if :: lt == 0 -> has_work(r, w) :: else -> w = 0 fi;
 #endif
+#if FDWAIT && defined(MUT_F1)
+       fdless[r] = 1;                     /* the mark passes the token's load */
+#endif
        if
        :: lt == 0 && w -> sleepers[r]--; lt = 0; w = 0
        :: else ->
+#if FDWAIT
+           w = 0;
+           if
+#ifdef MUT_FDSLEEP
+           :: true ->
+#else
+           :: lt != 0 ->
+#endif
+               /* [S3b] the holder reads the CQ and owes us the descriptor (D5) */
+               lt = 0;
+               BELL_ONLY_WAIT(r, end_S3b);
+               handed = 1
+           :: else ->
+               /* our own fi_trywait (has_work) armed the descriptor */
+               fdless[r] = 0;
+               BELL_WAIT(r, end_S3)
+           fi;
+#else
            lt = 0; w = 0;
            BELL_WAIT(r, end_S3);          /* bell_wait(bell, seq, forever) */
+#endif
            sleepers[r]--
        fi
     od

@@ -39,8 +39,21 @@ void pt_mem_iovec(struct pt_mem *m, const struct iovec *iov, uint32_t niov)
         }                                                                          \
     } while (0)
 
+/* A non-empty range inside a one-piece MD (the common case, and every 8-byte
+ * message): one memcpy, no walk. With one piece, len is that piece's length.
+ * Empty copies take the walk, which never calls memcpy (a zero-length MD may
+ * have no buffer). */
+static inline bool mem_one_piece(const struct pt_mem *m, uint64_t off, size_t n)
+{
+    return m->niov == 1 && n && off <= m->len && n <= m->len - off;
+}
+
 size_t pt_mem_write(const struct pt_mem *m, uint64_t off, const void *src, size_t n)
 {
+    if (mem_one_piece(m, off, n)) {
+        memcpy((char *)m->iov[0].iov_base + off, src, n);
+        return n;
+    }
     size_t done = 0;
     MEM_WALK(m, off, n, { memcpy(p, (const char *)src + done, take); done += take; });
     return done;
@@ -48,6 +61,10 @@ size_t pt_mem_write(const struct pt_mem *m, uint64_t off, const void *src, size_
 
 size_t pt_mem_read(const struct pt_mem *m, uint64_t off, void *dst, size_t n)
 {
+    if (mem_one_piece(m, off, n)) {
+        memcpy(dst, (const char *)m->iov[0].iov_base + off, n);
+        return n;
+    }
     size_t done = 0;
     MEM_WALK(m, off, n, { memcpy((char *)dst + done, p, take); done += take; });
     return done;
@@ -119,7 +136,7 @@ void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,
 }
 
 long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
-                  const struct pt_mem *dst, uint64_t seg)
+                  const struct pt_mem *local, uint64_t seg, bool push)
 {
     if (r->done >= r->total)
         return 0;
@@ -144,8 +161,11 @@ long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xp
     if (n == 0)
         return -EFAULT;
     struct iovec lv[PT_MAX_IOV + 1];
-    int nl = pt_mem_slice(dst, r->dst_off + r->done, n, lv, PT_MAX_IOV + 1);
-    ssize_t got = xo->pull(x, r->peer, lv, nl, rv, nr);
+    int nl = pt_mem_slice(local, r->dst_off + r->done, n, lv, PT_MAX_IOV + 1);
+    if (nl == 0)
+        return -EFAULT; /* the MD ends before the transfer does */
+    ssize_t got = push ? (xo->push ? xo->push(x, r->peer, lv, nl, rv, nr) : -ENOSYS)
+                       : xo->pull(x, r->peer, lv, nl, rv, nr);
     if (got <= 0)
         return got < 0 ? (long)got : -EIO;
     r->done += (uint64_t)got;

@@ -73,24 +73,29 @@ static inline enum pt_proto_kind pt_proto_choose(uint64_t len, uint64_t eager_ma
     return PT_PROTO_COPY;
 }
 
-/* Rendezvous receive state: what remains to pull, described by the remote
- * iovecs copied out of the request slot (so the slot can be released). */
+/* Rendezvous transfer state: the remote iovecs copied out of the message
+ * (so its slot can be released), and the part [done, total) of the transfer
+ * still to move between them and the local MD (from dst_off). A pull reads
+ * the remote side into the MD; a push (the cooperative rendezvous, wire.h)
+ * writes the MD into the remote side. Byte k of the transfer is byte k of
+ * the remote iovecs and byte dst_off + k of the MD. */
 struct pt_rndv {
     struct pt_wire_iov riov[PT_MAX_IOV + 1];
     uint32_t nriov;
     uint32_t peer;
-    uint64_t total;   /* bytes to move (mlength)                  */
-    uint64_t done;    /* bytes moved so far                       */
-    uint64_t dst_off; /* where in the local MD the data starts    */
+    uint64_t total;   /* end of the part to move                  */
+    uint64_t done;    /* moved up to here                         */
+    uint64_t dst_off; /* where in the local MD the transfer starts */
 };
 
 /* Start a rendezvous receive of mlength bytes described by header h. */
 void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,
                   uint64_t mlength, uint64_t dst_off);
-/* Move up to seg bytes. Returns bytes moved (>0), 0 when complete, -errno on
- * failure (the transfer is then finished with a failure status). */
+/* Move up to seg bytes: pull (push false) or push them. Returns bytes moved
+ * (>0), 0 when complete, -errno on failure (the transfer is then finished
+ * with a failure status). */
 long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
-                  const struct pt_mem *dst, uint64_t seg);
+                  const struct pt_mem *local, uint64_t seg, bool push);
 
 /* Deliver an eager payload into MD memory: mlength bytes at dst_off. */
 static inline void pt_eager_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst,

@@ -21,6 +21,18 @@
  * A rendezvous pull that fails (memory of either side that cannot be read or
  * written) still gets its FIN/RFIN, flagged PT_WF_FAIL: the other side's END
  * events (SEND_END and ACK, or GET_END) then carry PTL_NI_FAIL as well.
+ * Cooperative rendezvous (a put whose initiator offered PT_WF_COOP): the
+ * target pulls the first part itself and answers at once with PUSH, which
+ * asks the initiator to write the rest straight into the target's MD
+ * (transport push: CMA write); both copies run at the same time, on two
+ * cores. The initiator answers PUSH with PDONE (how many bytes it wrote, from
+ * the start of the part asked); the target pulls whatever was not written,
+ * and sends FIN only when everything has arrived. PUSH and PDONE travel on
+ * the response class (they never wait for a request):
+ *   PUT (COOP) -> PUSH (target -> initiator: mlength bytes from offset
+ *              tgt_offset of the transfer, into the niov iovecs that follow;
+ *              tgt_link names the target's transfer) -> PDONE (initiator ->
+ *              target: echoes tgt_link; mlength = bytes written) -> FIN
  * NACK is internal: the spec's "dropped, no event" stays true for the user; it
  * only releases the initiator's pending state for the MD (and its record).
  * Every request that waits for an answer (a get, a getput, a rendezvous
@@ -42,6 +54,8 @@ enum pt_wire_op {
     PT_W_NACK = 7,
     PT_W_RFIN = 8,
     PT_W_DATA = 9,   /* a fragment of a copy-mode transfer (see proto.h) */
+    PT_W_PUSH = 10,  /* cooperative rendezvous: write this part for me (above) */
+    PT_W_PDONE = 11, /* cooperative rendezvous: this much was written          */
     PT_W_OP_LAST
 };
 
@@ -56,6 +70,10 @@ enum pt_wire_flag {
                                * ACK: the reduction put failed at the target       */
     PT_WF_ATOMIC = 1u << 6,   /* PUT: a reduction (eager only): the target combines
                                * the payload into its MD; niov = type << 8 | op    */
+    PT_WF_COOP = 1u << 7,     /* PUT (rendezvous): the initiator offers to write
+                               * part of the data itself (PUSH / PDONE above);
+                               * PUSH: the target takes the part back if it is
+                               * not claimed in time (the initiator may leave it) */
 };
 
 struct pt_wire_hdr {

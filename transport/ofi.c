@@ -447,25 +447,37 @@ static void flush_pending(struct pt_xport *x)
     }
 }
 
-/* A credit message to peer (what we owe it), if a buffer is free. */
-static void send_credits(struct pt_xport *x, uint32_t peer)
+/* A send buffer holding a bare prefix of `kind` from us to peer (a control
+ * message: credits, probe, bye), or UINT32_MAX when none is free or the peer
+ * cannot be named. */
+static uint32_t ctl_buf(struct pt_xport *x, uint32_t peer, uint16_t kind)
 {
     if (!peer_addr(x, peer))
-        return;
+        return UINT32_MAX;
     uint32_t i = sbuf_get(x);
     if (i == UINT32_MAX)
-        return; /* later: owe_flag stays set */
+        return i;
     struct ofi_sbuf *b = &x->sb[i];
     struct ofi_pfx *p = (struct ofi_pfx *)b->mem;
     memset(p, 0, sizeof *p);
     p->magic = OFI_MAGIC;
-    p->kind = OFI_K_CREDIT;
+    p->kind = kind;
     p->src = x->me;
+    b->peer = peer;
+    return i;
+}
+
+/* A credit message to peer (what we owe it), if a buffer is free. */
+static void send_credits(struct pt_xport *x, uint32_t peer)
+{
+    uint32_t i = ctl_buf(x, peer, OFI_K_CREDIT);
+    if (i == UINT32_MAX)
+        return; /* later: owe_flag stays set */
+    struct ofi_pfx *p = (struct ofi_pfx *)x->sb[i].mem;
     p->cred[0] = x->owe[peer * 2];
     p->cred[1] = x->owe[peer * 2 + 1];
     x->owe[peer * 2] = x->owe[peer * 2 + 1] = 0;
     x->owe_flag[peer] = false;
-    b->peer = peer;
     send_or_queue(x, i, OFI_PFX);
 }
 
@@ -800,19 +812,10 @@ static void *scan(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
  * free or the peer cannot be named. */
 static bool send_ctl(struct pt_xport *x, uint32_t peer, uint16_t kind, uint8_t what)
 {
-    if (!peer_addr(x, peer))
-        return false;
-    uint32_t i = sbuf_get(x);
+    uint32_t i = ctl_buf(x, peer, kind);
     if (i == UINT32_MAX)
         return false;
-    struct ofi_sbuf *b = &x->sb[i];
-    struct ofi_pfx *p = (struct ofi_pfx *)b->mem;
-    memset(p, 0, sizeof *p);
-    p->magic = OFI_MAGIC;
-    p->kind = kind;
-    p->src = x->me;
-    b->peer = peer;
-    b->what = what;
+    x->sb[i].what = what;
     if (what == 2)
         x->byes_left++;
     send_or_queue(x, i, OFI_PFX);

@@ -1119,13 +1119,17 @@ static bool shm_rx_pending(struct pt_xport *x)
     return false;
 }
 
-static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
-                        const struct iovec *remote, int nremote)
+/* CMA between this process and a peer: read its memory into local iovecs
+ * (pull) or write local iovecs into its memory (push, the cooperative
+ * rendezvous: wire.h). */
+static ssize_t shm_cma(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                       const struct iovec *remote, int nremote, bool write)
 {
     if (peer >= x->np)
         return -EINVAL;
-    if (peer == x->me)
-        return pt_iov_copy_local(local, nlocal, remote, nremote); /* own memory: no CMA */
+    if (peer == x->me) /* own memory: no CMA */
+        return write ? pt_iov_copy_local(remote, nremote, local, nlocal)
+                     : pt_iov_copy_local(local, nlocal, remote, nremote);
     if (!x->cma_allowed) {
         pt_log_once(PT_LOG_WARN, "CMA disabled by PTL_CMA=0: rendezvous data is copied "
                                  "through the job region");
@@ -1134,8 +1138,10 @@ static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
     pid_t pid = LD_RELAXED(&x->ranks[peer].ospid);
     if (pid <= 0)
         return -ESRCH;
-    ssize_t n = process_vm_readv(pid, local, (unsigned long)nlocal, remote,
-                                 (unsigned long)nremote, 0);
+    ssize_t n = write ? process_vm_writev(pid, local, (unsigned long)nlocal, remote,
+                                          (unsigned long)nremote, 0)
+                      : process_vm_readv(pid, local, (unsigned long)nlocal, remote,
+                                         (unsigned long)nremote, 0);
     if (n >= 0)
         return n;
     int e = errno;
@@ -1147,6 +1153,27 @@ static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
         pt_log_once(PT_LOG_WARN, "CMA unavailable (ENOSYS: kernel or seccomp): copying "
                                  "through the job region");
     return -e;
+}
+
+static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote)
+{
+    return shm_cma(x, peer, local, nlocal, remote, nremote, false);
+}
+
+static ssize_t shm_push(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote)
+{
+    return shm_cma(x, peer, local, nlocal, remote, nremote, true);
+}
+
+_Static_assert(PT_SHM_COOP_WORDS == PT_XPORT_COOP_WORDS, "claim words: the region and xport.h agree");
+
+static _Atomic uint32_t *shm_coop_word(struct pt_xport *x, uint32_t owner, uint32_t k)
+{
+    if (owner >= x->np || k >= PT_SHM_COOP_WORDS)
+        return NULL;
+    return pt_shm_coop(x->base, &x->l, owner) + k;
 }
 
 static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
@@ -1250,6 +1277,8 @@ static const struct pt_xport_ops g_shm_ops = {
     .defer = shm_defer,
     .rx_pending = shm_rx_pending,
     .pull = shm_pull,
+    .push = shm_push,
+    .coop_word = shm_coop_word,
     .peer_alive = shm_peer_alive,
     .doorbell = shm_doorbell,
     .peer_ospid = shm_peer_ospid,

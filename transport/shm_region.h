@@ -27,6 +27,8 @@
  *     +sum_off    _Atomic uint64_t sum[nsum]      p's "senders with work"
  *                 summary: bit k of sum[k / 64] says word k may have new bits
  *     +words_off  _Atomic uint64_t words[nwords]  bit s: sender s has work
+ *     +coop_off   _Atomic uint32_t coop[PT_SHM_COOP_WORDS]  p's claim words
+ *                 (the cooperative rendezvous, below)
  *     +rings_off  struct pt_shm_ring[P][2]        [s][c]: ring from s to p
  *                 (ring_bytes each, whole cache lines: two at D = 32)
  *     +pool_off   p's buffer pool (page aligned): pool_req request buffers,
@@ -121,6 +123,23 @@
  * MUT_BSET, MUT_SSET, MUT_SWAP, MUT_BCLR, MUT_RELOAD, each refuted by SPIN
  * (tests/model/run-spin).
  *
+ * Claim words (the cooperative rendezvous: protocols/wire.h, PUSH). A
+ * target p that asks initiator s to write part of a put picks a free word k
+ * of its own (private free list), stores OPEN = gen << 2 (ST_RELAXED; the
+ * PUSH that names k and OPEN is published by R-TAIL after it), and then:
+ *   s, on the PUSH:  RMW_CAS(coop[k]: OPEN -> OPEN | 1)  TAKEN: s writes the
+ *                    part and answers PDONE; failed: p took it back, s does
+ *                    nothing (no PDONE)
+ *   p, its own part pulled, no PDONE yet:
+ *                    RMW_CAS(coop[k]: OPEN -> OPEN | 2)  STOLEN: p pulls the
+ *                    part itself; failed: s has it, p waits for the PDONE
+ * Exactly one CAS wins, so exactly one process writes the part. A host-mode
+ * initiator that computes outside the library thus never holds its target
+ * up. Trust: any value s stores only makes p's CAS fail, and p then waits
+ * for a PDONE that s owes (what a peer that never answers costs anyway;
+ * bounded by dead-peer detection when s dies). p's gen makes a word reused
+ * for a later transfer differ from every earlier PUSH's OPEN.
+ *
  * Doorbell: commit's pt_wake_if_sleeping (D1, engine/wait.h) comes after
  * B-SET/S-SET; a sleeper announces itself and then calls rx_pending, which
  * reads the summary words and, for every bit set in the words, the two
@@ -143,10 +162,12 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   6u                     /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   7u                     /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
-                                                 * 6: the rings' credit marks */
+                                                 * 6: the rings' credit marks;
+                                                 * 7: claim words (coop)      */
+#define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 16384u                /* sanity bound (ptlrun -n); the
@@ -304,7 +325,7 @@ struct pt_shm_layout {
     uint64_t off_ranks;    /* struct pt_shm_rank[nprocs]                         */
     uint64_t off_procs;    /* nprocs process blocks                              */
     uint64_t proc_bytes;   /* one process block, page rounded                    */
-    uint64_t sum_off, words_off, rings_off, pool_off; /* inside a process block  */
+    uint64_t sum_off, words_off, coop_off, rings_off, pool_off; /* in a block   */
     uint64_t ring_bytes;   /* one descriptor ring, cache-line rounded            */
     uint64_t off_trace;    /* nprocs trace areas (util/trace.h)                  */
     uint64_t trace_bytes;  /* one rank's trace area                              */
@@ -339,7 +360,8 @@ static inline int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot
     /* A process block: heads, summary (own line), words, rings, pool. */
     l->sum_off = pt_shm_round_up(n * PT_CLS_NR * sizeof(uint32_t), PT_CACHELINE);
     l->words_off = l->sum_off + pt_shm_round_up(l->nsum * sizeof(uint64_t), PT_CACHELINE);
-    l->rings_off = l->words_off + pt_shm_round_up(l->nwords * sizeof(uint64_t), PT_CACHELINE);
+    l->coop_off = l->words_off + pt_shm_round_up(l->nwords * sizeof(uint64_t), PT_CACHELINE);
+    l->rings_off = l->coop_off + pt_shm_round_up(PT_SHM_COOP_WORDS * sizeof(uint32_t), PT_CACHELINE);
     l->pool_off = pt_shm_round_up(l->rings_off + n * PT_CLS_NR * l->ring_bytes, PT_SHM_PAGE);
     l->proc_bytes = pt_shm_round_up(l->pool_off + ((uint64_t)pool_req + pool_rsp) * slot_size,
                              PT_SHM_PAGE);
@@ -377,6 +399,11 @@ static inline _Atomic uint64_t *pt_shm_sum(void *base, const struct pt_shm_layou
                                            uint32_t r)
 {
     return (_Atomic uint64_t *)(pt_shm_proc(base, l, r) + l->sum_off);
+}
+/* Process p's claim words (PT_SHM_COOP_WORDS). */
+static inline _Atomic uint32_t *pt_shm_coop(void *base, const struct pt_shm_layout *l, uint32_t p)
+{
+    return (_Atomic uint32_t *)(pt_shm_proc(base, l, p) + l->coop_off);
 }
 /* Process p's pool of class c: pool_n[c] buffers of slot_size bytes. */
 static inline char *pt_shm_pool(void *base, const struct pt_shm_layout *l, uint32_t p,

@@ -94,6 +94,18 @@ struct pt_xport_ops {
      * CMA refused; the caller falls back to copying through the queues). */
     ssize_t (*pull)(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                     const struct iovec *remote, int nremote);
+    /* Bulk, the other way: copy local iovecs into the peer's address space
+     * (CMA write), for the cooperative rendezvous (wire.h, PUSH). Optional:
+     * NULL when the transport cannot (ofi); the engine then never offers to
+     * push. Same returns as pull. */
+    ssize_t (*push)(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                    const struct iovec *remote, int nremote);
+    /* The claim word k (< PT_XPORT_COOP_WORDS) of process `owner` (this one
+     * or a peer), in memory both share, or NULL (k out of range; a transport
+     * without push has none). The cooperative rendezvous decides with one
+     * CAS on it who writes the part a PUSH asks for (shm_region.h, "Claim
+     * words"). Any thread. */
+    _Atomic uint32_t *(*coop_word)(struct pt_xport *x, uint32_t owner, uint32_t k);
     /* Liveness: false once the peer is known dead (its NI must fail ops). */
     bool (*peer_alive)(struct pt_xport *x, uint32_t peer);
     /* The doorbell this rank's NIC thread sleeps on (lives where peers reach it). */
@@ -113,7 +125,9 @@ struct pt_xport_ops {
     /* Sleeping (engine/wait.c). A transport whose arrivals do not ring the
      * doorbell (ofi: they come through the provider) returns a descriptor
      * that becomes readable when something may have arrived or a peer may
-     * have died; engine sleepers poll() it beside their own eventfd. Its
+     * have died; engine sleepers poll() it beside their own eventfd (the
+     * offload NIC thread only while nobody holds the engine: the holder
+     * reads the CQ and hands the descriptor back, D5 in engine/wait.h). Its
      * rx_pending is then also the "trywait": false means nothing is pending
      * and any later arrival makes the descriptor readable. NULL or -1: peers
      * ring the doorbell (shm, loopback). Any thread. */
@@ -174,6 +188,7 @@ void pt_launcher_watch(void);
 #define PT_XPORT_SEQ_OFF     0u    /* the slot's sequence word (wire header's xseq) */
 #define PT_XPORT_ORD_OFF     124u  /* the message's order stamp (wire header's xord) */
 #define PT_XPORT_GETPUT_MAX  64u
+#define PT_XPORT_COOP_WORDS  64u   /* claim words per process (shm_region.h) */
 #define PT_XPORT_RNDV_DESC   (65u * 16u)
 #define PT_XPORT_MIN_SLOT    ((PT_XPORT_HDR_BYTES + PT_XPORT_RNDV_DESC + 63u) & ~63u)
 

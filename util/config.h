@@ -38,6 +38,9 @@ struct pt_config {
     int64_t rndv_mode;      /* PTL_RNDV_MODE: 0 auto, 1 cma, 2 copy                  */
     int64_t rndv_cma_min;   /* PTL_RNDV_CMA_MIN: auto mode uses CMA from this size   */
     int64_t rndv_seg;       /* PTL_RNDV_SEG: bytes moved per engine step             */
+    int64_t rndv_coop_min;  /* PTL_RNDV_COOP_MIN: cooperative rendezvous from here    */
+    int64_t max_ops;        /* PTL_MAX_OPS: rendezvous transfers in flight per NI     */
+    int64_t rndv_coop_takeback; /* PTL_RNDV_COOP_TAKEBACK: unclaimed parts taken back */
     int64_t cma;            /* PTL_CMA: 0 forbids process_vm_readv                   */
     int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
     int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
