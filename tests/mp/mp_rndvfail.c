@@ -8,9 +8,9 @@
  *   PTL_RNDV_CMA_MIN in auto mode, so that the target pulls it with CMA)
  *
  * The pulled memory is made unreadable or unwritable after the MD was bound
- * or attached (munmap, mprotect PROT_NONE); process_vm_readv then fails with
- * EFAULT (for a half-readable source, after the readable half).
- *   put  src-unmapped    initiator MD munmap'ed         SEND_END, ACK fail; ACK mlength 0
+ * or attached (mprotect PROT_NONE), or is not mapped at all; process_vm_readv
+ * then fails with EFAULT (for a half-readable source, after the readable half).
+ *   put  src-unmapped    initiator MD over unmapped memory  SEND_END, ACK fail; ACK mlength 0
  *   put  src-half        its second half PROT_NONE      ACK mlength <= size/2, = what arrived
  *   put  dst-protected   target MD PROT_NONE            SEND_END, ACK fail; ACK mlength 0
  *   get  src-protected   target MD PROT_NONE            REPLY_END and GET_END fail
@@ -78,6 +78,31 @@ static uint8_t *map(uint64_t n)
     return p;
 }
 
+/* n bytes of address space that nothing maps, now or later in the run: low,
+ * far below where mmap (top down from near the stack) and the heap (above
+ * the executable) hand memory out. An munmap'ed buffer is no such thing:
+ * the next mapping of the process lands in its hole (top down: a 32 KiB one
+ * fills the upper half of a 64 KiB hole), and a pull or the initiator's push
+ * of that part then reads whatever lives there. That happened in CI (the
+ * perturbation stage): the cooperative push of the upper half succeeded. */
+static uint8_t *unmapped(uint64_t n)
+{
+    for (uintptr_t a = 0x10000000u; a < 0x100000000u; a += 0x10000000u) {
+        void *p = mmap((void *)a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            continue; /* something lives there (or the kernel refuses): the next */
+        if (p != (void *)a) { /* an old kernel took it as a hint */
+            munmap(p, n);
+            continue;
+        }
+        if (munmap(p, n) != 0)
+            mp_die("munmap: %s", strerror(errno));
+        return p;
+    }
+    mp_die("no unmapped %llu bytes below 4 GiB", (unsigned long long)n);
+}
+
 static void protect(void *p, uint64_t n, int prot)
 {
     if (mprotect(p, n, prot) != 0)
@@ -131,6 +156,10 @@ static void one(struct mp *m, ptl_handle_eq_t eq, uint64_t S, const struct round
                     PTL_EQ_NONE, PTL_RETAIN, &me2);
         if (r->bad == (r->get ? SRC_PROTECTED : DST_PROTECTED))
             protect(buf, S, PROT_NONE);
+    } else if (ini && r->bad == SRC_UNMAPPED) {
+        buf = unmapped(S);
+        mapped = false;
+        md = mp_bind(m, buf, S, PTL_MD_THRESH_INF, 0, eq);
     } else if (ini) {
         buf = map(S);
         if (r->get)
@@ -138,11 +167,7 @@ static void one(struct mp *m, ptl_handle_eq_t eq, uint64_t S, const struct round
         else
             mp_fill(buf, S, 0, tag, 0);
         md = mp_bind(m, buf, S, PTL_MD_THRESH_INF, 0, eq);
-        if (r->bad == SRC_UNMAPPED) {
-            if (munmap(buf, S) != 0)
-                mp_die("munmap: %s", strerror(errno));
-            mapped = false;
-        } else if (r->bad == SRC_HALF) {
+        if (r->bad == SRC_HALF) {
             protect(buf + S / 2, S / 2, PROT_NONE);
         } else if (r->get && r->bad == DST_PROTECTED) {
             protect(buf, S, PROT_NONE);
@@ -203,8 +228,10 @@ static void one(struct mp *m, ptl_handle_eq_t eq, uint64_t S, const struct round
                        (unsigned long long)got);
             for (uint64_t j = got; j < S; j++)
                 if (buf[j] != FILLER)
-                    mp_die("%s: byte %llu written past the %llu bytes delivered", r->name,
-                           (unsigned long long)j, (unsigned long long)got);
+                    mp_die("%s: byte %llu written past the %llu bytes delivered (0x%02x; "
+                           "the source's byte there: 0x%02x)",
+                           r->name, (unsigned long long)j, (unsigned long long)got, buf[j],
+                           mp_pattern(0, tag, j));
         }
     }
     mp_barrier(m); /* the target's buffer is readable again */
