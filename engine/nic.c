@@ -428,7 +428,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->coop_free = PT_XPORT_COOP_WORDS >= 64 ? ~0ull : (1ull << PT_XPORT_COOP_WORDS) - 1;
     /* Per-peer stream state, sized by the job's process slots (ranks and
      * guests): one anonymous mapping, off the application's heap (whose
-     * layout a client may depend on: transport/shm.c, open_locked). */
+     * layout a client may depend on: transport/shm_attach.c, open_locked). */
     char *pm = mmap(NULL, peer_state_bytes(nic), PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pm == MAP_FAILED) {

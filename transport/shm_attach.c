@@ -1,0 +1,733 @@
+/* shm_attach.c - the rank's side of opening the job (shm.h, "How a rank
+ * finds its job"): find or create the region, check it, claim a rank or a
+ * guest slot, and build the transport state that shm.c runs on. */
+#include "shm_int.h"
+
+#include "config.h"
+#include "cpu.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Process-wide: the job's fd stays open (FD_CLOEXEC) so that a later PtlNIInit
+ * after PtlNIFini can re-attach; the attach counter counts a process once.
+ * Guarded by g_lock (opens are rare and serialised by the API anyway). */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_fd = -1;
+static bool g_named;
+static bool g_counted;
+static char g_name[80];
+
+/* ---- opening ---------------------------------------------------------------- */
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *v = x;
+    return true;
+}
+
+static bool env_u32(const char *name, uint32_t *v)
+{
+    uint64_t x;
+    if (!parse_u64(getenv(name), &x) || x > 0xffffffffu)
+        return false;
+    *v = (uint32_t)x;
+    return true;
+}
+
+/* A colon-separated map of exactly n numbers into out[n]. */
+static bool parse_map(const char *s, uint32_t *out, uint32_t n)
+{
+    uint32_t i = 0;
+    while (s && *s && i < n) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 0);
+        if (errno || end == s || v > 0xffffffffu || (*end && *end != ':'))
+            return false;
+        out[i++] = (uint32_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return i == n && (!s || !*s);
+}
+
+/* Named mode without a launcher: build the region this rank's environment
+ * describes. -EEXIST when another rank won the race (caller opens theirs). */
+static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
+                        struct pt_shm_region *reg)
+{
+    uint32_t n;
+    if (!env_u32("PTL_NRANKS", &n) || n < 1 || n > PT_SHM_MAX_RANKS) {
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: the job does not exist yet and PTL_NRANKS (1..%u) "
+                           "is not set to create it", job, PT_SHM_MAX_RANKS);
+        return -EINVAL;
+    }
+    uint32_t *nids = calloc(n, sizeof *nids), *pids = calloc(n, sizeof *pids);
+    if (!nids || !pids) {
+        free(nids);
+        free(pids);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    const char *nm = getenv("PTL_NIDMAP"), *pm = getenv("PTL_PIDMAP");
+    if ((nm && *nm && !parse_map(nm, nids, n)) || (pm && *pm && !parse_map(pm, pids, n))) {
+        pt_log(PT_LOG_ERR, "PTL_NIDMAP/PTL_PIDMAP must list %u colon-separated numbers", n);
+        rc = -EINVAL;
+    }
+    if (!rc) {
+        for (uint32_t r = 0; r < n; r++)
+            if (!(pm && *pm))
+                pids[r] = r;
+        uint32_t jid;
+        if (!env_u32("PTL_JID", &jid))
+            jid = (uint32_t)getpid();
+        const struct pt_config *cfg = pt_config();
+        struct pt_shm_spec spec = {n, pt_shm_guests_for(n), slot_size, qslots, jid, nids, pids,
+                                   (uint32_t)cfg->pool_req, (uint32_t)cfg->pool_rsp};
+        rc = pt_shm_create(&spec, job, reg);
+        if (rc && rc != -EEXIST)
+            pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot create the job region: %s", job,
+                   strerror(-rc));
+    }
+    free(nids);
+    free(pids);
+    return rc;
+}
+
+/* Find (or create) the region the environment names; map it. */
+static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **base_p,
+                       uint64_t *size_p)
+{
+    struct stat st;
+    if (g_fd >= 0) { /* re-attach after PtlNIFini: the fd we kept */
+        if (fstat(g_fd, &st) != 0)
+            return -errno;
+        *fd_p = g_fd;
+        *size_p = (uint64_t)st.st_size;
+        return pt_shm_map_fd(g_fd, *size_p, base_p);
+    }
+    const char *fds = getenv("PTL_JOB_FD");
+    if (fds && *fds) {
+        uint64_t fd, want = 0;
+        if (!parse_u64(fds, &fd) || fd > 1000000) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s is not a file descriptor number", fds);
+            return -EINVAL;
+        }
+        const char *ss = getenv("PTL_JOB_SIZE");
+        if (ss && *ss && !parse_u64(ss, &want)) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_SIZE=%s is not a number", ss);
+            return -EINVAL;
+        }
+        if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: not an open job region (was this process "
+                               "started by ptlrun?)", fds);
+            return -EBADF;
+        }
+        if (want && (uint64_t)st.st_size != want) {
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: region is %lld bytes, PTL_JOB_SIZE says %s", fds,
+                   (long long)st.st_size, ss);
+            return -EPROTO;
+        }
+        *fd_p = (int)fd;
+        *size_p = (uint64_t)st.st_size;
+        int rc = pt_shm_map_fd((int)fd, *size_p, base_p);
+        if (rc)
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: mmap: %s", fds, strerror(-rc));
+        return rc;
+    }
+
+    const char *job = getenv("PTL_JOB");
+    int rc = pt_shm_name(g_name, sizeof g_name, job);
+    if (rc) {
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: a job name is 1-40 characters of [A-Za-z0-9._-]",
+               job ? job : "");
+        return rc;
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = pt_shm_open_nb(g_name, O_RDWR, &st);
+        if (fd >= 0) {
+            const char *why = "";
+            char buf[96];
+            const char *no = pt_shm_file_refusal(&st, buf, sizeof buf);
+            if (no) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: " SHM_DIR "%s is %s: refused", job, g_name, no);
+                return S_ISREG(st.st_mode) ? -EACCES : -EPROTO;
+            }
+            if ((uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s is not a job region", job, g_name);
+                return -EPROTO;
+            }
+            struct pt_shm_layout l;
+            struct pt_shm_hdr id;
+            *size_p = (uint64_t)st.st_size;
+            rc = pt_shm_map_fd(fd, *size_p, base_p);
+            if (rc) {
+                close(fd);
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
+                return rc;
+            }
+            rc = pt_shm_region_check(*base_p, *size_p, &id, &l, &why);
+            if (!rc && pt_shm_region_in_use(*base_p, *size_p)) {
+                *fd_p = fd;
+                g_named = true;
+                return 0;
+            }
+            munmap(*base_p, *size_p);
+            close(fd);
+            if (rc) {
+                pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s: %s", job, g_name, why);
+                return rc;
+            }
+            /* valid, but nobody who could use it is alive: a dead job's leftover */
+            pt_log(PT_LOG_INFO, "PTL_JOB=%s: removing stale %s", job, g_name);
+            shm_unlink(g_name);
+            continue;
+        }
+        if (fd != -ENOENT) {
+            rc = fd;
+            pt_log(PT_LOG_ERR, "PTL_JOB=%s: open " SHM_DIR "%s: %s", job, g_name,
+                   rc == -ELOOP ? "a symbolic link: refused" : strerror(-rc));
+            return rc;
+        }
+        struct pt_shm_region reg;
+        rc = create_named(job, slot_size, qslots, &reg);
+        if (rc == -EEXIST)
+            continue; /* another rank won: open theirs */
+        if (rc)
+            return rc;
+        *fd_p = reg.fd;
+        *base_p = reg.base;
+        *size_p = reg.size;
+        g_named = true;
+        return 0;
+    }
+    pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot open or create %s", job, g_name);
+    return -EAGAIN;
+}
+
+static const char *cma_check(struct pt_xport *x, bool *ok)
+{
+    const char *why;
+    if (!x->cma_allowed) {
+        *ok = false;
+        return "disabled by PTL_CMA=0";
+    }
+    /* Probe, in order: a peer that attached already (exactly what a transfer
+     * does), the launcher (refused under Yama scope 1 exactly when siblings
+     * would be, since both call PR_SET_PTRACER), or ourselves (catches only
+     * ENOSYS: a job of one never pulls from another process). */
+    for (uint32_t i = 1; i < x->n; i++) {
+        uint32_t p = (x->me + i) % x->n;
+        struct pt_shm_rank *rec = &x->ranks[p];
+        if (LD_ACQUIRE(&rec->state) != PT_SHM_R_ATTACHED) /* A-ATT pairs with R-ATT */
+            continue;
+        int rc = pt_cma_probe(LD_RELAXED(&rec->ospid), LD_RELAXED(&rec->probe_addr), &why);
+        if (rc == 0 || rc == -EFAULT) {
+            *ok = true;
+            return "process_vm_readv to a peer rank works";
+        }
+        if (rc != -ESRCH) {
+            *ok = false;
+            return why;
+        }
+    }
+    pid_t owner = x->hdr->owner_pid;
+    if (owner > 0 && owner != getpid()) {
+        int rc = pt_cma_probe(owner, x->hdr->owner_probe_addr, &why);
+        if (rc == 0 || rc == -EFAULT) {
+            *ok = true;
+            return "process_vm_readv to the launcher works";
+        }
+        if (rc != -ESRCH) {
+            *ok = false;
+            return why;
+        }
+    }
+    int rc = pt_cma_probe(getpid(), pt_cma_probe_addr(), &why);
+    *ok = rc == 0 || rc == -EFAULT;
+    return *ok ? "process_vm_readv works (probed this process only)" : why;
+}
+
+/* PTL_NIDMAP / PTL_PIDMAP, when set, must be the job region's map: the
+ * region's wins, and a process told otherwise would address the wrong ranks
+ * (p3rt reads these variables). 0, or -EINVAL with one error logged. */
+static int env_map_check(const struct pt_shm_rank *ranks, uint32_t n)
+{
+    static const char *const var[2] = {"PTL_NIDMAP", "PTL_PIDMAP"};
+    for (int k = 0; k < 2; k++) {
+        const char *s = getenv(var[k]), *p = s;
+        if (!s || !*s)
+            continue;
+        uint32_t r = 0;
+        bool whole = false; /* n numbers, colon-separated, nothing else */
+        while (r < n && *p >= '0' && *p <= '9') {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(p, &end, 0);
+            if (errno || (*end && *end != ':'))
+                break;
+            uint32_t want = k ? ranks[r].pid : ranks[r].nid;
+            if (v != want) {
+                pt_log(PT_LOG_ERR, "%s=%s contradicts the job region, where rank %u has %s "
+                                   "%u, not %lu: PtlNIInit fails (unset %s or give the job's map)",
+                       var[k], s, r, k ? "pid" : "nid", want, v, var[k]);
+                return -EINVAL;
+            }
+            r++;
+            if (!*end) {
+                whole = r == n;
+                break;
+            }
+            p = end + 1;
+        }
+        if (!whole) {
+            pt_log(PT_LOG_ERR, "%s=%s does not list the %u ranks of the job region: "
+                               "PtlNIInit fails (unset %s or give the job's map)",
+                   var[k], s, n, var[k]);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* The parent of process p (/proc/<p>/stat), or 0. */
+static pid_t parent_of(pid_t p)
+{
+    char path[32], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* "pid (comm) S ppid ..." */
+    int ppid = 0;
+    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* Is p this process's parent, grandparent, ...? (ptlrun records the pid it
+ * forked, which may be a wrapper that runs the rank's program.) */
+static bool is_ancestor(pid_t p)
+{
+    pid_t q = getppid();
+    for (int i = 0; i < 32 && q > 1; i++, q = parent_of(q))
+        if (q == p)
+            return true;
+    return false;
+}
+
+/* May this process attach as the rank of record rec? Yes when the record
+ * names us, nobody (0), a process that no longer runs, or, before the rank
+ * ever attached, the process ptlrun forked for it when that is our ancestor
+ * (a wrapper). Never when another live process attached as that rank: a
+ * child of fork() that inherited PTL_MY_RID joins as a guest instead. *o_p:
+ * the ospid judged, for the claim's CAS. */
+static bool rank_available(struct pt_shm_rank *rec, pid_t self, int32_t *o_p)
+{
+    uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT pairs with R-ATT */
+    int32_t o = LD_RELAXED(&rec->ospid);
+    *o_p = o;
+    return o == self || o <= 0 || !pt_shm_pid_alive(o) || (st == PT_SHM_R_NONE && is_ancestor(o));
+}
+
+/* Is Portals id (nid, pid) free for guest slot `self`: no rank's, and no
+ * other live guest's (claiming or attached)? */
+static bool guest_pid_free(struct pt_xport *x, uint32_t self, uint32_t nid, uint32_t pid)
+{
+    for (uint32_t r = 0; r < x->n; r++)
+        if (x->pids[r] == pid && x->nids[r] == nid)
+            return false;
+    for (uint32_t g = x->n; g < x->np; g++) {
+        if (g == self)
+            continue;
+        struct pt_shm_rank *rec = &x->ranks[g];
+        uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT: its pid below */
+        int32_t o = LD_RELAXED(&rec->ospid);
+        if ((st == PT_SHM_R_CLAIMING || st == PT_SHM_R_ATTACHED) && o > 0 &&
+            LD_RELAXED(&rec->pid) == pid && LD_RELAXED(&rec->nid) == nid && pt_shm_pid_alive(o))
+            return false;
+    }
+    return true;
+}
+
+/* Join the job as a guest (shm_region.h, G-CLAIM): claim a free guest slot,
+ * take Portals pid `want` (PTL_PID_ANY: one nobody uses) and mark the slot
+ * CLAIMING. 0 with x->me set, -EADDRINUSE (pid taken) or -ENOSPC (no free
+ * slot), logged. The caller publishes ATTACHED. */
+static int guest_claim(struct pt_xport *x, uint32_t want, const char *why)
+{
+    const pid_t self = getpid();
+    const uint32_t ng = x->np - x->n, nid = x->nids[0]; /* one host: the ranks' nid */
+    uint32_t g = x->n;
+    for (; g < x->np; g++) {
+        int32_t o = LD_RELAXED(&x->ranks[g].ospid);
+        if ((o == 0 || o == self || !pt_shm_pid_alive(o)) &&
+            RMW_CAS(&x->ranks[g].ospid, &o, (int32_t)self)) /* G-CLAIM */
+            break;
+    }
+    if (g == x->np) {
+        pt_log(PT_LOG_ERR, "%s: all %u guest slots of the job are in use (PTL_JOB_GUESTS, read "
+                           "when the job was started, sets their number)", why, ng);
+        return -ENOSPC;
+    }
+    struct pt_shm_rank *rec = &x->ranks[g];
+    ST_RELAXED(&rec->dead, 0);
+    /* Candidates for PTL_PID_ANY: above every rank's pid, in this slot's own
+     * residue class, so two guests choosing at once never pick the same. */
+    uint32_t base = 0;
+    for (uint32_t r = 0; r < x->n; r++)
+        if (x->pids[r] >= base && x->pids[r] < 0xfffffff0u - PT_SHM_MAX_PROCS * 64u)
+            base = x->pids[r] + 1;
+    uint32_t pid = want != 0xffffffffu ? want : base + (g - x->n);
+    for (int k = 0;; k++) {
+        ST_RELAXED(&rec->nid, nid);
+        ST_RELAXED(&rec->pid, pid);
+        ST_RELEASE(&rec->state, PT_SHM_R_CLAIMING);
+        FENCE_FULL(); /* our pid before their pids: of two claimers of one pid,
+                       * at least one sees the other */
+        if (guest_pid_free(x, g, nid, pid))
+            break;
+        if (want != 0xffffffffu || k == 64) {
+            pt_log(PT_LOG_ERR, "%s: Portals pid %u is taken by a process of the job", why, pid);
+            ST_RELEASE(&rec->state, PT_SHM_R_DETACHED);
+            ST_RELEASE(&rec->ospid, 0);
+            return -EADDRINUSE;
+        }
+        pid += ng;
+    }
+    uint32_t hwm = LD_RELAXED(&x->hdr->guests_hwm), mine = g - x->n + 1;
+    while (hwm < mine && !RMW_CAS(&x->hdr->guests_hwm, &hwm, mine))
+        ;
+    x->me = g;
+    pt_log(PT_LOG_INFO, "%s: joined the job as guest %u, Portals pid %u", why, g - x->n, pid);
+    return 0;
+}
+
+/* Attach: our rings, heads, pools and bitmap. Geometry from our checked copy
+ * of the header (x->l), never from the region. We resume where this process
+ * slot's last owner (an earlier NI of ours, or a guest before us) stopped:
+ * tails and heads are in the region, written only by their owner. */
+static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t *used)
+{
+    const struct pt_shm_layout *l = &x->l;
+    const uint32_t me = x->me, D = x->mask + 1;
+    x->words = pt_shm_words(x->base, l, me);
+    x->sum = pt_shm_sum(x->base, l, me);
+    x->my_word = me / 64;
+    x->my_bit = 1ull << (me % 64);
+    x->my_sword = x->my_word / 64;
+    x->my_sbit = 1ull << (x->my_word % 64);
+    for (uint32_t c = 0; c < PT_CLS_NR; c++)
+        x->pool[c] = pt_shm_pool(x->base, l, me, c);
+    for (uint32_t p = 0; p < x->np; p++) {
+        for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+            struct shm_rx *in = &x->in[p * 2 + c];
+            in->ring = pt_shm_ring(x->base, l, p, me, c);
+            in->hd = pt_shm_rxhead(x->base, l, p, me, c);
+            in->pool = pt_shm_pool(x->base, l, p, c);
+            in->head = LD_RELAXED(in->hd); /* written by this slot only */
+            if (guest) {
+                /* A guest slot's rings may hold what was sent to its last
+                 * owner: not ours. Consumed at once (the senders take their
+                 * buffers back). */
+                in->head = LD_ACQUIRE(&in->ring->tail); /* A-TAIL */
+                ST_RELEASE(in->hd, in->head);           /* R-HEAD */
+            }
+            in->ctail = in->head;
+
+            struct shm_tx *t = &x->out[p * 2 + c];
+            t->ring = pt_shm_ring(x->base, l, me, p, c);
+            t->hd = pt_shm_rxhead(x->base, l, me, p, c);
+            t->map = maps + ((size_t)p * 2 + c) * D;
+            t->tail = LD_RELAXED(&t->ring->tail); /* written by this slot only */
+            uint32_t h = LD_ACQUIRE(t->hd);       /* A-HEAD */
+            if (t->tail - h > D)
+                h = t->tail - D; /* not a head the receiver wrote: all in flight */
+            t->rec = h;
+            /* Buffers still in the receiver's hands are not free; an entry
+             * that is out of range or named twice (forged) is never taken
+             * back by position. */
+            for (uint32_t pos = h; pos != t->tail; pos++) {
+                uint32_t b = LD_RELAXED(&t->ring->ent[pos & x->mask]);
+                uint32_t u = b + (c ? l->pool_n[0] : 0);
+                if (b >= l->pool_n[c] || used[u]) {
+                    t->map[pos & x->mask] = SHM_NOBUF;
+                } else {
+                    used[u] = 1;
+                    t->map[pos & x->mask] = (uint16_t)b;
+                }
+            }
+        }
+        struct shm_tx *t = &x->out[p * 2];
+        if (t[0].rec != t[0].tail || t[1].rec != t[1].tail) {
+            x->holding[p] = 1;
+            x->holders[x->nholders++] = p;
+        }
+    }
+    /* Free stacks: the highest index at the bottom, so buffer 0 goes first. */
+    for (uint32_t c = 0; c < PT_CLS_NR; c++)
+        for (uint32_t b = l->pool_n[c]; b-- > 0;)
+            if (!used[b + (c ? l->pool_n[0] : 0)])
+                x->freel[c][x->nfree[c]++] = (uint16_t)b;
+    /* Senders whose bit is set were listed by this slot's last owner (their
+     * summary bit may be clear): list them now. */
+    for (uint32_t wi = 0; wi < l->nwords; wi++) {
+        uint64_t wv = LD_ACQUIRE(&x->words[wi]);
+        while (wv) {
+            uint32_t b = (uint32_t)__builtin_ctzll(wv);
+            wv &= wv - 1;
+            pt_shm_rx_list(x, wi * 64 + b);
+        }
+    }
+}
+
+static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                       const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                       struct pt_xport_info *info_p)
+{
+    uint32_t me = 0;
+    /* Without a rank (a process started outside ptlrun that names the job)
+     * the process joins as a guest. */
+    bool have_rank = env_u32("PTL_MY_RID", &me);
+    if (!have_rank && getenv("PTL_MY_RID")) {
+        pt_log(PT_LOG_ERR, "PTL_MY_RID (this process's rank) is not a number");
+        return -EINVAL;
+    }
+    int fd = -1;
+    void *base = NULL;
+    uint64_t size = 0;
+    int rc = find_region(slot_size, queue_slots, &fd, &base, &size);
+    if (rc)
+        return rc;
+    bool fresh = fd != g_fd; /* first open in this process: fd not kept yet */
+    struct pt_shm_layout l;
+    struct pt_shm_hdr id; /* our copy of the header's identity: the region's may change */
+    const char *why = "";
+    struct pt_shm_hdr *h = base;
+    struct pt_xport *x = NULL;
+    rc = pt_shm_region_check(base, size, &id, &l, &why);
+    if (rc) {
+        pt_log(PT_LOG_ERR, "job region: %s", why);
+        goto fail;
+    }
+    uint32_t n = id.nranks, np = l.nprocs, want_n;
+    const pid_t self = getpid();
+    if (have_rank && me >= n) {
+        pt_log(PT_LOG_ERR, "PTL_MY_RID=%u but the job has %u ranks", me, n);
+        rc = -EINVAL;
+        goto fail;
+    }
+    if (env_u32("PTL_NRANKS", &want_n) && want_n != n) {
+        pt_log(PT_LOG_ERR, "PTL_NRANKS=%u but the job region has %u ranks", want_n, n);
+        rc = -EINVAL;
+        goto fail;
+    }
+    struct pt_shm_rank *ranks = pt_shm_rankrec(base, &l, 0);
+    rc = env_map_check(ranks, n);
+    if (rc)
+        goto fail;
+    /* Rank or guest? The rank when its record is ours to take; a process
+     * whose rank another live process holds (a child of fork(): it inherited
+     * PTL_MY_RID) and one without a rank join as guests. */
+    int32_t judged = 0;
+    bool guest = !have_rank || !rank_available(&ranks[me], self, &judged);
+    if (!guest && pid_hint != 0xffffffffu && pid_hint != ranks[me].pid) {
+        pt_log(PT_LOG_INFO, "PtlNIInit pid %u: rank %u of this job has pid %u", pid_hint, me,
+               (unsigned)ranks[me].pid);
+        rc = -EADDRINUSE;
+        goto fail;
+    }
+    if (slot_size != id.slot_size || queue_slots != id.qslots)
+        pt_log(PT_LOG_INFO, "job region: slot %u bytes x %u (this process wanted %u x %u); "
+                            "the region's apply", id.slot_size, id.qslots, slot_size, queue_slots);
+
+    /* Everything that can fail before we announce ourselves. */
+    rc = -ENOMEM;
+    x = calloc(1, sizeof *x);
+    if (!x)
+        goto fail;
+    /* The per-peer state (sized by process slots) in one anonymous mapping
+     * rather than on the heap: the application's heap stays as it was
+     * before guests existed (REF's forktest writes 6000 bytes of zeros 22 KB
+     * past the end of a heap buffer, and only passes when that lands on idle
+     * memory). Every array 8-byte aligned. */
+    const uint32_t D = id.qslots, npool = l.pool_n[0] + l.pool_n[1];
+    size_t sz[] = {
+        (size_t)np * PT_CLS_NR * sizeof(struct shm_rx),   /* in          */
+        (size_t)np * PT_CLS_NR * sizeof(struct shm_tx),   /* out         */
+        (size_t)np * PT_CLS_NR * D * sizeof(uint16_t),    /* ring maps   */
+        (size_t)np * sizeof(uint64_t),                    /* alive_until */
+        (size_t)np * sizeof(struct shm_rx_ord),           /* rxo         */
+        (size_t)np * sizeof(uint32_t),                    /* held_list   */
+        (size_t)np * sizeof(uint32_t),                    /* holders     */
+        (size_t)np * sizeof(uint32_t),                    /* act         */
+        (size_t)np, (size_t)np,                           /* holding, listed */
+        (size_t)2 * n * sizeof(uint32_t),                 /* nids, pids  */
+        (size_t)npool * sizeof(uint16_t),                 /* free lists  */
+        (size_t)npool,                                    /* attach: buffers in flight */
+        (size_t)np * PT_CLS_NR * sizeof(uint32_t),        /* armed (credit wait) */
+        (size_t)np * PT_CLS_NR * sizeof(uint32_t),        /* advl (credit wait)  */
+    };
+    enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING, A_LISTED,
+           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_NR };
+    size_t at[A_NR];
+    x->peer_bytes = 0;
+    for (int i = 0; i < A_NR; i++) {
+        at[i] = x->peer_bytes;
+        x->peer_bytes += (sz[i] + 7) & ~(size_t)7;
+    }
+    char *pm = mmap(NULL, x->peer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+    if (pm == MAP_FAILED) {
+        x->peer_bytes = 0;
+        goto fail;
+    }
+    x->peer_mem = pm;
+    x->in = (struct shm_rx *)(pm + at[A_IN]);
+    x->out = (struct shm_tx *)(pm + at[A_OUT]);
+    x->alive_until = (uint64_t *)(pm + at[A_ALIVE]);
+    x->rxo = (struct shm_rx_ord *)(pm + at[A_RXO]);
+    x->held_list = (uint32_t *)(pm + at[A_HELD]);
+    x->holders = (uint32_t *)(pm + at[A_HOLDERS]);
+    x->act = (uint32_t *)(pm + at[A_ACT]);
+    x->holding = (uint8_t *)(pm + at[A_HOLDING]);
+    x->armed = (_Atomic uint32_t *)(pm + at[A_ARMED]);
+    x->advl = (uint32_t *)(pm + at[A_ADV]);
+    x->listed = (uint8_t *)(pm + at[A_LISTED]);
+    x->nids = (uint32_t *)(pm + at[A_IDS]);
+    x->pids = x->nids + n;
+    x->freel[PT_CLS_REQ] = (uint16_t *)(pm + at[A_FREE]);
+    x->freel[PT_CLS_RSP] = x->freel[PT_CLS_REQ] + l.pool_n[PT_CLS_REQ];
+    x->l = l;
+    x->mask = D - 1;
+    x->slot_size = id.slot_size;
+    x->base = base;
+    x->size = size;
+    x->hdr = h;
+    x->ranks = ranks;
+    x->n = n;
+    x->np = np;
+    x->ospid = self;
+    x->qslots = id.qslots;
+    x->cma_allowed = pt_config()->cma != 0;
+    for (uint32_t p = 0; p < n; p++) {
+        x->nids[p] = LD_RELAXED(&ranks[p].nid);
+        x->pids[p] = LD_RELAXED(&ranks[p].pid);
+    }
+    if (!guest) {
+        /* Claim the rank's record: exactly one of two processes that judged
+         * it free at once gets it; the other joins as a guest. */
+        if (RMW_CAS(&ranks[me].ospid, &judged, (int32_t)self) ||
+            judged == (int32_t)self) /* the launcher wrote our pid between the
+                                      * judgement and the claim: ours anyway */
+            x->me = me;
+        else
+            guest = true;
+    }
+    if (guest) {
+        char why[64];
+        if (have_rank)
+            snprintf(why, sizeof why, "rank %u is held by process %d", me,
+                     (int)LD_RELAXED(&ranks[me].ospid));
+        else
+            snprintf(why, sizeof why, "no PTL_MY_RID");
+        rc = guest_claim(x, pt_xport_guest_pid(), why);
+        if (rc)
+            goto fail;
+        me = x->me;
+    }
+    struct pt_shm_rank *rec = &ranks[me];
+    rx_tx_setup(x, guest, (uint16_t *)(pm + at[A_MAP]), (uint8_t *)(pm + at[A_USED]));
+
+    /* Let siblings read our memory (Yama ptrace_scope 1) before announcing
+     * ourselves: a peer that sees ATTACHED may probe us at once. EINVAL
+     * without Yama: nothing to allow. */
+    pt_cma_allow_readers(true);
+    ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
+    ST_RELEASE(&rec->state, PT_SHM_R_ATTACHED); /* R-ATT pairs with A-ATT */
+    if (!guest && !g_counted) {
+        g_counted = true;
+        uint32_t k = RMW_ADD(&h->nattached, 1) + 1;
+        if (g_named && k >= n)
+            shm_unlink(g_name); /* every rank is in: the name has done its job */
+    }
+
+    /* Our receive slots on our NUMA node (best effort; pages senders already
+     * touched stay where they are). */
+    const struct pt_config *cfg = pt_config();
+    int cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : sched_getcpu();
+    if (cpu >= 0)
+        pt_numa_bind(pt_shm_proc(base, &l, me), l.proc_bytes,
+                     pt_cpu_node(cpu));
+
+    bool cma_ok;
+    const char *cma_why = cma_check(x, &cma_ok);
+    if (!cma_ok && x->cma_allowed)
+        pt_log_once(PT_LOG_WARN, "CMA unavailable (%s): rendezvous copies through the job "
+                                 "region", cma_why);
+
+    if (fresh) {
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* programs we exec do not inherit it */
+        g_fd = fd;
+    }
+    *ops_p = pt_shm_ops();
+    *x_p = x;
+    memset(info_p, 0, sizeof *info_p);
+    info_p->rank = me;
+    info_p->nranks = n;
+    info_p->nprocs = np;
+    info_p->slot_size = id.slot_size;
+    info_p->jid = id.jid;
+    info_p->cma_ok = cma_ok;
+    info_p->cma_why = cma_why;
+    info_p->trace_area = pt_shm_trace_area(base, &l, me);
+    info_p->trace_bytes = l.trace_bytes;
+    return 0;
+
+fail:
+    if (x)
+        pt_shm_xport_free(x); /* nothing claimed yet: every failure comes before the claim */
+    munmap(base, size);
+    if (fresh) {
+        /* Keep an inherited memfd (its number is in our environment); close a
+         * named one we opened: the next attempt opens it again. */
+        if (g_named)
+            close(fd);
+        g_named = false;
+    }
+    return rc;
+}
+
+int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
+                const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                struct pt_xport_info *info_p)
+{
+    pthread_mutex_lock(&g_lock);
+    int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}

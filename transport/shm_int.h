@@ -1,0 +1,134 @@
+/*
+ * shm_int.h - what the files of the shared-memory transport share and no one
+ * else sees: the rank's transport state (struct pt_xport: the data path in
+ * shm.c reads and writes it, shm_attach.c builds it) and the helpers one file
+ * defines for another. The region itself (what other processes share with
+ * us) is shm_region.h; the public side is shm.h.
+ *
+ *   shm_region.c  layout, creation (memfd or named), validation, liveness of
+ *                 a pid, whether a region is in use
+ *   cma.c         the CMA probe (can a peer read us?)
+ *   shm_launch.c  the launcher's side (ptlrun): child pids, deaths, job
+ *                 failure, stale segment cleanup
+ *   shm_attach.c  the rank's side of opening: finding or creating the job,
+ *                 claiming a rank or guest slot, building struct pt_xport
+ *   shm.c         the data path and the ops table
+ */
+#ifndef PT_SHM_INT_H
+#define PT_SHM_INT_H
+
+#include "shm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define SHM_DIR "/dev/shm"          /* where glibc's shm_open() keeps names       */
+#define SHM_STALE_AGE_S 60          /* headerless segments older than this: stale */
+#define PT_SHM_TMP_SEP '~'          /* a creator's private name: <name>~<pid>; no
+                                     * job name has it (pt_shm_name)            */
+#define PT_SHM_ALIVE_NS 10000000ull /* peer_alive: re-ask the kernel after 10 ms  */
+
+#define SHM_NOBUF 0xffffu  /* a ring position whose buffer we do not take back */
+
+/* Receiving, per (sender s, class c): private to the token holder. */
+struct shm_rx {
+    struct pt_shm_ring *ring;     /* s's ring to us (shared; s writes)             */
+    _Atomic uint32_t *hd;         /* our consumer head of it (shared; we write)    */
+    char *pool;                   /* s's pool of class c                           */
+    uint32_t head;                /* next position to consume                      */
+    uint32_t ctail;               /* the tail last read (A-TAIL), checked          */
+    uint32_t ord;                 /* the order stamp of the message peek returned
+                                   * (xport.h, "Order")                          */
+    uint32_t adv;                 /* on the advanced list (release; rx_done)       */
+};
+
+/* Sending, per (receiver r, class c): private to the token holder. */
+struct shm_tx {
+    struct pt_shm_ring *ring;     /* our ring to r (shared; we write)              */
+    _Atomic uint32_t *hd;         /* r's consumer head of it (shared; r writes)    */
+    uint16_t *map;                /* [pos & mask]: the buffer we put there         */
+    uint32_t tail;                /* next position to fill                         */
+    uint32_t rec;                 /* positions before it: buffers taken back       */
+    /* Pacing hint: messages sent since the peer last sent us one (a stream);
+     * see shm_commit. */
+    uint32_t streak;
+    uint32_t armed;               /* on the armed list (tx_arm; stall_clear)       */
+    uint32_t want_at;             /* the threshold we last stored (tx_arm)          */
+};
+
+/* Per sender, receiving: the stamp due next in order (the one after the last
+ * message released), and whether its head request was deferred. */
+struct shm_rx_ord {
+    uint32_t next;
+    uint32_t req_waits;
+    uint32_t held;                /* defer: peek skips the sender until unhold_all  */
+    _Atomic uint32_t bad;         /* its ring held a value no sender writes: never
+                                   * read again (token holder writes once; any
+                                   * thread reads, rx_pending)                   */
+};
+
+struct pt_xport {
+    struct pt_shm_layout l;       /* our checked copy of the region's geometry      */
+    struct shm_rx *in;            /* [s * 2 + c]: ring s -> me (we consume)        */
+    struct shm_tx *out;           /* [r * 2 + c]: ring me -> r (we produce)        */
+    struct pt_shm_rank *ranks;    /* the region's process records (ranks, guests)  */
+    struct pt_shm_hdr *hdr;
+    uint32_t me, n;               /* my process slot; the job's ranks              */
+    uint32_t np;                  /* process slots: ranks + guests                 */
+    uint32_t mask, slot_size;     /* ring entries - 1; buffer bytes                */
+    pid_t ospid;                  /* the process that attached (fork: not us)     */
+    /* Our pools: free buffers, a private stack per class (no atomics). */
+    char *pool[PT_CLS_NR];
+    uint16_t *freel[PT_CLS_NR];
+    uint32_t nfree[PT_CLS_NR];
+    /* Receivers that may still hold buffers of ours (positions not taken
+     * back): the only peers a pool refill looks at. */
+    uint32_t *holders, nholders;
+    uint8_t *holding;             /* [r]: r is in holders                          */
+    /* The credit wait (docs/waiting.md, "Stalled on credits"). Sending: the
+     * rings (r * 2 + c) whose mark we set since stall_clear; written by the
+     * token holder, read by any thread (stall_armed: the count first, then
+     * entries below it, each a valid ring index whatever the race). */
+    _Atomic uint32_t *armed, narmed;
+    uint32_t stall_ctr;           /* reserve failures that armed (token holder)    */
+    /* Receiving: the rings (s * 2 + c) whose head we moved since rx_done. */
+    uint32_t *advl, nadv;
+    /* Senders with work: our bitmap (shared), our bit in everyone's. */
+    _Atomic uint64_t *words, *sum;
+    uint64_t my_bit, my_sbit;     /* our bit in a receiver's word, and its summary */
+    uint32_t my_word, my_sword;
+    /* The active list: senders peek polls (round robin from rr, per class). */
+    uint32_t *act, nact;
+    uint8_t *listed;              /* [s]: s is in act                              */
+    uint32_t idle_peeks;          /* peeks in a row that found nothing (rx_drop)   */
+    uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
+    uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
+    struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */
+    uint32_t *nids, *pids;        /* private copy of the ranks' (immutable) ids     */
+    uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
+    void *peer_mem;               /* the mapping that holds the per-peer arrays     */
+    size_t peer_bytes;
+    bool cma_allowed;             /* PTL_CMA != 0                                   */
+    uint32_t qslots;              /* the region's queue depth                       */
+    void *base;
+    uint64_t size;
+};
+
+/* ---- shared between the files (shm_int.h's table above) -------------------- */
+
+/* shm_region.c */
+bool pt_shm_pid_alive(pid_t p);
+int pt_shm_region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
+                        struct pt_shm_layout *l, const char **why);
+bool pt_shm_region_in_use(void *base, uint64_t size);
+int pt_shm_open_nb(const char *name, int flags, struct stat *st);
+int pt_shm_map_fd(int fd, uint64_t size, void **base_p);
+const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len);
+
+/* shm.c */
+void pt_shm_rx_list(struct pt_xport *x, uint32_t s);
+void pt_shm_xport_free(struct pt_xport *x);
+
+#endif /* PT_SHM_INT_H */
