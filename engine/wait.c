@@ -35,6 +35,31 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
     w->xfd = -1;
     w->efd = -1;
+    w->yield_ns = PT_WAIT_YIELD_NS;
+}
+
+/* The process-wide copy for pt_wait_polled_empty (no NI there): the last NI
+ * set up decides. A hint: a data race would only change when a poll yields. */
+static _Atomic uint64_t g_yield_ns = PT_WAIT_YIELD_NS;
+
+void pt_wait_set_yield(struct pt_wait *w, uint64_t threads)
+{
+    int64_t us = pt_config()->wait_yield_us;
+    uint64_t ns = PT_WAIT_YIELD_NS;
+    if (us >= 0) {
+        ns = (uint64_t)us * 1000u;
+    } else if (threads) {
+        /* Oversubscribed (Open MPI's yield_when_idle): a thread that waits is
+         * waiting for one that cannot run until it yields. */
+        uint64_t cpus = (uint64_t)pt_config()->job_cpus; /* ptlrun --cpus: pinned ranks */
+        cpu_set_t set;
+        if (!cpus && sched_getaffinity(0, sizeof set, &set) == 0)
+            cpus = (uint64_t)CPU_COUNT(&set);
+        if (cpus && threads > cpus)
+            ns = 0;
+    }
+    w->yield_ns = ns;
+    ST_RELAXED(&g_yield_ns, ns);
 }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd)
@@ -339,7 +364,7 @@ void pt_wait_polled_empty(bool empty)
     }
     if (n % PT_WAIT_CLOCK_EVERY)
         return;
-    if (pt_now_ns() - tls_empty_since >= PT_WAIT_YIELD_NS)
+    if (pt_now_ns() - tls_empty_since >= LD_RELAXED(&g_yield_ns))
         sched_yield();
 }
 
@@ -506,7 +531,7 @@ static bool waiter_failed(struct pt_nic *nic, struct waiter *me, pt_ready_fn rea
         uint64_t t = pt_now_ns() - t0;
         if (t >= PT_WAIT_FAIL_TAKE_NS && (LD_ACQUIRE(&nic->failed) || t >= PT_WAIT_FAIL_SEEN_NS))
             break; /* A-FAIL */
-        if (t < PT_WAIT_YIELD_NS)
+        if (t < w->yield_ns)
             CPU_RELAX();
         else
             sched_yield(); /* the holder may want this core to get there */
@@ -568,8 +593,14 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
             /* Spinning for a while without what we wait for: if more threads
              * want the cores than there are (4 ranks' threads on 2 cores),
              * the thread that would produce it may be waiting for ours; give
-             * the core away instead of burning a 4 ms scheduler tick. */
-            if (now - spin_start >= PT_WAIT_YIELD_NS && !me.holding)
+             * the core away instead of burning a 4 ms scheduler tick. The
+             * engine's holder too (it keeps the token: nobody else of this
+             * process needs the engine while it polls for us, and a
+             * sched_yield with nobody else runnable returns at once): a
+             * holder that spun its whole PTL_WAIT_SPIN_US made a 4-rank
+             * barrier on 2 cores take 1.2-2 ms (bench/results-notes.md,
+             * "Oversubscribed waiting"). */
+            if (now - spin_start >= w->yield_ns)
                 sched_yield();
             continue;
         }
@@ -640,6 +671,9 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
             w->nic_thread ? pt_nic_state_name(LD_RELAXED(&w->nic_state)) : "none",
             LD_RELAXED(&w->token), LD_RELAXED(&w->want), LD_RELAXED(&w->bell->sleepers),
             LD_RELAXED(&w->bell->polled), LD_RELAXED(&w->ev->sleepers));
+    fprintf(f, "  wait: waiters spin %llu us, yield after %llu us%s\n",
+            (unsigned long long)(w->wait_spin_ns / 1000), (unsigned long long)(w->yield_ns / 1000),
+            w->yield_ns ? "" : " (oversubscribed)");
     if (LD_RELAXED(&w->st.missed_wakes) || LD_RELAXED(&w->st.bell_repairs))
         fprintf(f, "  wait: FAULT: backstop wake-ups that found work %llu, doorbell repairs %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.missed_wakes),

@@ -108,6 +108,7 @@ struct pt_wait {
     bool yield;                        /* PTL_NIC_YIELD                             */
     uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
     uint64_t wait_spin_ns;             /* PTL_WAIT_SPIN_US                          */
+    uint64_t yield_ns;                 /* PTL_WAIT_YIELD_US (pt_wait_set_yield)     */
     struct pt_waitword evw;            /* offload: event sleepers                   */
     /* Hostile-peer backstop (not part of the protocol: SPIN proves it without).
      * Any rank of the job can write the bell; a forged sleepers/polled makes
@@ -150,8 +151,10 @@ struct pt_wait {
                                          * in (its failed END events), at most 1 s  */
 #define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
-#define PT_WAIT_YIELD_NS  20000u  /* a waiter not holding the engine spins this long,
-                                   * then yields the core at every clock check    */
+#define PT_WAIT_YIELD_NS  20000u  /* a waiter spins this long without what it waits
+                                   * for, then yields the core at every clock check
+                                   * (the default; 0 when oversubscribed:
+                                   * pt_wait_set_yield)                        */
 
 /* Offload mode: is an API thread inside a blocking wait (polling, or
  * asleep on the event word)? A hint with no ordering, for choices that
@@ -166,6 +169,11 @@ static inline bool pt_wait_api_waiting(struct pt_wait *w)
 /* Set up (API thread, before the NIC thread starts). */
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
                   uint64_t nic_spin_ns, uint64_t wait_spin_ns);
+/* How long a waiter looks before it yields (PTL_WAIT_YIELD_US; -1: 0 if
+ * `threads` runnable threads of the job share this host's cores we may run
+ * on, more of them than cores, else PT_WAIT_YIELD_NS). Process-wide for
+ * pt_wait_polled_empty. Before any thread runs. */
+void pt_wait_set_yield(struct pt_wait *w, uint64_t threads);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
 int pt_wait_set_fd(struct pt_wait *w, int xfd);

@@ -96,6 +96,7 @@ static void usage(FILE *f)
 "  PTL_JOB=<jobid>               the job, segment /ptl-<uid>-<jobid>\n"
 "  PTL_OFFLOAD=0                 with --host-matching\n"
 "  PTL_NIC_CPU=c                 with --cpus of at least 2N cpus\n"
+"  PTL_JOB_CPUS=k                with --cpus: the cores the ranks are pinned to\n"
 "The region's slot size and queue depth come from ptlrun's PTL_EAGER_MAX and\n"
 "PTL_QUEUE_SLOTS (see ptl_info); ranks adopt them.\n"
 "\n"
@@ -426,6 +427,20 @@ static void child(unsigned r, const char *path, char **argv, const sigset_t *old
             snprintf(buf, sizeof buf, "%d", cpus[g_n + r]);
             setenv("PTL_NIC_CPU", buf, 1);
         }
+        /* The cores the ranks share (each is pinned to one): whether the job
+         * is oversubscribed, which one rank's affinity cannot tell. */
+        unsigned used = 0;
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (unsigned i = 0; i < g_n && i < (unsigned)ncpus; i++)
+            if (!CPU_ISSET(cpus[i], &all)) {
+                CPU_SET(cpus[i], &all);
+                used++;
+            }
+        snprintf(buf, sizeof buf, "%u", used);
+        setenv("PTL_JOB_CPUS", buf, 1);
+    } else {
+        unsetenv("PTL_JOB_CPUS");
     }
     execv(path, argv);
     fprintf(stderr, "%s: rank %u: exec %s: %s\n", g_prog, r, path, strerror(errno));

@@ -24,6 +24,8 @@ struct pt_config {
     int64_t nic_cpu;        /* PTL_NIC_CPU: core for the NIC thread, -1 = choose     */
     int64_t nic_spin_us;    /* PTL_NIC_SPIN_US: NIC thread idle spin before sleeping */
     int64_t wait_spin_us;   /* PTL_WAIT_SPIN_US: API waiter spin before sleeping     */
+    int64_t wait_yield_us;  /* PTL_WAIT_YIELD_US: spin before yielding; -1 auto      */
+    int64_t job_cpus;       /* PTL_JOB_CPUS: cores the job's ranks share (ptlrun)   */
     int64_t wake_backstop_ms; /* PTL_WAKE_BACKSTOP_MS: engine sleeps at most this long */
     int64_t credit_wait;    /* PTL_CREDIT_WAIT: a sender stalled on credits may sleep */
     int64_t eq_room_us;     /* PTL_EQ_ROOM_WAIT_US: a request waits this long for EQ room */
