@@ -34,10 +34,13 @@
 #             threads sleep and are woken): eqwait sleep 1.5 ms, eqwait-split
 #             with the 16 MiB region, 2 threads spinning 200 us, get stream
 #             fresh                                                    4 tests
+#   coop      puts of 256 KiB and 1 MiB (the cooperative rendezvous): start off
+#             with eqpoll, 2 threads, a window of 4 with ACKs, think spin
+#             and think sleep                                          5 tests
 #   order     causal order per peer (issue 12 item 16), window 16 with ACKs:
 #             put 64 KiB (CMA, copy mode, 4 queue slots), 256 KiB, 8 B; get
 #             64 KiB, with 1,000-5,000 windows                         6 tests
-# 68 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
+# 73 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
 # threads or --think; more for "order"), 0.05-2 s each: about 2 min for both
 # modes on 2 cores (1 min with ctest -j2).
 
@@ -175,6 +178,16 @@ ptl_pattern(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
 ptl_pattern(think_split_region ARGS --wait eqwait-split --think 1500 --region on --size 4033 -n 100)
 ptl_pattern(think_threads2_spin ARGS --threads 2 --think 200 --think-mode spin -n 100)
 ptl_pattern(think_stream_get_fresh ARGS --shape stream --op get --recv fresh --think 1500 -n 50)
+
+# ---- the cooperative rendezvous (puts >= PTL_RNDV_COOP_MIN, 64 KiB) in client shapes ----
+# START events off with PtlEQPoll; two threads each with its own 1 MiB exchange; a
+# window of 4 ACKed 1 MiB puts; the initiator computing (spin) right after its put,
+# so the target takes its part back; waiters asleep between operations
+ptl_pattern(coop_startoff_eqpoll ARGS --size 1048576 --start off --wait eqpoll --region on -n 50)
+ptl_pattern(coop_threads2 ARGS --threads 2 --size 1048576 --wait eqwait -n 30)
+ptl_pattern(coop_stream_ack ARGS --shape stream --window 4 --size 1048576 --ack on -n 20)
+ptl_pattern(coop_think_spin ARGS --size 262144 --think 300 --think-mode spin -n 50)
+ptl_pattern(coop_think_sleep ARGS --size 262144 --start off --wait eqpoll-multi --think 1500 -n 50)
 
 # ---- over libfabric: loopback and two "hosts" (issue 17 item 4) -----------------------
 # ptl_pattern_ofi(<name> [NP n] ARGS a...): the pattern as mp_pat_<name>_ofi_offload/_host
