@@ -138,6 +138,8 @@ struct pt_op {
     uint32_t rsp_peer;
     ptl_event_t ev;               /* END event template                      */
     uint8_t post_end, rsp_pending, failed;
+    uint8_t gone;                 /* failed: the peer's process no longer exists
+                                   * (a CMA step said ESRCH): PEER_DIED      */
     /* cooperative rendezvous, target side */
     uint8_t coop_wait;            /* the initiator's PDONE has not come        */
     uint8_t idle;                 /* nothing to do but wait for it (nops_idle) */

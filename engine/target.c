@@ -570,8 +570,9 @@ static bool coop_lost(struct pt_nic *nic, struct pt_op *op)
 static void op_moved(struct pt_nic *nic, struct pt_op *op)
 {
     if (op->failed)
-        op->ev.ni_fail_type = nic->xo->peer_alive(nic->x, op->rsp_peer) ? PTL_NI_FAIL
-                                                                        : PTL_NI_PEER_DIED;
+        op->ev.ni_fail_type = !op->gone && nic->xo->peer_alive(nic->x, op->rsp_peer)
+                                  ? PTL_NI_FAIL
+                                  : PTL_NI_PEER_DIED;
     op->rsp_pending = 1;
     PT_TRACE(nic, op->failed ? PT_TR_XFER_FAIL : PT_TR_XFER_END,
              PT_TV_XFER(op->rsp_peer, op->rv.done));
@@ -694,6 +695,9 @@ int pt_ops_progress(struct pt_nic *nic)
         }
     } else if (n < 0) {
         pull->failed = 1;
+        /* The process is gone (the launcher may not have reaped it yet, and
+         * peer_alive asks the kernel at most every 10 ms): the peer died. */
+        pull->gone = n == -ESRCH;
     }
     work++;
     if (pull->coop_wait && !coop_steal(nic, pull)) {

@@ -1,12 +1,19 @@
 /*
  * mp_kill - a rank dies by SIGKILL in the middle of a 64 MiB transfer.
  *
- *   usage (under ptlrun): mp_kill target|initiator [size]
+ *   usage (under ptlrun): mp_kill target|initiator|pdone [size]
  *
  * target:    rank 0 puts `size` bytes to rank 1; rank 1 raises SIGKILL as
  *            soon as it sees PUT_START (its engine is pulling the data).
  * initiator: rank 1 puts `size` bytes to rank 0 and raises SIGKILL as soon as
  *            it sees SEND_START (rank 0's engine is pulling from it).
+ * pdone:     as initiator, but rank 1 stops itself (SIGSTOP, NIC thread and
+ *            all) at SEND_START and a child of it kills it 300 ms later: its
+ *            part of the cooperative put (protocols/wire.h, PUSH) is never
+ *            written. With PTL_RNDV_COOP_TAKEBACK=0, rank 0 pulls its own
+ *            part and then waits for a PDONE that never comes, until its
+ *            engine sees the job failed and the initiator dead
+ *            (engine/target.c, coop_lost): PUT_END with PEER_DIED.
  * The survivor waits (bounded) for its events and reports what it got: it
  * exits 0 as soon as an event reports the failure, else it is terminated by
  * ptlrun after the grace period. Either way ptlrun must exit 137 (rank 1's
@@ -19,6 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <time.h>
+#include <errno.h>
 
 #define PT_K (MP_PT_USER + 5)
 
@@ -26,9 +36,11 @@ int main(int argc, char **argv)
 {
     struct mp m;
     mp_init(&m, 2);
-    if (argc < 2 || (strcmp(argv[1], "target") && strcmp(argv[1], "initiator")))
-        mp_die("usage: mp_kill target|initiator [size]");
+    if (argc < 2 || (strcmp(argv[1], "target") && strcmp(argv[1], "initiator") &&
+                     strcmp(argv[1], "pdone")))
+        mp_die("usage: mp_kill target|initiator|pdone [size]");
     bool victim_is_target = !strcmp(argv[1], "target");
+    bool stop_first = !strcmp(argv[1], "pdone");
     uint64_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 64ull << 20;
     uint8_t *buf = malloc(size);
     if (!buf)
@@ -50,6 +62,20 @@ int main(int argc, char **argv)
     if (m.rank == 1) {
         mp_expect(eq, victim_is_target ? PTL_EVENT_PUT_START : PTL_EVENT_SEND_START,
                   "the transfer to start");
+        if (stop_first) {
+            fprintf(stderr, "rank 1: stopping; killed in 300 ms\n");
+            fflush(stderr);
+            pid_t me = getpid(), k = fork();
+            if (k < 0)
+                mp_die("fork: %s", strerror(errno));
+            if (k == 0) {
+                struct timespec d = {0, 300 * 1000 * 1000};
+                nanosleep(&d, NULL);
+                kill(me, SIGKILL);
+                _exit(0);
+            }
+            raise(SIGSTOP);
+        }
         fprintf(stderr, "rank 1: raising SIGKILL mid-transfer\n");
         fflush(stderr);
         raise(SIGKILL);
