@@ -593,14 +593,16 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
             /* Spinning for a while without what we wait for: if more threads
              * want the cores than there are (4 ranks' threads on 2 cores),
              * the thread that would produce it may be waiting for ours; give
-             * the core away instead of burning a 4 ms scheduler tick. The
-             * engine's holder too (it keeps the token: nobody else of this
-             * process needs the engine while it polls for us, and a
-             * sched_yield with nobody else runnable returns at once): a
-             * holder that spun its whole PTL_WAIT_SPIN_US made a 4-rank
-             * barrier on 2 cores take 1.2-2 ms (bench/results-notes.md,
-             * "Oversubscribed waiting"). */
-            if (now - spin_start >= w->yield_ns)
+             * the core away instead of burning a 4 ms scheduler tick. When
+             * the job has more ranks than cores (yield_ns 0), the engine's
+             * holder too (it keeps the token: nobody else of this process
+             * needs the engine while it polls for us): a holder that spun
+             * its whole PTL_WAIT_SPIN_US made a 4-rank barrier on 2 cores
+             * take 1.2-2 ms (bench/results-notes.md, "Oversubscribed
+             * waiting"). With a core per rank the holder keeps polling: its
+             * yields gave the core to its own NIC thread spinning beside it
+             * (1 MiB offload ping-pong 42 -> 44 us). */
+            if (now - spin_start >= w->yield_ns && (!me.holding || w->yield_ns == 0))
                 sched_yield();
             continue;
         }
