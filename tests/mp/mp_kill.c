@@ -10,7 +10,8 @@
  * pdone:     as initiator, but rank 1 stops itself (SIGSTOP, NIC thread and
  *            all) at SEND_START and a child of it kills it 300 ms later: its
  *            part of the cooperative put (protocols/wire.h, PUSH) is never
- *            written. With PTL_RNDV_COOP_TAKEBACK=0, rank 0 pulls its own
+ *            written whole (use a size whose half takes the NIC thread
+ *            milliseconds: 256 MiB). With PTL_RNDV_COOP_TAKEBACK=0, rank 0 pulls its own
  *            part and then waits for a PDONE that never comes, until its
  *            engine sees the job failed and the initiator dead
  *            (engine/target.c, coop_lost): PUT_END with PEER_DIED.
@@ -55,6 +56,30 @@ int main(int argc, char **argv)
                 eq, PTL_RETAIN, NULL);
     else if (m.rank == sender)
         md = mp_bind(&m, buf, size, PTL_MD_THRESH_INF, 0, eq);
+    /* pdone: rank 1's killer, forked now (a fork at SEND_START would give its
+     * NIC thread milliseconds to write its part); it waits for a byte on a
+     * pipe, then 300 ms, then SIGKILLs rank 1. */
+    int go[2] = {-1, -1};
+    if (stop_first && m.rank == 1) {
+        if (pipe(go) != 0)
+            mp_die("pipe: %s", strerror(errno));
+        pid_t me = getpid(), k = fork();
+        if (k < 0)
+            mp_die("fork: %s", strerror(errno));
+        if (k == 0) {
+            char c;
+            close(go[1]);
+            if (read(go[0], &c, 1) == 1) { /* EOF: rank 1 ended first */
+                struct timespec d = {0, 300 * 1000 * 1000};
+                nanosleep(&d, NULL);
+                kill(me, SIGKILL);
+            }
+            _exit(0);
+        }
+        close(go[0]);
+        fprintf(stderr, "rank 1: will stop at SEND_START; killed 300 ms later\n");
+        fflush(stderr);
+    }
     mp_barrier(&m);
 
     if (m.rank == sender)
@@ -63,17 +88,8 @@ int main(int argc, char **argv)
         mp_expect(eq, victim_is_target ? PTL_EVENT_PUT_START : PTL_EVENT_SEND_START,
                   "the transfer to start");
         if (stop_first) {
-            fprintf(stderr, "rank 1: stopping; killed in 300 ms\n");
-            fflush(stderr);
-            pid_t me = getpid(), k = fork();
-            if (k < 0)
-                mp_die("fork: %s", strerror(errno));
-            if (k == 0) {
-                struct timespec d = {0, 300 * 1000 * 1000};
-                nanosleep(&d, NULL);
-                kill(me, SIGKILL);
-                _exit(0);
-            }
+            if (write(go[1], "g", 1) != 1)
+                mp_die("write: %s", strerror(errno));
             raise(SIGSTOP);
         }
         fprintf(stderr, "rank 1: raising SIGKILL mid-transfer\n");
