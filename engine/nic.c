@@ -332,20 +332,6 @@ static int clamp_limit(int desired, int lib)
     return desired > 0 && desired < lib ? desired : lib;
 }
 
-/* Threads of the job that want a core on this host while they wait
- * (pt_wait_set_yield), or 0 when we cannot tell: every rank of a
- * shared-memory job (or of a loopback job of one) is here, and a rank's
- * waiting thread is one (its NIC thread hands it the engine and sleeps:
- * counting it would make 2 offload ranks on 2 cores yield at every look);
- * a network transport's peers may be anywhere. */
-static uint64_t job_threads_here(const struct pt_nic *nic)
-{
-    const char *t = nic->xo->name;
-    if (strcmp(t, "shm") != 0 && strcmp(t, "loopback") != 0)
-        return 0;
-    return nic->xi.nranks;
-}
-
 /* cin[] and copy_busy[] of every class, one per process slot of the job. */
 /* Per-peer engine state, one entry per process slot of the job (ranks and
  * guests), in one anonymous mapping off the application's heap (whose layout
@@ -463,8 +449,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->eq_room_ns = (uint64_t)cfg->eq_room_us * 1000;
     nic->ev_eq_h = PTL_EQ_NONE;
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
-                 (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
-    pt_wait_set_yield(&nic->w, job_threads_here(nic));
+                 (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,
+                 nic->xi.ranks_here);
     if (nic->xo->wait_fd && pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x)) != 0) {
         pt_log(PT_LOG_ERR, "cannot create the eventfd the engine sleeps on");
         goto fail_fd;
@@ -519,8 +505,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             nic->offload = false;
             int xfd = nic->w.xfd, efd = nic->w.efd;
             pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), false, cfg->nic_yield,
-                         (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000);
-            pt_wait_set_yield(&nic->w, job_threads_here(nic));
+                         (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,
+                         nic->xi.ranks_here);
             nic->w.xfd = xfd; /* keep the descriptors made above */
             nic->w.efd = efd;
             pt_nic_trace_start(nic);

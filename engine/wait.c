@@ -20,29 +20,14 @@
 #include <time.h>
 #include <unistd.h>
 
-void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
-                  uint64_t nic_spin_ns, uint64_t wait_spin_ns)
-{
-    memset(w, 0, sizeof *w);
-    w->bell = bell;
-    w->nic_thread = nic_thread;
-    w->yield = yield;
-    w->nic_spin_ns = nic_spin_ns;
-    w->wait_spin_ns = wait_spin_ns;
-    pt_waitword_init(&w->evw, false);
-    w->ev = nic_thread ? &w->evw : bell;
-    ST_RELAXED(&w->nic_state, nic_thread ? PT_NIC_IDLE : PT_NIC_STOP);
-    ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
-    w->xfd = -1;
-    w->efd = -1;
-    w->yield_ns = PT_WAIT_YIELD_NS;
-}
-
 /* The process-wide copy for pt_wait_polled_empty (no NI there): the last NI
  * set up decides. A hint: a data race would only change when a poll yields. */
 static _Atomic uint64_t g_yield_ns = PT_WAIT_YIELD_NS;
 
-void pt_wait_set_yield(struct pt_wait *w, uint64_t threads)
+/* How long a waiter looks before it yields (PTL_WAIT_YIELD_US; -1: 0 when
+ * more ranks share this host than the cores we may run on, else
+ * PT_WAIT_YIELD_NS). */
+static uint64_t yield_ns_for(uint64_t threads)
 {
     int64_t us = pt_config()->wait_yield_us;
     uint64_t ns = PT_WAIT_YIELD_NS;
@@ -58,8 +43,26 @@ void pt_wait_set_yield(struct pt_wait *w, uint64_t threads)
         if (cpus && threads > cpus)
             ns = 0;
     }
-    w->yield_ns = ns;
-    ST_RELAXED(&g_yield_ns, ns);
+    return ns;
+}
+
+void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
+                  uint64_t nic_spin_ns, uint64_t wait_spin_ns, uint32_t ranks_here)
+{
+    memset(w, 0, sizeof *w);
+    w->bell = bell;
+    w->nic_thread = nic_thread;
+    w->yield = yield;
+    w->nic_spin_ns = nic_spin_ns;
+    w->wait_spin_ns = wait_spin_ns;
+    pt_waitword_init(&w->evw, false);
+    w->ev = nic_thread ? &w->evw : bell;
+    ST_RELAXED(&w->nic_state, nic_thread ? PT_NIC_IDLE : PT_NIC_STOP);
+    ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
+    w->xfd = -1;
+    w->efd = -1;
+    w->yield_ns = yield_ns_for(ranks_here);
+    ST_RELAXED(&g_yield_ns, w->yield_ns);
 }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd)

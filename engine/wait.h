@@ -108,7 +108,7 @@ struct pt_wait {
     bool yield;                        /* PTL_NIC_YIELD                             */
     uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
     uint64_t wait_spin_ns;             /* PTL_WAIT_SPIN_US                          */
-    uint64_t yield_ns;                 /* PTL_WAIT_YIELD_US (pt_wait_set_yield)     */
+    uint64_t yield_ns;                 /* PTL_WAIT_YIELD_US (pt_wait_init)          */
     struct pt_waitword evw;            /* offload: event sleepers                   */
     /* Hostile-peer backstop (not part of the protocol: SPIN proves it without).
      * Any rank of the job can write the bell; a forged sleepers/polled makes
@@ -154,7 +154,7 @@ struct pt_wait {
 #define PT_WAIT_YIELD_NS  20000u  /* a waiter spins this long without what it waits
                                    * for, then yields the core at every clock check
                                    * (the default; 0 when oversubscribed:
-                                   * pt_wait_set_yield)                        */
+                                   * pt_wait_init)                             */
 
 /* Offload mode: is an API thread inside a blocking wait (polling, or
  * asleep on the event word)? A hint with no ordering, for choices that
@@ -167,13 +167,12 @@ static inline bool pt_wait_api_waiting(struct pt_wait *w)
 }
 
 /* Set up (API thread, before the NIC thread starts). */
+/* ranks_here: the job's ranks that share this host's cores (a rank's
+ * waiting thread each: its NIC thread hands it the engine and sleeps), 0 if
+ * unknown; with PTL_WAIT_YIELD_US=-1, more of them than cores makes waiters
+ * yield at once (yield_ns 0), else after PT_WAIT_YIELD_NS. */
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
-                  uint64_t nic_spin_ns, uint64_t wait_spin_ns);
-/* How long a waiter looks before it yields (PTL_WAIT_YIELD_US; -1: 0 if
- * `threads` runnable threads of the job share this host's cores we may run
- * on, more of them than cores, else PT_WAIT_YIELD_NS). Process-wide for
- * pt_wait_polled_empty. Before any thread runs. */
-void pt_wait_set_yield(struct pt_wait *w, uint64_t threads);
+                  uint64_t nic_spin_ns, uint64_t wait_spin_ns, uint32_t ranks_here);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
 int pt_wait_set_fd(struct pt_wait *w, int xfd);

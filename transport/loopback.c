@@ -173,6 +173,7 @@ int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
     memset(info_p, 0, sizeof *info_p);
     info_p->rank = 0;
     info_p->nranks = 1;
+    info_p->ranks_here = 1;
     info_p->nprocs = 1;
     info_p->slot_size = slot_size;
     info_p->jid = x->pid;

@@ -1521,6 +1521,7 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     x->me = info_p->rank;
     x->n = info_p->nranks;
     info_p->nprocs = info_p->nranks; /* no guests over ofi (ofi_rank_of) */
+    info_p->ranks_here = 0;            /* a network transport: not told */
     x->slot = info_p->slot_size;
     x->qslots = pt_shm_queue_depth(shm);
     x->ax = (struct ofi_addrx){shm, region_publish, region_lookup};

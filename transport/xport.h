@@ -63,6 +63,10 @@ struct pt_xport_info {
                            * (processes that joined the running job); `rank`
                            * is this process's index, >= nranks for a guest */
     uint32_t slot_size;   /* bytes per slot (header + inline payload)        */
+    uint32_t ranks_here;  /* ranks of the job on this host, which share its
+                           * cores (the engine's oversubscription test,
+                           * engine/wait.c); 0: unknown (peers may be on
+                           * other hosts)                                    */
     uint32_t jid;         /* job id                                          */
     bool cma_ok;          /* process_vm_readv to peers works (probed)        */
     const char *cma_why;  /* if not, why (static string)                     */
