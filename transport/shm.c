@@ -159,14 +159,144 @@ static inline void wake_if_sleeping_fenced(struct pt_waitword *w)
     }
 }
 
+/* ---- fast boxes, sending (shm_region.h, "Fast boxes") ----------------------- */
+
+static inline uint32_t fb_seqv(uint32_t pos) { return pos * 2u + 1u; }
+
+/* Our box k at receiver r is ours from now on: resume its state from the
+ * region (its owner line: written by us only), the first message of each
+ * lane restarting the receiver's base (a re-attach cannot know whether the
+ * last message before it updated both bases). */
+void pt_shm_fb_tx_resume(struct pt_xport *x, uint32_t r, uint32_t k)
+{
+    struct shm_fbtx *f = &x->fbtx[r];
+    f->box = pt_shm_fbox(x->base, &x->l, r, k);
+    f->state = 1;
+    f->cnt = LD_RELAXED(&f->box->tx_cnt);
+    for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+        f->tail[c] = LD_RELAXED(&f->box->tx_tail[c]);
+        f->head[c] = LD_ACQUIRE(&f->box->rx_head[c]); /* FB-HEAD-A */
+        if (f->tail[c] - f->head[c] > PT_SHM_FBLINES)
+            f->head[c] = f->tail[c]; /* not a head r wrote: the lane reads full */
+        memset(f->box->tx_base[c], 0, sizeof f->box->tx_base[c]);
+        f->reset[c] = 1;
+    }
+}
+
+/* We have sent r PT_SHM_FB_AFTER messages: claim a free box of its block
+ * (FB-CLAIM, then FB-COUNT). Once per peer; none free, and we never look
+ * again (the first PT_SHM_FBOXES hot senders of a receiver have them). */
+static void fb_claim(struct pt_xport *x, uint32_t r)
+{
+    struct shm_fbtx *f = &x->fbtx[r];
+    f->state = 2;
+    struct pt_shm_fbdir *d = pt_shm_fbdir(x->base, &x->l, r);
+    for (uint32_t k = 0; k < PT_SHM_FBOXES; k++) {
+        uint32_t z = 0;
+        if (LD_RELAXED(&d->owner[k]) || !RMW_CAS(&d->owner[k], &z, x->me + 1))
+            continue; /* FB-CLAIM */
+        RMW_ADD(&x->ranks[x->me].fb_claims, 1);
+        pt_shm_fb_tx_resume(x, r, k);
+        RMW_ADD(&d->nclaimed, 1); /* FB-COUNT: after the claim (r reads it first) */
+        return;
+    }
+}
+
+/* Send the message in buf (len bytes: header, payload) through our box's
+ * lane of class cls, if it fits in size and room. False: use the ring. */
+static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const char *buf,
+                    uint32_t len, uint32_t ord)
+{
+    if (len < PT_XPORT_HDR_BYTES || len > PT_SHM_FB_MAXMSG)
+        return false;
+    uint32_t *base = f->box->tx_base[cls];
+    uint32_t w[32];
+    memcpy(w, buf, sizeof w);
+    uint32_t mask = 0;
+    const bool reset = f->reset[cls]; /* against a zero base */
+    for (uint32_t i = 1; i < 31; i++) /* word 0: xseq; 31: xord (the stamp) */
+        if (w[i] != (reset ? 0u : base[i]))
+            mask |= 1u << i;
+    uint32_t nw = (uint32_t)__builtin_popcount(mask), plen = len - PT_XPORT_HDR_BYTES;
+    uint32_t need = nw * 4 + plen, nl = 1;
+    if (need > PT_SHM_FB_HEAD_BYTES)
+        nl += (need - PT_SHM_FB_HEAD_BYTES + PT_SHM_FB_CONT_BYTES - 1) / PT_SHM_FB_CONT_BYTES;
+    if (nl > PT_SHM_FB_MAXLN)
+        return false;
+    uint32_t pos = f->tail[cls];
+    if (pos + nl - f->head[cls] > PT_SHM_FBLINES) { /* looks full: where is r? */
+        uint32_t h = LD_ACQUIRE(&f->box->rx_head[cls]); /* FB-HEAD-A pairs with FB-HEAD */
+        if (h - f->head[cls] <= pos - f->head[cls])
+            f->head[cls] = h; /* else not a head r wrote: no progress */
+        if (pos + nl - f->head[cls] > PT_SHM_FBLINES)
+            return false;
+    }
+    /* The stream: the changed words, then the payload. */
+    unsigned char st[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
+    uint32_t o = 0;
+    for (uint32_t m = mask; m; m &= m - 1) {
+        uint32_t i = (uint32_t)__builtin_ctz(m);
+        memcpy(st + o, &w[i], 4);
+        o += 4;
+    }
+    memcpy(st + o, buf + PT_XPORT_HDR_BYTES, plen);
+    struct pt_shm_fbline *lane = f->box->lane[cls];
+    const uint32_t lm = PT_SHM_FBLINES - 1;
+    /* Further lines first, then the first line's body, then its sequence
+     * word (FB-SEQ): r sees the message whole or not at all. */
+    for (uint32_t i = 1; i < nl; i++) {
+        struct pt_shm_fbline *ln = &lane[(pos + i) & lm];
+        ST_RELAXED(&ln->seq, 0);
+        memcpy(&ln->ord, st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
+               PT_SHM_FB_CONT_BYTES);
+    }
+    struct pt_shm_fbline *ln = &lane[pos & lm];
+    ln->ord = ord;
+    ln->mask = mask;
+    ln->len = (uint16_t)len;
+    ln->nlines = (uint8_t)nl;
+    ln->reset = (uint8_t)reset;
+    memcpy(ln->data, st, PT_SHM_FB_HEAD_BYTES);
+    ST_RELEASE(&ln->seq, fb_seqv(pos)); /* FB-SEQ pairs with FB-SEQ-A */
+    if (reset) {
+        memset(base, 0, 32 * sizeof *base);
+        f->reset[cls] = 0;
+    }
+    for (uint32_t m = mask; m; m &= m - 1) {
+        uint32_t i = (uint32_t)__builtin_ctz(m);
+        base[i] = w[i];
+    }
+    f->tail[cls] = pos + nl;
+    f->cnt++;
+    ST_RELAXED(&f->box->tx_tail[cls], pos + nl); /* for a re-attach only */
+    ST_RELAXED(&f->box->tx_cnt, f->cnt);
+    return true;
+}
+
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_tx *t = &x->out[peer * 2 + cls];
+    struct shm_fbtx *f = &x->fbtx[peer];
+    /* Order stamp: messages committed to this peer so far, both classes and
+     * the fast box (the tails and the box's count resume together after a
+     * re-attach). R-TAIL or FB-SEQ publishes it. */
+    uint32_t ord = x->out[peer * 2].tail + x->out[peer * 2 + 1].tail + f->cnt;
+    if (f->state == 1) {
+        /* The buffer reserve returned stays on top of the free stack (it
+         * is hot for the next message): the message goes to the lane. */
+        const char *buf = x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
+        if (fb_send(x, f, cls, buf, len, ord)) {
+            PT_PERTURB();
+            FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
+            wake_if_sleeping_fenced(&x->ranks[peer].bell);
+            return;
+        }
+    } else if (PT_UNLIKELY(!f->state) && ord >= PT_SHM_FB_AFTER) {
+        fb_claim(x, peer); /* this message still goes through the ring */
+    }
     uint16_t b = x->freel[cls][--x->nfree[cls]]; /* the buffer reserve returned */
     char *buf = x->pool[cls] + (size_t)b * x->slot_size;
-    /* Order stamp: messages committed to this peer so far, both classes (the
-     * two tails resume together after a re-attach). R-TAIL publishes it. */
-    *slot_ord(buf) = x->out[peer * 2].tail + x->out[peer * 2 + 1].tail;
+    *slot_ord(buf) = ord;
     uint32_t pos = t->tail;
     t->map[pos & x->mask] = b;
     ST_RELAXED(&t->ring->ent[pos & x->mask], b);
@@ -212,7 +342,7 @@ static void rx_faulty(struct pt_xport *x, uint32_t s, const char *what)
 
 /* The message at the head of ring (s, c), or NULL. Checks every value read
  * from the ring (shm_region.h, "What r trusts"). */
-static void *rx_look(struct pt_xport *x, uint32_t s, uint32_t c)
+static void *ring_look(struct pt_xport *x, uint32_t s, uint32_t c)
 {
     struct shm_rx *q = &x->in[s * 2 + c];
     if (q->head == q->ctail) {
@@ -231,6 +361,149 @@ static void *rx_look(struct pt_xport *x, uint32_t s, uint32_t c)
         return NULL;
     }
     return q->pool + (size_t)b * x->slot_size;
+}
+
+/* ---- fast boxes, receiving ------------------------------------------------- */
+
+/* The directory's count moved: list the boxes claimed since (FB-COUNT,
+ * then the owners). A box names a rank of the job other than us, and a
+ * sender has one box here; anything else is not a value a sender writes. */
+static void fb_pickup(struct pt_xport *x)
+{
+    uint32_t n = LD_ACQUIRE(&x->fbdir->nclaimed); /* pairs with FB-COUNT */
+    x->fb_seen = n;
+    for (uint32_t k = 0; k < PT_SHM_FBOXES && x->nfbrx < PT_SHM_FBOXES; k++) {
+        uint32_t o = LD_ACQUIRE(&x->fbdir->owner[k]); /* after FB-CLAIM */
+        if (!o)
+            continue;
+        uint32_t s = o - 1;
+        bool known = false;
+        for (uint32_t i = 0; i < x->nfbrx; i++)
+            known |= x->fbrx[i].box == pt_shm_fbox(x->base, &x->l, x->me, k);
+        if (known)
+            continue;
+        if (s >= x->n || s == x->me || x->fbrx_of[s]) {
+            continue; /* forged, or a second box of one sender: never read */
+        }
+        struct shm_fbrx *b = &x->fbrx[x->nfbrx++];
+        b->box = pt_shm_fbox(x->base, &x->l, x->me, k);
+        b->s = s;
+        for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+            b->head[c] = LD_RELAXED(&b->box->rx_head[c]); /* ours: resumes a re-attach */
+            b->dec[c] = 0;
+        }
+        x->fbrx_of[s] = (uint16_t)x->nfbrx;
+        pt_shm_rx_list(x, s); /* polled from now on, never dropped (rx_drop) */
+    }
+}
+
+/* The message at the head of box b's lane c, rebuilt into b->out[c], or
+ * NULL. Every value read from the lane is checked (shm_region.h). */
+static void *fb_look(struct pt_xport *x, struct shm_fbrx *b, uint32_t c)
+{
+    if (b->dec[c])
+        return b->out[c]; /* decoded, not yet released (deferred) */
+    const uint32_t lm = PT_SHM_FBLINES - 1;
+    struct pt_shm_fbline *lane = b->box->lane[c];
+    uint32_t pos = b->head[c];
+    struct pt_shm_fbline *ln = &lane[pos & lm];
+    if (LD_ACQUIRE(&ln->seq) != fb_seqv(pos)) /* FB-SEQ-A pairs with FB-SEQ */
+        return NULL;
+    uint32_t mask = ln->mask, len = ln->len, nl = ln->nlines, ord = ln->ord;
+    uint32_t nw = (uint32_t)__builtin_popcount(mask);
+    if (PT_UNLIKELY((mask & ~0x7ffffffeu) || nl < 1 || nl > PT_SHM_FB_MAXLN ||
+                    len < PT_XPORT_HDR_BYTES || len > PT_SHM_FB_MAXMSG ||
+                    nw * 4 + len - PT_XPORT_HDR_BYTES >
+                        PT_SHM_FB_HEAD_BYTES + (nl - 1) * PT_SHM_FB_CONT_BYTES)) {
+        rx_faulty(x, b->s, "a fast-box message no sender writes");
+        return NULL;
+    }
+    unsigned char st[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
+    memcpy(st, ln->data, PT_SHM_FB_HEAD_BYTES);
+    for (uint32_t i = 1; i < nl; i++)
+        memcpy(st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
+               &lane[(pos + i) & lm].ord, PT_SHM_FB_CONT_BYTES);
+    uint32_t *base = b->box->rx_base[c];
+    if (ln->reset)
+        memset(base, 0, 32 * sizeof *base);
+    uint32_t o = 0;
+    for (uint32_t m = mask; m; m &= m - 1) {
+        memcpy(&base[__builtin_ctz(m)], st + o, 4);
+        o += 4;
+    }
+    unsigned char *out = (unsigned char *)b->out[c];
+    memcpy(out, base, PT_XPORT_HDR_BYTES);
+    memcpy(out + PT_XPORT_HDR_BYTES, st + o, len - PT_XPORT_HDR_BYTES);
+    *slot_ord(out) = ord;
+    b->dec[c] = nl;
+    return out;
+}
+
+_Static_assert(sizeof(((struct shm_fbrx *)0)->out[0]) >= PT_SHM_FB_MAXMSG,
+               "a lane's decoded message fits its buffer");
+
+/* Box b's lane c: the message fb_look returned is done (FB-HEAD). */
+static void fb_release(struct shm_fbrx *b, uint32_t c)
+{
+    b->head[c] += b->dec[c];
+    b->dec[c] = 0;
+    ST_RELEASE(&b->box->rx_head[c], b->head[c]); /* FB-HEAD pairs with FB-HEAD-A */
+}
+
+/* Any thread (rx_pending): a message waits in a lane of our block. Reads
+ * only shared words: the directory, each claimed box's heads and lines. */
+static bool fb_pending(struct pt_xport *x)
+{
+    if (!LD_ACQUIRE(&x->fbdir->nclaimed))
+        return false;
+    for (uint32_t k = 0; k < PT_SHM_FBOXES; k++) {
+        uint32_t o = LD_ACQUIRE(&x->fbdir->owner[k]);
+        if (!o || o - 1 >= x->n || LD_RELAXED(&x->rxo[o - 1].bad))
+            continue;
+        struct pt_shm_fbox *box = pt_shm_fbox(x->base, &x->l, x->me, k);
+        for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+            uint32_t h = LD_RELAXED(&box->rx_head[c]);
+            if (LD_ACQUIRE(&box->lane[c][h & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(h))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The next message from sender s in class c, or NULL: the ring's head, or
+ * when s has a fast box here, the earlier (by order stamp) of the ring's and
+ * the lane's heads. q->lane says which. The ring is looked at first: a
+ * message the sender put in the lane before the ring's head is visible once
+ * that head is (FB-ORDER in model/fbox.pml). When the ring was empty and the
+ * lane's head is not the message due, the ring is looked at again: what the
+ * sender put there before that head is visible now. */
+static void *rx_look(struct pt_xport *x, uint32_t s, uint32_t c)
+{
+    struct shm_rx *q = &x->in[s * 2 + c];
+    void *r = ring_look(x, s, c);
+    q->lane = 0;
+    uint32_t bi = x->fbrx_of[s];
+    if (!bi) {
+        /* A ring head that is not the message due may follow messages in a
+         * box claimed before it that we have not listed yet (FB-ORDER). */
+        if (!r || *slot_ord(r) == x->rxo[s].next ||
+            LD_ACQUIRE(&x->fbdir->nclaimed) == x->fb_seen)
+            return r;
+        fb_pickup(x);
+        bi = x->fbrx_of[s];
+        if (!bi)
+            return r;
+    }
+    if (LD_RELAXED(&x->rxo[s].bad))
+        return r;
+    void *f = fb_look(x, &x->fbrx[bi - 1], c);
+    if (f && !r && *slot_ord(f) != x->rxo[s].next)
+        r = ring_look(x, s, c); /* FB-ORDER: the second look */
+    if (f && (!r || (int32_t)(*slot_ord(f) - *slot_ord(r)) < 0)) {
+        q->lane = 1;
+        return f;
+    }
+    return r;
 }
 
 /* Sender s's head in class c has stamp `ord`, not the one due next: its
@@ -294,7 +567,8 @@ static void rx_drop(struct pt_xport *x)
         uint32_t s = x->act[i];
         struct shm_rx *q = &x->in[s * 2];
         bool bad = LD_RELAXED(&x->rxo[s].bad);
-        if (!bad && (x->rxo[s].held || q[0].head != q[0].ctail || q[1].head != q[1].ctail)) {
+        if (!bad && (x->rxo[s].held || x->fbrx_of[s] || q[0].head != q[0].ctail ||
+                     q[1].head != q[1].ctail)) { /* a box sender stays listed */
             i++;
             continue;
         }
@@ -317,6 +591,8 @@ static void rx_drop(struct pt_xport *x)
 
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
+    if (PT_UNLIKELY(LD_RELAXED(&x->fbdir->nclaimed) != x->fb_seen))
+        fb_pickup(x); /* boxes claimed since we last looked */
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 0)
             rx_pickup(x);
@@ -348,7 +624,7 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                 }
                 struct shm_rx *q = &x->in[s * 2 + c];
                 q->ord = ord;
-                if (q->ctail - q->head > 1) {
+                if (!q->lane && q->ctail - q->head > 1) {
                     /* Streaming: the next message's buffer while the engine
                      * handles this one (checked again when it is peeked). */
                     uint32_t nb = LD_RELAXED(&q->ring->ent[(q->head + 1) & x->mask]);
@@ -390,6 +666,10 @@ static void shm_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     x->rxo[peer].next = q->ord + 1;
     if (cls == PT_CLS_REQ)
         x->rxo[peer].req_waits = 0;
+    if (q->lane) {
+        fb_release(&x->fbrx[x->fbrx_of[peer] - 1], cls);
+        return;
+    }
     q->head++;
     ST_RELEASE(q->hd, q->head); /* R-HEAD pairs with the sender's A-HEAD */
     if (!q->adv) { /* for rx_done: its mark is looked at once per pass */
@@ -477,6 +757,8 @@ static bool shm_rx_pending(struct pt_xport *x)
     for (uint32_t k = 0; k < x->l.nsum; k++)
         if (LD_ACQUIRE(&x->sum[k]))
             return true;
+    if (fb_pending(x)) /* the fast boxes: their senders set no bit */
+        return true;
     for (uint32_t wi = 0; wi < x->l.nwords; wi++) {
         uint64_t wv = LD_ACQUIRE(&x->words[wi]);
         while (wv) {

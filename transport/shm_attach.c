@@ -493,6 +493,27 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t 
         for (uint32_t b = l->pool_n[c]; b-- > 0;)
             if (!used[b + (c ? l->pool_n[0] : 0)])
                 x->freel[c][x->nfree[c]++] = (uint16_t)b;
+    /* Fast boxes (shm_region.h): ours as a receiver are listed by the first
+     * peek (fb_seen 0); as a sender, only ranks claim, towards ranks, and a
+     * rank that claimed before (an earlier NI of this slot) resumes its
+     * boxes. */
+    x->fbdir = pt_shm_fbdir(x->base, l, me);
+    x->fb_seen = 0;
+    x->fb_on = !guest && pt_config()->shm_fbox != 0;
+    for (uint32_t p = 0; p < x->np; p++)
+        x->fbtx[p].state = (x->fb_on && p < x->n && p != me) ? 0 : 2;
+    if (x->fb_on && LD_RELAXED(&x->ranks[me].fb_claims)) {
+        for (uint32_t r = 0; r < x->n; r++) {
+            if (r == me)
+                continue;
+            struct pt_shm_fbdir *d = pt_shm_fbdir(x->base, l, r);
+            for (uint32_t k = 0; k < PT_SHM_FBOXES; k++)
+                if (LD_ACQUIRE(&d->owner[k]) == me + 1) {
+                    pt_shm_fb_tx_resume(x, r, k);
+                    break;
+                }
+        }
+    }
     /* Senders whose bit is set were listed by this slot's last owner (their
      * summary bit may be clear): list them now. */
     for (uint32_t wi = 0; wi < l->nwords; wi++) {
@@ -591,9 +612,12 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         (size_t)npool,                                    /* attach: buffers in flight */
         (size_t)np * PT_CLS_NR * sizeof(uint32_t),        /* armed (credit wait) */
         (size_t)np * PT_CLS_NR * sizeof(uint32_t),        /* advl (credit wait)  */
+        (size_t)PT_SHM_FBOXES * sizeof(struct shm_fbrx),  /* fast boxes: ours    */
+        (size_t)np * sizeof(uint16_t),                    /* fbrx_of     */
+        (size_t)np * sizeof(struct shm_fbtx),             /* fbtx        */
     };
     enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING, A_LISTED,
-           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_NR };
+           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_FBRX, A_FBRX_OF, A_FBTX, A_NR };
     size_t at[A_NR];
     x->peer_bytes = 0;
     for (int i = 0; i < A_NR; i++) {
@@ -618,6 +642,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->armed = (_Atomic uint32_t *)(pm + at[A_ARMED]);
     x->advl = (uint32_t *)(pm + at[A_ADV]);
     x->listed = (uint8_t *)(pm + at[A_LISTED]);
+    x->fbrx = (struct shm_fbrx *)(pm + at[A_FBRX]);
+    x->fbrx_of = (uint16_t *)(pm + at[A_FBRX_OF]);
+    x->fbtx = (struct shm_fbtx *)(pm + at[A_FBTX]);
     x->nids = (uint32_t *)(pm + at[A_IDS]);
     x->pids = x->nids + n;
     x->freel[PT_CLS_REQ] = (uint16_t *)(pm + at[A_FREE]);

@@ -42,6 +42,33 @@ struct shm_rx {
     uint32_t ord;                 /* the order stamp of the message peek returned
                                    * (xport.h, "Order")                          */
     uint32_t adv;                 /* on the advanced list (release; rx_done)       */
+    uint32_t lane;                /* the message peek last looked at here is the
+                                   * fast-box lane's, not the ring's              */
+};
+
+/* Fast boxes (shm_region.h, "Fast boxes"): private to the token holder. */
+#define PT_SHM_FB_MAXMSG (PT_XPORT_HDR_BYTES + PT_SHM_FB_HEAD_BYTES + \
+                          (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES)
+#define PT_SHM_FB_AFTER  16u  /* messages to a peer before we claim a box there */
+
+/* Receiving: box k of our block, claimed by sender s. */
+struct shm_fbrx {
+    struct pt_shm_fbox *box;
+    uint32_t s;
+    uint32_t head[PT_CLS_NR];     /* next line to consume, per lane                 */
+    uint32_t dec[PT_CLS_NR];      /* lines of the message decoded into out[c] and
+                                   * not released yet (0: none)                   */
+    uint64_t out[PT_CLS_NR][(PT_SHM_FB_MAXMSG + 7) / 8]; /* what peek returns (8-aligned) */
+};
+
+/* Sending: our box at receiver r. */
+struct shm_fbtx {
+    struct pt_shm_fbox *box;      /* NULL: none (yet, or never: state)              */
+    uint32_t state;               /* 0 not tried, 1 box, 2 none to be had           */
+    uint32_t tail[PT_CLS_NR];     /* next line to fill, per lane                     */
+    uint32_t head[PT_CLS_NR];     /* r's head as last read (FB-HEAD-A)              */
+    uint32_t cnt;                 /* messages sent through the box (order stamps)   */
+    uint32_t reset[PT_CLS_NR];    /* the next message restarts r's base (re-attach) */
 };
 
 /* Sending, per (receiver r, class c): private to the token holder. */
@@ -106,6 +133,15 @@ struct pt_xport {
     uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */
+    /* Fast boxes. Receiving: the boxes of our block we listed, fbrx_of[s]
+     * (index + 1, 0: none) for sender s; fb_seen: the directory's count
+     * when we last looked. Sending: fbtx[r] towards rank r. */
+    struct pt_shm_fbdir *fbdir;
+    struct shm_fbrx *fbrx;
+    uint32_t nfbrx, fb_seen;
+    uint16_t *fbrx_of;
+    struct shm_fbtx *fbtx;
+    bool fb_on;                   /* PTL_SHM_FBOX: we claim boxes                    */
     uint32_t *nids, *pids;        /* private copy of the ranks' (immutable) ids     */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
     void *peer_mem;               /* the mapping that holds the per-peer arrays     */
@@ -129,6 +165,7 @@ const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len);
 
 /* shm.c */
 void pt_shm_rx_list(struct pt_xport *x, uint32_t s);
+void pt_shm_fb_tx_resume(struct pt_xport *x, uint32_t r, uint32_t k);
 void pt_shm_xport_free(struct pt_xport *x);
 
 #endif /* PT_SHM_INT_H */

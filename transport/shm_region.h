@@ -29,6 +29,9 @@
  *     +words_off  _Atomic uint64_t words[nwords]  bit s: sender s has work
  *     +coop_off   _Atomic uint32_t coop[PT_SHM_COOP_WORDS]  p's claim words
  *                 (the cooperative rendezvous, below)
+ *     +fbdir_off  struct pt_shm_fbdir             p's fast-box directory
+ *     +fb_off     struct pt_shm_fbox[PT_SHM_FBOXES]  fast boxes towards p
+ *                 (below, "Fast boxes")
  *     +rings_off  struct pt_shm_ring[P][2]        [s][c]: ring from s to p
  *                 (ring_bytes each, whole cache lines: two at D = 32)
  *     +pool_off   p's buffer pool (page aligned): pool_req request buffers,
@@ -162,12 +165,16 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   7u                     /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   8u                     /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
-                                                 * 7: claim words (coop)      */
+                                                 * 7: claim words (coop);
+                                                 * 8: fast boxes             */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
+#define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
+#define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
+#define PT_SHM_FB_MAXLN  4u                     /* lines one fast-box message may take */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 16384u                /* sanity bound (ptlrun -n); the
@@ -272,7 +279,11 @@ struct pt_shm_rank {
     /* Rank: address of a word holding PT_SHM_MAGIC in its own memory, written
      * ST_RELAXED before R-ATT; peers read it after A-ATT for the CMA probe.   */
     _Atomic uint64_t probe_addr;
-    uint8_t pad_[PT_CACHELINE - 4 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t)];
+    /* Rank: fast boxes it has claimed as a sender, in any receiver's block
+     * (RMW_ADD after each claim; read at its own re-attach, which then
+     * looks for them). Nobody else reads it but dumps.                     */
+    _Atomic uint32_t fb_claims;
+    uint8_t pad_[PT_CACHELINE - 5 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t)];
 
     /* Lines 2-3: the rank's network endpoint name, for transports that
      * address peers by name (ofi; shm.h pt_shm_ep_publish/lookup). Written
@@ -315,6 +326,81 @@ struct pt_shm_ring {
     _Atomic uint16_t ent[];    /* [pos & (D - 1)]: index into s's pool of class c */
 };
 
+/* Fast boxes (docs/architecture.md, "Fast boxes"; model model/fbox.pml).
+ * Receiver r's block holds PT_SHM_FBOXES boxes; a sender s that has sent r
+ * enough messages claims one (both ranks of the job, never guests) and from
+ * then on sends r its small messages through it: two lanes (one per class),
+ * each a ring of PT_SHM_FBLINES cache lines that r polls directly, so a
+ * small message is one line (up to PT_SHM_FB_MAXLN) that r reads where it
+ * polls: no tail, no ring entry, no pool buffer to chase. The header rides
+ * as the words that differ from the previous message of the lane (a mask
+ * and those words), the order stamp beside it. A box is claimed once and
+ * never given back (a job has at most PT_SHM_FBOXES hot senders per
+ * receiver; the rest use the rings, as every message that does not fit a
+ * lane's room or size does).
+ *
+ * Directory (per receiver): owner[k] = s + 1 once s claimed box k
+ * (RMW_CAS 0 -> s + 1, FB-CLAIM, by the claimer), then nclaimed + 1
+ * (RMW_ADD, FB-COUNT). r LD_ACQUIREs nclaimed at every peek (one load of a
+ * line that changes only at claims); when it moved, r LD_ACQUIREs the
+ * owners and lists every box it did not know. A box r has not listed yet
+ * holds at most messages r will find at a later peek (their sender's order
+ * stamps make r wait for them) or through rx_pending, which reads the
+ * directory itself.
+ *
+ * A lane (sender s -> receiver r, class c), positions counted in lines:
+ *   s (commit)                                r (peek / release)
+ *   lines pos+1 .. pos+n-1: seq 0, body       v = LD_ACQUIRE(line[pos].seq) FB-SEQ-A
+ *   line pos: body, ST_RELEASE(seq, 2pos+1)   v == 2pos+1: read the n lines
+ *                                    FB-SEQ   ST_RELEASE(rx_head[c], pos+n) FB-HEAD
+ *   then F-SND and D1 as any commit
+ *   room: LD_ACQUIRE(rx_head[c]) (FB-HEAD-A) when the lane looks full
+ * FB-SEQ pairs with FB-SEQ-A (the body before the sequence word); FB-HEAD
+ * with FB-HEAD-A (r has read the lines before s writes them again). A
+ * message's first line carries 2pos+1 (odd), every other line 0: a line
+ * left from an earlier lap never reads as the message due (the lane is
+ * 2^31 positions round). What r trusts: nothing; the line count, the mask
+ * and the length are checked against the lane's bounds before use, and a
+ * sender that wrote a value no sender writes is never read again.
+ * The lane never stalls a sender: no room (or a message too large) and the
+ * message goes through the ring, the order stamps (xport.h, "Order") keep
+ * the pair's order across the ring and the lane. */
+struct pt_shm_fbdir {
+    PT_ALIGNED _Atomic uint32_t owner[PT_SHM_FBOXES];  /* FB-CLAIM              */
+    PT_ALIGNED _Atomic uint32_t nclaimed;              /* FB-COUNT              */
+    uint8_t pad_[PT_CACHELINE - sizeof(uint32_t)];
+};
+
+struct pt_shm_fbline {
+    _Atomic uint32_t seq;      /* first line of a message: 2pos+1; others 0     */
+    uint32_t ord;              /* first line: the order stamp                    */
+    uint32_t mask;             /* first line: header words that follow (1..30)   */
+    uint16_t len;              /* first line: the message's bytes (header+payload) */
+    uint8_t nlines;            /* first line: lines the message takes            */
+    uint8_t reset;             /* first line: the receiver's base restarts at 0  */
+    uint8_t data[48];          /* the words, then the payload; continuation lines
+                                * carry 60 bytes from &ord on                     */
+};
+#define PT_SHM_FB_HEAD_BYTES 48u  /* stream bytes in a message's first line      */
+#define PT_SHM_FB_CONT_BYTES 60u  /* stream bytes in each further line           */
+
+struct pt_shm_fbox {
+    /* Line 0: written by the owner (the sender) only, relaxed: its lane
+     * tails and messages sent, so that it resumes after a re-attach. */
+    PT_ALIGNED _Atomic uint32_t tx_tail[PT_CLS_NR];
+    _Atomic uint32_t tx_cnt;
+    /* Line 1: written by the receiver only: how far it consumed (FB-HEAD). */
+    PT_ALIGNED _Atomic uint32_t rx_head[PT_CLS_NR];
+    /* The delta bases: the last header of each lane, as the sender sent it
+     * (its lines) and as the receiver rebuilt it (its lines). Private to each
+     * side; in the region only so that a re-attach resumes them. */
+    PT_ALIGNED uint32_t tx_base[PT_CLS_NR][32];
+    PT_ALIGNED uint32_t rx_base[PT_CLS_NR][32];
+    PT_ALIGNED struct pt_shm_fbline lane[PT_CLS_NR][PT_SHM_FBLINES];
+};
+_Static_assert(sizeof(struct pt_shm_fbline) == PT_CACHELINE, "a fast-box line is a cache line");
+_Static_assert((PT_SHM_FBLINES & (PT_SHM_FBLINES - 1)) == 0, "lanes are a power of two long");
+
 /* Byte offsets of every part of a region; the ONE place the layout is computed. */
 struct pt_shm_layout {
     uint32_t nprocs;       /* process slots: nranks + nguests                    */
@@ -325,7 +411,7 @@ struct pt_shm_layout {
     uint64_t off_ranks;    /* struct pt_shm_rank[nprocs]                         */
     uint64_t off_procs;    /* nprocs process blocks                              */
     uint64_t proc_bytes;   /* one process block, page rounded                    */
-    uint64_t sum_off, words_off, coop_off, rings_off, pool_off; /* in a block   */
+    uint64_t sum_off, words_off, coop_off, fbdir_off, fb_off, rings_off, pool_off; /* in a block */
     uint64_t ring_bytes;   /* one descriptor ring, cache-line rounded            */
     uint64_t off_trace;    /* nprocs trace areas (util/trace.h)                  */
     uint64_t trace_bytes;  /* one rank's trace area                              */
@@ -361,7 +447,9 @@ static inline int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot
     l->sum_off = pt_shm_round_up(n * PT_CLS_NR * sizeof(uint32_t), PT_CACHELINE);
     l->words_off = l->sum_off + pt_shm_round_up(l->nsum * sizeof(uint64_t), PT_CACHELINE);
     l->coop_off = l->words_off + pt_shm_round_up(l->nwords * sizeof(uint64_t), PT_CACHELINE);
-    l->rings_off = l->coop_off + pt_shm_round_up(PT_SHM_COOP_WORDS * sizeof(uint32_t), PT_CACHELINE);
+    l->fbdir_off = l->coop_off + pt_shm_round_up(PT_SHM_COOP_WORDS * sizeof(uint32_t), PT_CACHELINE);
+    l->fb_off = l->fbdir_off + sizeof(struct pt_shm_fbdir);
+    l->rings_off = l->fb_off + (uint64_t)PT_SHM_FBOXES * sizeof(struct pt_shm_fbox);
     l->pool_off = pt_shm_round_up(l->rings_off + n * PT_CLS_NR * l->ring_bytes, PT_SHM_PAGE);
     l->proc_bytes = pt_shm_round_up(l->pool_off + ((uint64_t)pool_req + pool_rsp) * slot_size,
                              PT_SHM_PAGE);
@@ -399,6 +487,16 @@ static inline _Atomic uint64_t *pt_shm_sum(void *base, const struct pt_shm_layou
                                            uint32_t r)
 {
     return (_Atomic uint64_t *)(pt_shm_proc(base, l, r) + l->sum_off);
+}
+/* Receiver p's fast-box directory and box k. */
+static inline struct pt_shm_fbdir *pt_shm_fbdir(void *base, const struct pt_shm_layout *l, uint32_t p)
+{
+    return (struct pt_shm_fbdir *)(pt_shm_proc(base, l, p) + l->fbdir_off);
+}
+static inline struct pt_shm_fbox *pt_shm_fbox(void *base, const struct pt_shm_layout *l, uint32_t p,
+                                              uint32_t k)
+{
+    return (struct pt_shm_fbox *)(pt_shm_proc(base, l, p) + l->fb_off) + k;
 }
 /* Process p's claim words (PT_SHM_COOP_WORDS). */
 static inline _Atomic uint32_t *pt_shm_coop(void *base, const struct pt_shm_layout *l, uint32_t p)

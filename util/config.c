@@ -63,6 +63,8 @@ static struct pt_tunable g_table[] = {
       "rendezvous transfers one NI moves at once (pulls, pushes, copy-mode streams; rounded up to a power of two); more wait their turn"),
     T("PTL_CMA", cma, 1, 0, 1,
       "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
+    T("PTL_SHM_FBOX", shm_fbox, 1, 0, 1,
+      "1: after 16 messages to a rank, a sender claims a fast box in the receiver's block (32 per receiver, first come) and sends its small messages there, one cache line each, which the receiver polls directly; 0: every message goes through the descriptor rings and the buffer pools"),
     T("PTL_MAX_PT_INDEX", max_pt_index, 63, 7, 255,
       "highest portal index an NI offers (REF offers 7; Cray-era clients use up to 38)"),
     T("PTL_MAX_OBJECTS", max_objs, PT_CFG_MAX_OBJECTS, 16, PT_CFG_MAX_OBJECTS,

@@ -7,8 +7,10 @@
  * with fstat, and checks it against:
  *   - the header's total_size and pt_shm_layout() of the header's geometry;
  *   - a closed form from the geometry alone, per process slot P:
- *       pools + trace   <= size / P <= pools + trace + 3 pages + P x per_peer
- *     with pools = (pool_req + pool_rsp) x slot_size, per_peer = two rings,
+ *       fixed <= size / P <= fixed + 3 pages + P x per_peer
+ *     with fixed = the pools ((pool_req + pool_rsp) x slot_size), the trace
+ *     area and the fast boxes (a directory and PT_SHM_FBOXES boxes: the
+ *     receiver's side, claimed by its hot senders), per_peer = two rings,
  *     two heads and a bitmap bit (the parts that grow with P);
  *   - the bar: size / nranks <= 4 MiB + 1 KiB x nranks.
  * Then the ranks exchange one put each around a ring (the job works at that
@@ -45,7 +47,8 @@ int main(void)
         mp_die("region is %llu bytes; header says %llu, layout %llu", (unsigned long long)size,
                (unsigned long long)h->total_size, (unsigned long long)l.total);
     const uint64_t fixed = (uint64_t)(h->pool_req + h->pool_rsp) * h->slot_size +
-                           PT_TRACE_AREA_BYTES;
+                           PT_TRACE_AREA_BYTES + sizeof(struct pt_shm_fbdir) +
+                           PT_SHM_FBOXES * sizeof(struct pt_shm_fbox);
     const uint64_t ring = (8 + 2 * (uint64_t)h->qslots + 63) / 64 * 64;
     const double per_peer = 2.0 * ring + 2 * 4 + 1.0 / 8;
     const double per_slot = (double)size / P;

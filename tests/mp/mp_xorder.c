@@ -19,6 +19,14 @@
  * it (the scan missed it, then found the request), and of two visible heads
  * the response always went first, though the request was older.
  *
+ * Fast boxes (shm_region.h): after 16 messages rank 1 claims a box at rank 0
+ * and its small messages take the lanes, its larger ones (a length drawn per
+ * message: one in four between 4 and 1,000 payload bytes, more than a lane
+ * message holds for most) and those that find a lane full take the rings, so
+ * the order is checked across the rings and the lanes of both classes, and
+ * every payload byte is checked (a lane message spans up to four lines).
+ * Registered once more with PTL_SHM_FBOX=0 (the rings alone).
+ *
  *   usage (under ptlrun -n 2): mp_xorder [messages] [seed]
  *   prints "mp_xorder: OK ..." on rank 0
  */
@@ -67,7 +75,24 @@ static uint64_t rng(uint64_t *s)
     return *s;
 }
 
-static void mark(void *slot, uint32_t v) { memcpy((char *)slot + MARK_OFF, &v, sizeof v); }
+/* Payload bytes of message i: 4 (the index) or, one in four, 4 .. 1,003. */
+static uint32_t *g_len;
+
+static void mark(void *slot, uint32_t v)
+{
+    memcpy((char *)slot + MARK_OFF, &v, sizeof v);
+    unsigned char *p = (unsigned char *)slot + MARK_OFF + sizeof v;
+    for (uint32_t k = 4; k < g_len[v]; k++)
+        p[k - 4] = (unsigned char)(v * 31u + k);
+}
+static void check_body(const void *slot, uint32_t v)
+{
+    const unsigned char *p = (const unsigned char *)slot + MARK_OFF + sizeof v;
+    for (uint32_t k = 4; k < g_len[v]; k++)
+        if (p[k - 4] != (unsigned char)(v * 31u + k))
+            die("message %u: payload byte %u is %u, not %u", v, k, p[k - 4],
+                (unsigned char)(v * 31u + k));
+}
 static uint32_t marked(const void *slot)
 {
     uint32_t v;
@@ -84,7 +109,7 @@ static void send_one(uint32_t peer, enum pt_cls c, uint32_t v, double t0)
         sched_yield();
     }
     mark(slot, v);
-    xo->commit(xp, peer, c, PT_XPORT_HDR_BYTES + sizeof v);
+    xo->commit(xp, peer, c, PT_XPORT_HDR_BYTES + g_len[v]);
 }
 
 static void *recv_one(uint32_t *peer, enum pt_cls *c, double t0)
@@ -112,11 +137,16 @@ int main(int argc, char **argv)
         die("needs a job of 2 ranks (ptlrun -n 2), got %u", info.nranks);
     /* The class of message i, as both ranks draw it. */
     uint8_t *cls = malloc((size_t)n);
-    if (!cls)
+    g_len = malloc(sizeof *g_len * ((size_t)n + 1));
+    if (!cls || !g_len)
         die("out of memory (%ld messages)", n);
     uint64_t s = seed;
-    for (long i = 0; i < n; i++)
-        cls[i] = (uint8_t)(rng(&s) >> 40 & 1); /* PT_CLS_REQ 0, PT_CLS_RSP 1 */
+    for (long i = 0; i < n; i++) {
+        uint64_t v = rng(&s);
+        cls[i] = (uint8_t)(v >> 40 & 1); /* PT_CLS_REQ 0, PT_CLS_RSP 1 */
+        g_len[i] = (v >> 41 & 3) ? 4 : 4 + (uint32_t)(v >> 44) % 1000;
+    }
+    g_len[n] = 4; /* rank 0's "done" */
     double t0 = now_s();
     uint32_t peer;
     enum pt_cls c;
@@ -139,6 +169,7 @@ int main(int argc, char **argv)
         xo->release(xp, peer, c);
         xo->close(xp);
         free(cls);
+        free(g_len);
         return 0;
     }
 
@@ -160,6 +191,7 @@ int main(int argc, char **argv)
         if (at[c] >= nq[c] || m != q[c][at[c]])
             die("class FIFO broken: message %ld, expected %ld", m,
                 at[c] < nq[c] ? q[c][at[c]] : -1L);
+        check_body(slot, (uint32_t)m);
         long other = at[c ^ 1] < nq[c ^ 1] ? q[c ^ 1][at[c ^ 1]] : n;
         if (m > other) {
             if (c != PT_CLS_RSP || deferred != other)
@@ -189,5 +221,6 @@ int main(int argc, char **argv)
     free(q[0]);
     free(q[1]);
     free(cls);
+    free(g_len);
     return 0;
 }
