@@ -153,6 +153,8 @@ static int drain_rx(struct pt_nic *nic)
         struct pt_wire_hdr *h = nic->xo->peek(nic->x, &peer, &cls);
         if (!h)
             break;
+        if (b == 0)
+            pt_wait_rx_hint(&nic->w); /* a polling waiter's D4 line, while we work */
         PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
         PT_TRACE(nic, PT_TR_RX, PT_TV_MSG(peer, cls, h->op));
         if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {

@@ -3,8 +3,9 @@
  * (issue 6, exhaustion). Four ranks:
  *   rank 3  the slow receiver: sends its OS pid to rank 0, then stops itself
  *           (SIGSTOP: the NIC thread stops too, so nothing drains its queues);
- *   rank 2  streams K puts to rank 3; its credits (queue slots) run out, so
- *           at most PTL_QUEUE_SLOTS of them can leave until rank 3 drains;
+ *   rank 2  streams K puts to rank 3; its credits (ring entries, and the
+ *           fast box's request lane) run out, so at most PTL_QUEUE_SLOTS + 32
+ *           of them can leave until rank 3 drains;
  *   rank 0  ping-pongs with rank 1 while rank 3 is stopped: the unaffected
  *           pair must keep moving (a count of round trips, not a time);
  *           then it resumes rank 3 (SIGCONT).
@@ -144,8 +145,12 @@ int main(void)
             mp_expect(eq, PTL_EVENT_SEND_END, "send completion to rank 3");
             ends++;
         }
-        const char *qs = getenv("PTL_QUEUE_SLOTS");
-        int credits = qs ? atoi(qs) : 64;
+        /* Credits: the ring's entries (PTL_QUEUE_SLOTS, 32; 64 leaves room for
+         * what rank 3 took before it stopped) and, once rank 2 has claimed a
+         * fast box at rank 3, the request lane's 32 lines (transport/
+         * shm_region.h, "Fast boxes": a lane is credit beside the ring). */
+        const char *qs = getenv("PTL_QUEUE_SLOTS"), *fb = getenv("PTL_SHM_FBOX");
+        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) == 0 ? 0 : 32);
         if (sent_before_block < 0)
             mp_die("never flow-controlled: %d puts left while rank 3 was stopped", K);
         if (sent_before_block > credits)
