@@ -502,7 +502,9 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t 
     x->fb_on = !guest && pt_config()->shm_fbox != 0;
     for (uint32_t p = 0; p < x->np; p++)
         x->fbtx[p].state = (x->fb_on && p < x->n && p != me) ? 0 : 2;
-    if (x->fb_on && LD_RELAXED(&x->ranks[me].fb_claims)) {
+    /* (Resumed even with PTL_SHM_FBOX=0 now: the box's message count is
+     * part of the pair's order stamps; the setting only stops new claims.) */
+    if (!guest && LD_RELAXED(&x->ranks[me].fb_claims)) {
         for (uint32_t r = 0; r < x->n; r++) {
             if (r == me)
                 continue;
