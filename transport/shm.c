@@ -281,11 +281,12 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
      * the fast box (the tails and the box's count resume together after a
      * re-attach). R-TAIL or FB-SEQ publishes it. */
     uint32_t ord = x->out[peer * 2].tail + x->out[peer * 2 + 1].tail + f->cnt;
-    if (f->state == 1) {
+    if (f->state == 1 && x->out[peer * 2].streak + x->out[peer * 2 + 1].streak < x->fb_streak) {
         /* The buffer reserve returned stays on top of the free stack (it
          * is hot for the next message): the message goes to the lane. */
         const char *buf = x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
         if (fb_send(x, f, cls, buf, len, ord)) {
+            t->streak++;
             PT_PERTURB();
             FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
             wake_if_sleeping_fenced(&x->ranks[peer].bell);

@@ -500,6 +500,8 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t 
     x->fbdir = pt_shm_fbdir(x->base, l, me);
     x->fb_seen = 0;
     x->fb_on = !guest && pt_config()->shm_fbox != 0;
+    x->fb_streak = pt_config()->shm_fbox_streak ? (uint32_t)pt_config()->shm_fbox_streak
+                                                : UINT32_MAX;
     for (uint32_t p = 0; p < x->np; p++)
         x->fbtx[p].state = (x->fb_on && p < x->n && p != me) ? 0 : 2;
     /* (Resumed even with PTL_SHM_FBOX=0 now: the box's message count is

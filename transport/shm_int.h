@@ -51,6 +51,7 @@ struct shm_rx {
                           (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES)
 #define PT_SHM_FB_AFTER  16u  /* messages to a peer before we claim a box there */
 
+
 /* Receiving: box k of our block, claimed by sender s. */
 struct shm_fbrx {
     struct pt_shm_fbox *box;
@@ -142,6 +143,13 @@ struct pt_xport {
     uint16_t *fbrx_of;
     struct shm_fbtx *fbtx;
     bool fb_on;                   /* PTL_SHM_FBOX: we claim boxes                    */
+    /* PTL_SHM_FBOX_STREAK (0: none): a stream (messages sent since the peer
+     * last sent us one) takes the rings from this many on. Through a lane,
+     * whose receiver polls the very lines we write, a stream made the
+     * offload message rate half the rings' (bench/results-notes.md, "Fast
+     * boxes"); an answer, or the start of a burst, is the latency case the
+     * lanes are for. */
+    uint32_t fb_streak;
     uint32_t *nids, *pids;        /* private copy of the ranks' (immutable) ids     */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
     void *peer_mem;               /* the mapping that holds the per-peer arrays     */

@@ -65,6 +65,8 @@ static struct pt_tunable g_table[] = {
       "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
     T("PTL_SHM_FBOX", shm_fbox, 1, 0, 1,
       "1: after 16 messages to a rank, a sender claims a fast box in the receiver's block (32 per receiver, first come) and sends its small messages there, one cache line each, which the receiver polls directly; 0: every message goes through the descriptor rings and the buffer pools"),
+    T("PTL_SHM_FBOX_STREAK", shm_fbox_streak, 4, 0, 1 << 30,
+      "a sender that holds a fast box sends through the rings from this many messages in a row to one rank without an answer (a stream; the lanes serve requests and answers, where latency counts: a stream through a lane halved the offload message rate); 0: no limit"),
     T("PTL_MAX_PT_INDEX", max_pt_index, 63, 7, 255,
       "highest portal index an NI offers (REF offers 7; Cray-era clients use up to 38)"),
     T("PTL_MAX_OBJECTS", max_objs, PT_CFG_MAX_OBJECTS, 16, PT_CFG_MAX_OBJECTS,

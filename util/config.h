@@ -45,6 +45,7 @@ struct pt_config {
     int64_t rndv_coop_takeback; /* PTL_RNDV_COOP_TAKEBACK: unclaimed parts taken back */
     int64_t cma;            /* PTL_CMA: 0 forbids process_vm_readv                   */
     int64_t shm_fbox;       /* PTL_SHM_FBOX: senders claim fast boxes (shm)          */
+    int64_t shm_fbox_streak; /* PTL_SHM_FBOX_STREAK: a stream takes the rings from here */
     int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
     int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
     int64_t req_slots;      /* PTL_REQ_SLOTS: requests waiting for answers, per NI   */
