@@ -20,8 +20,7 @@
  *
  *   usage (under ptlrun -n 3, memfd mode): mp_forged_fbox [rounds]
  */
-#include "mp_util.h"
-#include "shm_region.h"
+#include "mp_region.h"
 #include "xport.h"
 
 #include <limits.h>
@@ -36,15 +35,7 @@
 
 static char *g_base;
 
-static struct pt_shm_layout layout(void)
-{
-    const struct pt_shm_hdr *h = (const struct pt_shm_hdr *)g_base;
-    struct pt_shm_layout l;
-    if (pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, h->pool_req, h->pool_rsp,
-                      &l) != 0)
-        mp_die("cannot compute the region's layout");
-    return l;
-}
+static struct pt_shm_layout layout(void) { return mp_region_layout(g_base); }
 
 /* Claim a free box of receiver r for `owner` (the directory's last free
  * one: the real senders claim from the first). Returns its index. */

@@ -18,8 +18,7 @@
  *
  *   usage (under ptlrun -n 3, memfd mode): mp_forged_qhdr [rounds]
  */
-#include "mp_util.h"
-#include "shm_region.h"
+#include "mp_region.h"
 #include "xport.h"
 
 #include <stdio.h>
@@ -50,15 +49,7 @@ static struct flags *flags(void)
 
 static void map_region(void) { g_base = mp_map_job_region(); }
 
-static struct pt_shm_layout layout(void)
-{
-    const struct pt_shm_hdr *h = (const struct pt_shm_hdr *)g_base;
-    struct pt_shm_layout l;
-    if (pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, h->pool_req, h->pool_rsp,
-                      &l) != 0)
-        mp_die("cannot compute the region's layout");
-    return l;
-}
+static struct pt_shm_layout layout(void) { return mp_region_layout(g_base); }
 
 /* Rewrite what a third rank can write without owning it, on the paths
  * between ranks 0 and 1: their "senders with work" bitmaps and summary
