@@ -163,6 +163,14 @@ static inline void wake_if_sleeping_fenced(struct pt_waitword *w)
 
 static inline uint32_t fb_seqv(uint32_t pos) { return pos * 2u + 1u; }
 
+/* A further line's 60 bytes: everything after its sequence word. */
+static inline unsigned char *fb_cont(struct pt_shm_fbline *ln)
+{
+    return (unsigned char *)ln + sizeof ln->seq;
+}
+_Static_assert(sizeof(struct pt_shm_fbline) - sizeof(uint32_t) == PT_SHM_FB_CONT_BYTES,
+               "a further line carries all but its sequence word");
+
 /* Our box k at receiver r is ours from now on: resume its state from the
  * region (its owner line: written by us only), the first message of each
  * lane restarting the receiver's base (a re-attach cannot know whether the
@@ -247,7 +255,7 @@ static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const 
     for (uint32_t i = 1; i < nl; i++) {
         struct pt_shm_fbline *ln = &lane[(pos + i) & lm];
         ST_RELAXED(&ln->seq, 0);
-        memcpy(&ln->ord, st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
+        memcpy(fb_cont(ln), st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
                PT_SHM_FB_CONT_BYTES);
     }
     struct pt_shm_fbline *ln = &lane[pos & lm];
@@ -423,7 +431,7 @@ static void *fb_look(struct pt_xport *x, struct shm_fbrx *b, uint32_t c)
     memcpy(st, ln->data, PT_SHM_FB_HEAD_BYTES);
     for (uint32_t i = 1; i < nl; i++)
         memcpy(st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
-               &lane[(pos + i) & lm].ord, PT_SHM_FB_CONT_BYTES);
+               fb_cont(&lane[(pos + i) & lm]), PT_SHM_FB_CONT_BYTES);
     uint32_t *base = b->box->rx_base[c];
     if (ln->reset)
         memset(base, 0, 32 * sizeof *base);
