@@ -31,7 +31,8 @@
 
 /* rx_drop's hysteresis: idle senders are unlisted after this many empty
  * peeks in a row, or at every empty peek while more than DROP_LISTED are
- * listed (a long active list costs every peek). */
+ * listed (a long active list costs every peek) beside the fast-box senders
+ * (listed for good, at most PT_SHM_FBOXES). */
 #define PT_SHM_DROP_PEEKS  64
 #define PT_SHM_DROP_LISTED 8
 
@@ -653,7 +654,7 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
          * bit set and commits with a load of it, while one dropped and
          * listed again costs an RMW on each side per message (a ping-pong
          * would pay that on every message). */
-        if (x->nact > PT_SHM_DROP_LISTED || ++x->idle_peeks >= PT_SHM_DROP_PEEKS) {
+        if (x->nact > PT_SHM_DROP_LISTED + x->nfbrx || ++x->idle_peeks >= PT_SHM_DROP_PEEKS) {
             x->idle_peeks = 0;
             rx_drop(x);
         }
