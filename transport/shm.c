@@ -211,22 +211,47 @@ static void fb_claim(struct pt_xport *x, uint32_t r)
     }
 }
 
+/* Bits set in v (the library is built for any x86-64: no popcnt). */
+static inline uint32_t fb_pop(uint32_t v)
+{
+    v = v - ((v >> 1) & 0x55555555u);
+    v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+    return (((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
+
+/* Header words 1..30 that differ from the base (0: xseq; 31: xord, the
+ * stamp travels beside): compared 64 bits at a time, the words of a header
+ * mostly repeat. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "word 2i is the low half of pair i");
+static inline uint32_t fb_diff(const uint64_t w[16], const uint64_t b[16])
+{
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < 16; i++) {
+        uint64_t d = w[i] ^ b[i];
+        if (d)
+            mask |= ((uint32_t)((uint32_t)d != 0) | (uint32_t)((d >> 32) != 0) << 1) << (2 * i);
+    }
+    return mask & 0x7ffffffeu;
+}
+
 /* Send the message in buf (len bytes: header, payload) through our box's
  * lane of class cls, if it fits in size and room. False: use the ring. */
 static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const char *buf,
                     uint32_t len, uint32_t ord)
 {
+    (void)x;
     if (len < PT_XPORT_HDR_BYTES || len > PT_SHM_FB_MAXMSG)
         return false;
     uint32_t *base = f->box->tx_base[cls];
-    uint32_t w[32];
-    memcpy(w, buf, sizeof w);
-    uint32_t mask = 0;
     const bool reset = f->reset[cls]; /* against a zero base */
-    for (uint32_t i = 1; i < 31; i++) /* word 0: xseq; 31: xord (the stamp) */
-        if (w[i] != (reset ? 0u : base[i]))
-            mask |= 1u << i;
-    uint32_t nw = (uint32_t)__builtin_popcount(mask), plen = len - PT_XPORT_HDR_BYTES;
+    uint64_t w[16], b[16];
+    memcpy(w, buf, sizeof w);
+    if (reset)
+        memset(b, 0, sizeof b);
+    else
+        memcpy(b, base, sizeof b);
+    uint32_t mask = fb_diff(w, b);
+    uint32_t nw = fb_pop(mask), plen = len - PT_XPORT_HDR_BYTES;
     uint32_t need = nw * 4 + plen, nl = 1;
     if (need > PT_SHM_FB_HEAD_BYTES)
         nl += (need - PT_SHM_FB_HEAD_BYTES + PT_SHM_FB_CONT_BYTES - 1) / PT_SHM_FB_CONT_BYTES;
@@ -240,32 +265,35 @@ static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const 
         if (pos + nl - f->head[cls] > PT_SHM_FBLINES)
             return false;
     }
-    /* The stream: the changed words, then the payload. */
-    unsigned char st[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
+    struct pt_shm_fbline *lane = f->box->lane[cls];
+    const uint32_t lm = PT_SHM_FBLINES - 1;
+    struct pt_shm_fbline *ln = &lane[pos & lm];
+    /* The stream: the changed words, then the payload; straight into the
+     * first line when it fits there (an 8 B put), else staged. */
+    unsigned char stage[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
+    unsigned char *st = nl == 1 ? ln->data : stage;
+    const unsigned char *wb = (const unsigned char *)w;
     uint32_t o = 0;
     for (uint32_t m = mask; m; m &= m - 1) {
-        uint32_t i = (uint32_t)__builtin_ctz(m);
-        memcpy(st + o, &w[i], 4);
+        memcpy(st + o, wb + 4 * (uint32_t)__builtin_ctz(m), 4);
         o += 4;
     }
     memcpy(st + o, buf + PT_XPORT_HDR_BYTES, plen);
-    struct pt_shm_fbline *lane = f->box->lane[cls];
-    const uint32_t lm = PT_SHM_FBLINES - 1;
     /* Further lines first, then the first line's body, then its sequence
      * word (FB-SEQ): r sees the message whole or not at all. */
     for (uint32_t i = 1; i < nl; i++) {
-        struct pt_shm_fbline *ln = &lane[(pos + i) & lm];
-        ST_RELAXED(&ln->seq, 0);
-        memcpy(fb_cont(ln), st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
+        struct pt_shm_fbline *cl = &lane[(pos + i) & lm];
+        ST_RELAXED(&cl->seq, 0);
+        memcpy(fb_cont(cl), stage + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
                PT_SHM_FB_CONT_BYTES);
     }
-    struct pt_shm_fbline *ln = &lane[pos & lm];
     ln->ord = ord;
     ln->mask = mask;
     ln->len = (uint16_t)len;
     ln->nlines = (uint8_t)nl;
     ln->reset = (uint8_t)reset;
-    memcpy(ln->data, st, PT_SHM_FB_HEAD_BYTES);
+    if (nl > 1)
+        memcpy(ln->data, stage, PT_SHM_FB_HEAD_BYTES);
     ST_RELEASE(&ln->seq, fb_seqv(pos)); /* FB-SEQ pairs with FB-SEQ-A */
     if (reset) {
         memset(base, 0, 32 * sizeof *base);
@@ -273,7 +301,7 @@ static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const 
     }
     for (uint32_t m = mask; m; m &= m - 1) {
         uint32_t i = (uint32_t)__builtin_ctz(m);
-        base[i] = w[i];
+        memcpy(&base[i], wb + 4 * i, 4);
     }
     f->tail[cls] = pos + nl;
     f->cnt++;
@@ -420,7 +448,7 @@ static void *fb_look(struct pt_xport *x, struct shm_fbrx *b, uint32_t c)
     if (LD_ACQUIRE(&ln->seq) != fb_seqv(pos)) /* FB-SEQ-A pairs with FB-SEQ */
         return NULL;
     uint32_t mask = ln->mask, len = ln->len, nl = ln->nlines, ord = ln->ord;
-    uint32_t nw = (uint32_t)__builtin_popcount(mask);
+    uint32_t nw = fb_pop(mask);
     if (PT_UNLIKELY((mask & ~0x7ffffffeu) || nl < 1 || nl > PT_SHM_FB_MAXLN ||
                     len < PT_XPORT_HDR_BYTES || len > PT_SHM_FB_MAXMSG ||
                     nw * 4 + len - PT_XPORT_HDR_BYTES >
@@ -428,11 +456,16 @@ static void *fb_look(struct pt_xport *x, struct shm_fbrx *b, uint32_t c)
         rx_faulty(x, b->s, "a fast-box message no sender writes");
         return NULL;
     }
-    unsigned char st[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
-    memcpy(st, ln->data, PT_SHM_FB_HEAD_BYTES);
-    for (uint32_t i = 1; i < nl; i++)
-        memcpy(st + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
-               fb_cont(&lane[(pos + i) & lm]), PT_SHM_FB_CONT_BYTES);
+    /* The stream: read in place when it is the first line alone. */
+    unsigned char stage[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
+    const unsigned char *st = ln->data;
+    if (nl > 1) {
+        memcpy(stage, ln->data, PT_SHM_FB_HEAD_BYTES);
+        for (uint32_t i = 1; i < nl; i++)
+            memcpy(stage + PT_SHM_FB_HEAD_BYTES + (i - 1) * PT_SHM_FB_CONT_BYTES,
+                   fb_cont(&lane[(pos + i) & lm]), PT_SHM_FB_CONT_BYTES);
+        st = stage;
+    }
     uint32_t *base = b->box->rx_base[c];
     if (ln->reset)
         memset(base, 0, 32 * sizeof *base);
