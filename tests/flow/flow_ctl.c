@@ -150,7 +150,7 @@ int main(void)
          * fast box at rank 3, the request lane's 32 lines (transport/
          * shm_region.h, "Fast boxes": a lane is credit beside the ring). */
         const char *qs = getenv("PTL_QUEUE_SLOTS"), *fb = getenv("PTL_SHM_FBOX");
-        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) == 0 ? 0 : 32);
+        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) != 0 ? 32 : 0);
         if (sent_before_block < 0)
             mp_die("never flow-controlled: %d puts left while rank 3 was stopped", K);
         if (sent_before_block > credits)
