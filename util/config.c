@@ -64,7 +64,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_CMA", cma, 1, 0, 1,
       "0 forbids process_vm_readv/writev; rendezvous then copies through the region"),
     T("PTL_SHM_FBOX", shm_fbox, 0, 0, 1,
-      "1: after 16 messages to a rank, a sender claims a fast box in the receiver's block (32 per receiver, first come) and sends its small messages there, one cache line each, which the receiver polls directly (8 B latency 1.3-1.5x Open MPI instead of 1.8-2x in the slow core placement); 0 (default until a lost wake-up seen once in the perturbation build's 256-rank all-to-all is understood): every message goes through the descriptor rings and the buffer pools"),
+      "1: after 16 messages to a rank, a sender claims a fast box in the receiver's block (32 per receiver, first come) and sends its small messages there, one cache line each, which the receiver polls directly (8 B latency 1.3-1.5x Open MPI instead of 1.8-2x in the slow core placement); 0 (the default until a full tests/run-all of the final code passes with them on): every message goes through the descriptor rings and the buffer pools"),
     T("PTL_SHM_FBOX_STREAK", shm_fbox_streak, 4, 0, 1 << 30,
       "a sender that holds a fast box sends through the rings from this many messages in a row to one rank without an answer (a stream; the lanes serve requests and answers, where latency counts: a stream through a lane halved the offload message rate); 0: no limit"),
     T("PTL_MAX_PT_INDEX", max_pt_index, 63, 7, 255,
