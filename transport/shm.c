@@ -120,6 +120,13 @@ static bool tx_arm_pool(struct pt_xport *x, uint32_t cls)
     return x->nfree[cls] != 0;
 }
 
+/* The buffer at the top of our free stack of class c (nfree[c] > 0): the one
+ * reserve hands out and commit takes. */
+static inline char *pool_top(struct pt_xport *x, uint32_t c)
+{
+    return x->pool[c] + (size_t)x->freel[c][x->nfree[c] - 1] * x->slot_size;
+}
+
 static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
     if (PT_UNLIKELY(peer >= x->np))
@@ -141,7 +148,7 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     }
     /* The buffer at the top of the free stack; commit takes it. A reserve
      * that is not committed leaves nothing behind. */
-    return x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
+    return pool_top(x, cls);
 }
 
 static inline uint32_t *slot_ord(void *slot)
@@ -236,10 +243,9 @@ static inline uint32_t fb_diff(const uint64_t w[16], const uint64_t b[16])
 
 /* Send the message in buf (len bytes: header, payload) through our box's
  * lane of class cls, if it fits in size and room. False: use the ring. */
-static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const char *buf,
-                    uint32_t len, uint32_t ord)
+static bool fb_send(struct shm_fbtx *f, uint32_t cls, const char *buf, uint32_t len,
+                    uint32_t ord)
 {
-    (void)x;
     if (len < PT_XPORT_HDR_BYTES || len > PT_SHM_FB_MAXMSG)
         return false;
     uint32_t *base = f->box->tx_base[cls];
@@ -295,14 +301,9 @@ static bool fb_send(struct pt_xport *x, struct shm_fbtx *f, uint32_t cls, const 
     if (nl > 1)
         memcpy(ln->data, stage, PT_SHM_FB_HEAD_BYTES);
     ST_RELEASE(&ln->seq, fb_seqv(pos)); /* FB-SEQ pairs with FB-SEQ-A */
-    if (reset) {
-        memset(base, 0, 32 * sizeof *base);
-        f->reset[cls] = 0;
-    }
-    for (uint32_t m = mask; m; m &= m - 1) {
-        uint32_t i = (uint32_t)__builtin_ctz(m);
-        memcpy(&base[i], wb + 4 * i, 4);
-    }
+    /* The base is now this header (words 0 and 31 are never compared). */
+    memcpy(base, w, sizeof w);
+    f->reset[cls] = 0;
     f->tail[cls] = pos + nl;
     f->cnt++;
     ST_RELAXED(&f->box->tx_tail[cls], pos + nl); /* for a re-attach only */
@@ -321,8 +322,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     if (f->state == 1 && x->out[peer * 2].streak + x->out[peer * 2 + 1].streak < x->fb_streak) {
         /* The buffer reserve returned stays on top of the free stack (it
          * is hot for the next message): the message goes to the lane. */
-        const char *buf = x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
-        if (fb_send(x, f, cls, buf, len, ord)) {
+        if (fb_send(f, cls, pool_top(x, cls), len, ord)) {
             t->streak++;
             PT_PERTURB();
             FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
@@ -347,7 +347,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     if (++t->streak >= 2 && len <= PT_XPORT_PF_BYTES && x->nfree[cls]) {
         /* Streaming small messages: own the next buffer's first lines before
          * we fill it (the receiver read it last). */
-        char *next = x->pool[cls] + (size_t)x->freel[cls][x->nfree[cls] - 1] * x->slot_size;
+        char *next = pool_top(x, cls);
         PREFETCH_W(next);
         PREFETCH_W(next + 64);
     }
@@ -403,6 +403,8 @@ static void *ring_look(struct pt_xport *x, uint32_t s, uint32_t c)
 
 /* ---- fast boxes, receiving ------------------------------------------------- */
 
+_Static_assert(PT_SHM_FBOXES <= 32, "fb_looked has a bit per box");
+
 /* The directory's count moved: list the boxes claimed since (FB-COUNT,
  * then the owners). A box names a rank of the job other than us, and a
  * sender has one box here; anything else is not a value a sender writes. */
@@ -415,14 +417,11 @@ static void fb_pickup(struct pt_xport *x)
         if (!o)
             continue;
         uint32_t s = o - 1;
-        bool known = false;
-        for (uint32_t i = 0; i < x->nfbrx; i++)
-            known |= x->fbrx[i].box == pt_shm_fbox(x->base, &x->l, x->me, k);
-        if (known)
-            continue;
-        if (s >= x->n || s == x->me || x->fbrx_of[s]) {
+        if (x->fb_looked & (1u << k))
+            continue; /* listed, or refused, before */
+        x->fb_looked |= 1u << k;
+        if (s >= x->n || s == x->me || x->fbrx_of[s])
             continue; /* forged, or a second box of one sender: never read */
-        }
         struct shm_fbrx *b = &x->fbrx[x->nfbrx++];
         b->box = pt_shm_fbox(x->base, &x->l, x->me, k);
         b->s = s;

@@ -499,11 +499,12 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t 
      * boxes. */
     x->fbdir = pt_shm_fbdir(x->base, l, me);
     x->fb_seen = 0;
-    x->fb_on = !guest && pt_config()->shm_fbox != 0;
+    x->fb_looked = 0;
+    const bool claim = !guest && pt_config()->shm_fbox != 0; /* PTL_SHM_FBOX */
     x->fb_streak = pt_config()->shm_fbox_streak ? (uint32_t)pt_config()->shm_fbox_streak
                                                 : UINT32_MAX;
     for (uint32_t p = 0; p < x->np; p++)
-        x->fbtx[p].state = (x->fb_on && p < x->n && p != me) ? 0 : 2;
+        x->fbtx[p].state = (claim && p < x->n && p != me) ? 0 : 2;
     /* (Resumed even with PTL_SHM_FBOX=0 now: the box's message count is
      * part of the pair's order stamps; the setting only stops new claims.) */
     if (!guest && LD_RELAXED(&x->ranks[me].fb_claims)) {

@@ -51,7 +51,6 @@ struct shm_rx {
                           (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES)
 #define PT_SHM_FB_AFTER  16u  /* messages to a peer before we claim a box there */
 
-
 /* Receiving: box k of our block, claimed by sender s. */
 struct shm_fbrx {
     struct pt_shm_fbox *box;
@@ -140,9 +139,10 @@ struct pt_xport {
     struct pt_shm_fbdir *fbdir;
     struct shm_fbrx *fbrx;
     uint32_t nfbrx, fb_seen;
+    uint32_t fb_looked;           /* bit k: box k's owner was judged (listed or not;
+                                   * an owner is written once, at its claim)       */
     uint16_t *fbrx_of;
     struct shm_fbtx *fbtx;
-    bool fb_on;                   /* PTL_SHM_FBOX: we claim boxes                    */
     /* PTL_SHM_FBOX_STREAK (0: none): a stream (messages sent since the peer
      * last sent us one) takes the rings from this many on. Through a lane,
      * whose receiver polls the very lines we write, a stream made the

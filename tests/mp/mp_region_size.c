@@ -18,8 +18,7 @@
  *
  *   usage (under ptlrun -n N, memfd mode): mp_region_size
  */
-#include "mp_util.h"
-#include "shm_region.h"
+#include "mp_region.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,10 +38,7 @@ int main(void)
     const struct pt_shm_hdr *h = (const struct pt_shm_hdr *)base;
     const uint64_t size = (uint64_t)st.st_size;
     const uint64_t P = (uint64_t)h->nranks + h->nguests, N = h->nranks;
-    struct pt_shm_layout l;
-    if (pt_shm_layout(h->nranks, h->nguests, h->slot_size, h->qslots, h->pool_req, h->pool_rsp,
-                      &l) != 0)
-        mp_die("the header's geometry does not lay out");
+    struct pt_shm_layout l = mp_region_layout(base);
     if (size != h->total_size || size != l.total)
         mp_die("region is %llu bytes; header says %llu, layout %llu", (unsigned long long)size,
                (unsigned long long)h->total_size, (unsigned long long)l.total);
