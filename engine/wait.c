@@ -10,6 +10,7 @@
 #include "log.h"
 #include "nic.h"
 #include "perturb.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -189,13 +190,40 @@ static bool unannounced_work(struct pt_nic *nic)
            pt_nic_has_work(nic);
 }
 
+/* After two backstop periods with work still unannounced: may its producer
+ * still be on its way to the ring? A thread preempted between its publish
+ * and its ring is runnable (state R); on 2 cores with 256 ranks it can stay
+ * so for seconds. A producer that finished its steps without ringing has
+ * gone on: to sleep (a waiter, most often), or to other work. So a runnable
+ * producer proves nothing either way; a sleeping one convicts. Local work
+ * comes from another thread of this process, arrivals from the ranks the
+ * transport names. Cold path: reads /proc (util/proc.h). */
+static bool producer_may_be_late(struct pt_nic *nic)
+{
+    pid_t self = getpid(), me = pt_proc_tid();
+    if (pt_nic_local_work(nic) && pt_proc_thread_runnable(self, me) == 1)
+        return true;
+    if (!nic->xo->rx_pending_from || !nic->xo->rx_pending(nic->x))
+        return false;
+    uint32_t peers[PT_WAIT_LATE_PEERS];
+    uint32_t n = nic->xo->rx_pending_from(nic->x, peers, PT_WAIT_LATE_PEERS);
+    for (uint32_t i = 0; i < n; i++) {
+        pid_t p = nic->xo->peer_ospid(nic->x, peers[i]);
+        if (p > 0 && pt_proc_thread_runnable(p, p == self ? me : 0) == 1)
+            return true;
+    }
+    return false;
+}
+
 /* After a sleep that the backstop ended, still announced (sleepers counts
- * us): work nobody rang for may be a peer between its publish and its ring
- * (preempted there on a loaded machine), so it gets one more backstop
- * period, on the same seq, to ring. Work still there with no ring means a
- * forged bell (the protocol never leaves work unannounced): count it, log
- * once, repair, and sleep at most 1 ms from then on. Returns true on a miss
- * (the caller goes to work), false if rung meanwhile or nothing is pending
+ * us): work nobody rang for may be a producer between its publish and its
+ * ring (preempted there on a loaded machine), so it gets one more backstop
+ * period, on the same seq, to ring. Work still there with no ring: if a
+ * producer may still be on its way (producer_may_be_late), the caller does
+ * the work (counted as late, no verdict); else it is a forged bell (the
+ * protocol never leaves work unannounced): count it, log once, repair, and
+ * sleep at most 1 ms from then on. Returns true when the caller should go
+ * to work (late or missed), false if rung meanwhile or nothing is pending
  * (the caller decides). *rung_p: a ring came during the extra period. */
 static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t seq, bool *rung_p)
 {
@@ -209,13 +237,19 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     }
     if (!unannounced_work(nic))
         return false;
+    if (producer_may_be_late(nic)) {
+        RMW_ADD(&w->st.late_wakes, 1);
+        PT_TRACE_WAIT(nic, PT_TR_LATE, seq);
+        return true;
+    }
     RMW_ADD(&w->st.missed_wakes, 1);
     PT_TRACE_WAIT(nic, PT_TR_MISSED, seq);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
         ST_RELAXED(&w->backstop_ns, 1000000u);
     pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending for two %lld ms "
-                             "backstop periods without a ring (a process of the job wrote "
-                             "this rank's doorbell); sleeping at most 1 ms from now on",
+                             "backstop periods without a ring, and no thread that could "
+                             "still ring was running (a process of the job wrote this "
+                             "rank's doorbell); sleeping at most 1 ms from now on",
                 (long long)pt_config()->wake_backstop_ms);
     repair_bell(w);
     return true;
@@ -679,6 +713,10 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
     fprintf(f, "  wait: waiters spin %llu us, yield after %llu us%s\n",
             (unsigned long long)(w->wait_spin_ns / 1000), (unsigned long long)(w->yield_ns / 1000),
             w->yield_ns ? "" : " (oversubscribed)");
+    if (LD_RELAXED(&w->st.late_wakes))
+        fprintf(f, "  wait: backstop wake-ups that found work whose producer was still "
+                   "runnable %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.late_wakes));
     if (LD_RELAXED(&w->st.missed_wakes) || LD_RELAXED(&w->st.bell_repairs))
         fprintf(f, "  wait: FAULT: backstop wake-ups that found work %llu, doorbell repairs %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.missed_wakes),

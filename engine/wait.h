@@ -92,6 +92,7 @@ struct pt_wait_stats {
     _Atomic uint64_t kicks_drained;  /* D3/D4 found work for a sleeper and drained it */
     _Atomic uint64_t kicks_rung;     /* D3/D4 rang the bell                         */
     _Atomic uint64_t missed_wakes;   /* backstop wake-ups that found work (a fault)  */
+    _Atomic uint64_t late_wakes;     /* ... whose producer was still runnable        */
     _Atomic uint64_t bell_repairs;   /* forged `polled` words put right              */
     _Atomic uint64_t nic_fdless_sleeps; /* [S3b]: asleep on the eventfd alone          */
     _Atomic uint64_t fd_handovers;   /* D5: a releaser rang an fdless NIC thread      */
@@ -117,7 +118,10 @@ struct pt_wait {
      * the legitimate bell->polled at every instant), so a bell->polled above
      * it was written by somebody else and is put right (repair_bell). Engine
      * sleepers sleep at most backstop_ns (PTL_WAKE_BACKSTOP_MS); one that
-     * wakes to find work nobody rang for logs it and uses 1 ms from then on. */
+     * wakes to find work nobody rang for waits one period more, then does
+     * the work; unless a thread that may still ring is runnable (a producer
+     * preempted between publish and ring: late_wakes), it logs a fault and
+     * uses 1 ms from then on. */
     _Atomic uint32_t polled_mine;
     _Atomic uint64_t backstop_ns;      /* 0: none (relaxed; shortened once)         */
     struct pt_wait_stats st;
@@ -145,6 +149,7 @@ struct pt_wait {
 #define PT_WAIT_QUIET_POLLS   8   /* poll-until-quiet bound after inline work      */
 #define PT_WAIT_KICK_ROUNDS   4   /* D3: drain rounds before ringing instead        */
 #define PT_WAIT_KICK_POLLS    8   /* D3: polls per drain round                      */
+#define PT_WAIT_LATE_PEERS   16   /* backstop: pending senders whose threads it reads */
 #define PT_WAIT_CLOCK_EVERY  16   /* waiter reads the clock every 16 spins          */
 #define PT_WAIT_FAIL_TAKE_NS 10000000u /* a failed job: try 10 ms to take the token */
 #define PT_WAIT_FAIL_SEEN_NS 1000000000u /* ... or until the engine took the failure

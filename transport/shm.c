@@ -492,25 +492,34 @@ static void fb_release(struct shm_fbrx *b, uint32_t c)
     ST_RELEASE(&b->box->rx_head[c], b->head[c]); /* FB-HEAD pairs with FB-HEAD-A */
 }
 
-/* Any thread (rx_pending): a message waits in a lane of our block. Reads
- * only shared words: the directory, each claimed box's heads and lines. */
-static bool fb_pending(struct pt_xport *x)
+/* Any thread (rx_pending, rx_pending_from): the owners of boxes in our
+ * block with a message in a lane, up to max of them into peers (NULL: only
+ * how many, so max 1 asks whether there is one). Reads only shared words:
+ * the directory, each claimed box's heads and lines. */
+static uint32_t fb_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
 {
+    uint32_t n = 0;
     if (!LD_ACQUIRE(&x->fbdir->nclaimed))
-        return false;
-    for (uint32_t k = 0; k < PT_SHM_FBOXES; k++) {
+        return 0;
+    for (uint32_t k = 0; k < PT_SHM_FBOXES && n < max; k++) {
         uint32_t o = LD_ACQUIRE(&x->fbdir->owner[k]);
         if (!o || o - 1 >= x->n || LD_RELAXED(&x->rxo[o - 1].bad))
             continue;
         struct pt_shm_fbox *box = pt_shm_fbox(x->base, &x->l, x->me, k);
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
             uint32_t h = LD_RELAXED(&box->rx_head[c]);
-            if (LD_ACQUIRE(&box->lane[c][h & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(h))
-                return true;
+            if (LD_ACQUIRE(&box->lane[c][h & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(h)) {
+                if (peers)
+                    peers[n] = o - 1;
+                n++;
+                break;
+            }
         }
     }
-    return false;
+    return n;
 }
+
+static bool fb_pending(struct pt_xport *x) { return fb_senders(x, NULL, 1) != 0; }
 
 /* The next message from sender s in class c, or NULL: the ring's head, or
  * when s has a fast box here, the earlier (by order stamp) of the ring's and
@@ -789,6 +798,32 @@ static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     }
 }
 
+/* Any thread: senders with their bit set and a message in a ring, up to max
+ * into peers (NULL: only how many). Shared words only. */
+static uint32_t ring_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
+{
+    uint32_t n = 0;
+    for (uint32_t wi = 0; wi < x->l.nwords && n < max; wi++) {
+        uint64_t wv = LD_ACQUIRE(&x->words[wi]);
+        while (wv && n < max) {
+            uint32_t s = wi * 64 + (uint32_t)__builtin_ctzll(wv);
+            wv &= wv - 1;
+            if (s >= x->np || LD_RELAXED(&x->rxo[s].bad))
+                continue;
+            for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+                struct shm_rx *q = &x->in[s * 2 + c];
+                if (LD_ACQUIRE(&q->ring->tail) != LD_RELAXED(q->hd)) { /* A-TAIL */
+                    if (peers)
+                        peers[n] = s;
+                    n++;
+                    break;
+                }
+            }
+        }
+    }
+    return n;
+}
+
 static bool shm_rx_pending(struct pt_xport *x)
 {
     /* Any thread (the sleep recheck, S2/W2/D3 after their fence): only
@@ -799,23 +834,16 @@ static bool shm_rx_pending(struct pt_xport *x)
     for (uint32_t k = 0; k < x->l.nsum; k++)
         if (LD_ACQUIRE(&x->sum[k]))
             return true;
-    if (fb_pending(x)) /* the fast boxes: their senders set no bit */
-        return true;
-    for (uint32_t wi = 0; wi < x->l.nwords; wi++) {
-        uint64_t wv = LD_ACQUIRE(&x->words[wi]);
-        while (wv) {
-            uint32_t s = wi * 64 + (uint32_t)__builtin_ctzll(wv);
-            wv &= wv - 1;
-            if (s >= x->np || LD_RELAXED(&x->rxo[s].bad))
-                continue;
-            for (uint32_t c = 0; c < PT_CLS_NR; c++) {
-                struct shm_rx *q = &x->in[s * 2 + c];
-                if (LD_ACQUIRE(&q->ring->tail) != LD_RELAXED(q->hd)) /* A-TAIL */
-                    return true;
-            }
-        }
-    }
-    return false;
+    return fb_pending(x) || /* the fast boxes: their senders set no bit */
+           ring_senders(x, NULL, 1) != 0;
+}
+
+/* Cold path (the engine's backstop: are rx_pending's senders still on
+ * their way to our bell?). */
+static uint32_t shm_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_t max)
+{
+    uint32_t n = ring_senders(x, peers, max);
+    return n + fb_senders(x, peers + n, max - n);
 }
 
 /* CMA between this process and a peer: read its memory into local iovecs
@@ -975,6 +1003,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .release = shm_release,
     .defer = shm_defer,
     .rx_pending = shm_rx_pending,
+    .rx_pending_from = shm_rx_pending_from,
     .pull = shm_pull,
     .push = shm_push,
     .coop_word = shm_coop_word,

@@ -93,6 +93,10 @@ struct pt_xport_ops {
     void (*unhold_all)(struct pt_xport *x);
     /* Any thread: is a message waiting for this rank? (sleep rechecks) */
     bool (*rx_pending)(struct pt_xport *x);
+    /* Cold path, any thread (the engine's backstop, engine/wait.c): up to
+     * max ranks whose messages rx_pending sees; returns how many it wrote.
+     * NULL where the transport cannot tell. */
+    uint32_t (*rx_pending_from)(struct pt_xport *x, uint32_t *peers, uint32_t max);
     /* Bulk: copy from the peer's address space into local iovecs (CMA or a
      * same-process memcpy). Returns bytes copied or -errno (-EPERM/-ENOSYS:
      * CMA refused; the caller falls back to copying through the queues). */

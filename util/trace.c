@@ -36,6 +36,7 @@ const struct pt_trace_site_info pt_trace_sites[PT_TR_NSITES] = {
     [PT_TR_UNPARK] = {"unpark", PT_VF_NUM, true},
     [PT_TR_KICK] = {"kick", PT_VF_NUM, true},
     [PT_TR_MISSED] = {"MISSED-WAKE", PT_VF_NUM, true},
+    [PT_TR_LATE] = {"late-ring", PT_VF_NUM, true},
 };
 
 static _Thread_local int32_t tls_tid;

@@ -96,6 +96,7 @@ enum pt_trace_site {
     PT_TR_KICK,         /* W val: 1: rang the bell for a sleeper left with work [D3]
                          * (a kick that drains the work itself records nothing) */
     PT_TR_MISSED,       /* W val: backstop found work nobody rang for (a fault)   */
+    PT_TR_LATE,         /* W val: ... its producer still runnable: done, no fault */
     PT_TR_NSITES
 };
 

@@ -1,0 +1,19 @@
+/*
+ * proc.h - what the kernel says about a process's threads (Linux /proc).
+ * Cold paths only: each call reads a directory and a file per thread.
+ */
+#ifndef PT_PROC_H
+#define PT_PROC_H
+#include <sys/types.h>
+
+/* Whether a thread of process `pid` other than `except` (a thread id, or 0)
+ * is on a CPU or waiting for one (state R), or in an uninterruptible wait
+ * (D: a page fault, a disk read): a thread that has not blocked, and may be
+ * between two stores of a protocol. 1 yes, 0 no (every thread is asleep or
+ * stopped), -1 unknown (no such process, /proc not readable). */
+int pt_proc_thread_runnable(pid_t pid, pid_t except);
+
+/* The calling thread's id (gettid). */
+pid_t pt_proc_tid(void);
+
+#endif
