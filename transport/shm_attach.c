@@ -6,6 +6,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "log.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,32 +310,12 @@ static int env_map_check(const struct pt_shm_rank *ranks, uint32_t n)
     return 0;
 }
 
-/* The parent of process p (/proc/<p>/stat), or 0. */
-static pid_t parent_of(pid_t p)
-{
-    char path[32], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')'); /* "pid (comm) S ppid ..." */
-    int ppid = 0;
-    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
-        return 0;
-    return (pid_t)ppid;
-}
-
 /* Is p this process's parent, grandparent, ...? (ptlrun records the pid it
  * forked, which may be a wrapper that runs the rank's program.) */
 static bool is_ancestor(pid_t p)
 {
     pid_t q = getppid();
-    for (int i = 0; i < 32 && q > 1; i++, q = parent_of(q))
+    for (int i = 0; i < 32 && q > 1; i++, q = pt_proc_parent(q))
         if (q == p)
             return true;
     return false;

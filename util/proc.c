@@ -11,23 +11,42 @@
 
 pid_t pt_proc_tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-/* The state letter of /proc/<pid>/task/<tid>/stat, or 0: it follows the
- * command name, which is in parentheses and may itself hold spaces and
- * parentheses, so the last ')' ends it. */
-static char task_state(int dfd, int tid)
+/* The fields of a stat file (/proc/<pid>/stat or .../task/<tid>/stat,
+ * relative to dfd) after the command name, into buf: "S ppid ...". The name
+ * is in parentheses and may itself hold spaces and parentheses, so the last
+ * ')' ends it. NULL if the file cannot be read (the task ended). */
+static const char *stat_fields(int dfd, const char *path, char *buf, size_t len)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "%d/stat", tid);
     int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+        return NULL;
+    ssize_t n = read(fd, buf, len - 1);
     close(fd);
     if (n <= 0)
-        return 0;
+        return NULL;
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : 0;
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+pid_t pt_proc_parent(pid_t pid)
+{
+    char path[32], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    const char *f = stat_fields(AT_FDCWD, path, buf, sizeof buf);
+    int ppid = 0;
+    if (!f || sscanf(f, "%*c %d", &ppid) != 1)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* The state letter of task tid (relative to /proc/<pid>/task), or 0. */
+static char task_state(int dfd, int tid)
+{
+    char path[32], buf[512];
+    snprintf(path, sizeof path, "%d/stat", tid);
+    const char *f = stat_fields(dfd, path, buf, sizeof buf);
+    return f ? f[0] : 0;
 }
 
 int pt_proc_thread_runnable(pid_t pid, pid_t except)

@@ -13,6 +13,9 @@
  * stopped), -1 unknown (no such process, /proc not readable). */
 int pt_proc_thread_runnable(pid_t pid, pid_t except);
 
+/* The parent of process pid, or 0 (gone, or /proc not readable). */
+pid_t pt_proc_parent(pid_t pid);
+
 /* The calling thread's id (gettid). */
 pid_t pt_proc_tid(void);
 
