@@ -53,7 +53,7 @@ struct ptd_rank {
     uint32_t eng_ok;
     char eng_why[84];
     uint32_t token, want, nic_state, nic_thread, polled_mine, ev_sleepers, failed, ni_dead;
-    uint64_t stats[7];
+    uint64_t stats[8]; /* pt_wait_stats, in the order printed */
     uint32_t ncmdq, ncmdq_listed;
     uint32_t cmdq_pend[PTD_MAX_CMDQ];
     uint32_t nops, nops_listed;
@@ -150,9 +150,12 @@ static void collect_engine(struct ptd_rank *k, const struct pt_trace *t, pid_t p
     k->polled_mine = nic->w.polled_mine;
     k->failed = nic->failed;
     k->ni_dead = nic->dead;
-    const _Atomic uint64_t *st = &nic->w.st.nic_sleeps;
-    for (int i = 0; i < 7; i++)
-        k->stats[i] = st[i];
+    const struct pt_wait_stats *st = &nic->w.st;
+    const uint64_t stats[] = {st->nic_sleeps, st->nic_armed_work, st->waiter_sleeps,
+                              st->kicks_drained, st->kicks_rung, st->missed_wakes,
+                              st->bell_repairs, st->late_wakes};
+    _Static_assert(sizeof stats == sizeof k->stats, "ptl_dump: the wait counters it prints");
+    memcpy(k->stats, stats, sizeof stats);
     if (nic->w.ev && nic->w.nic_thread) {
         struct pt_waitword ev;
         if (rd(pid, (uint64_t)(uintptr_t)nic->w.ev, &ev, sizeof ev))
@@ -534,11 +537,12 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
                     k->failed ? "; NI FAILED" : "", k->ni_dead ? "; in PtlNIFini" : "");
             fprintf(f, "  counters: NIC sleeps %llu, arms that found work %llu, waiter sleeps "
                        "%llu, kicks drained %llu / rung %llu, MISSED WAKES %llu, bell repairs "
-                       "%llu; drops %llu (bad headers %llu)\n",
+                       "%llu, late rings %llu; drops %llu (bad headers %llu)\n",
                     (unsigned long long)k->stats[0], (unsigned long long)k->stats[1],
                     (unsigned long long)k->stats[2], (unsigned long long)k->stats[3],
                     (unsigned long long)k->stats[4], (unsigned long long)k->stats[5],
-                    (unsigned long long)k->stats[6], (unsigned long long)k->drops,
+                    (unsigned long long)k->stats[6], (unsigned long long)k->stats[7],
+                    (unsigned long long)k->drops,
                     (unsigned long long)k->drops_bad);
             fprintf(f, "  commands queued per thread ring (%u rings):", k->ncmdq);
             for (uint32_t i = 0; i < k->ncmdq_listed; i++)
