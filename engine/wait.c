@@ -203,9 +203,9 @@ static bool producer_may_be_late(struct pt_nic *nic)
     pid_t self = getpid(), me = pt_proc_tid();
     if (pt_nic_local_work(nic) && pt_proc_thread_runnable(self, me) == 1)
         return true;
-    if (!nic->xo->rx_pending_from || !nic->xo->rx_pending(nic->x))
+    if (!nic->xo->rx_pending_from)
         return false;
-    uint32_t peers[PT_WAIT_LATE_PEERS];
+    uint32_t peers[PT_WAIT_LATE_PEERS]; /* none when nothing is pending */
     uint32_t n = nic->xo->rx_pending_from(nic->x, peers, PT_WAIT_LATE_PEERS);
     for (uint32_t i = 0; i < n; i++) {
         pid_t p = nic->xo->peer_ospid(nic->x, peers[i]);

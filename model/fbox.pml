@@ -1,6 +1,6 @@
 /*
  * fbox.pml - SPIN model of the fast boxes (transport/shm.c: fb_claim,
- * fb_send, shm_commit, fb_pickup, fb_look, rx_look, fb_release, fb_pending;
+ * fb_send, shm_commit, fb_pickup, fb_look, rx_look, fb_release, fb_senders;
  * transport/shm_region.h, "Fast boxes") with the sleep/ring half of the
  * waiting protocol's D1 (docs/waiting.md).
  *
@@ -23,7 +23,7 @@
  * R-HEAD; lane: the body is read before FB-HEAD). When a peek finds
  * nothing r either peeks again or arms: reads seq, announces itself
  * (sleepers++, an RMW), rechecks with rx_pending (the ring's tail, then the
- * directory and the lane's head line: fb_pending), and sleeps on seq (a
+ * directory and the lane's head line: fb_senders), and sleeps on seq (a
  * futex wait, no timeout) unless work is pending.
  *
  * Simplifications (each keeps every interleaving the code has):
@@ -285,7 +285,7 @@ proctype Nic()
        /* S2 */
        READ_SEQ;
        sleepers++;                                     /* RMW_ADD: full fence */
-       /* rx_pending: the ring, then fb_pending */
+       /* rx_pending: the ring, then fb_senders */
        w = 0;
        lv = rtail;                                     /* A-TAIL */
        if :: lv != rhd -> w = 1 :: else fi;

@@ -519,8 +519,6 @@ static uint32_t fb_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
     return n;
 }
 
-static bool fb_pending(struct pt_xport *x) { return fb_senders(x, NULL, 1) != 0; }
-
 /* The next message from sender s in class c, or NULL: the ring's head, or
  * when s has a fast box here, the earlier (by order stamp) of the ring's and
  * the lane's heads. q->lane says which. The ring is looked at first: a
@@ -834,7 +832,7 @@ static bool shm_rx_pending(struct pt_xport *x)
     for (uint32_t k = 0; k < x->l.nsum; k++)
         if (LD_ACQUIRE(&x->sum[k]))
             return true;
-    return fb_pending(x) || /* the fast boxes: their senders set no bit */
+    return fb_senders(x, NULL, 1) != 0 || /* the fast boxes: their senders set no bit */
            ring_senders(x, NULL, 1) != 0;
 }
 
