@@ -148,9 +148,10 @@ int main(void)
         /* Credits: the ring's entries (PTL_QUEUE_SLOTS, 32; 64 leaves room for
          * what rank 3 took before it stopped) and, once rank 2 has claimed a
          * fast box at rank 3, the request lane's 32 lines (transport/
-         * shm_region.h, "Fast boxes": a lane is credit beside the ring). */
+         * shm_region.h, "Fast boxes": a lane is credit beside the ring).
+         * Boxes are on unless PTL_SHM_FBOX=0 (util/config.c). */
         const char *qs = getenv("PTL_QUEUE_SLOTS"), *fb = getenv("PTL_SHM_FBOX");
-        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) != 0 ? 32 : 0);
+        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) == 0 ? 0 : 32);
         if (sent_before_block < 0)
             mp_die("never flow-controlled: %d puts left while rank 3 was stopped", K);
         if (sent_before_block > credits)

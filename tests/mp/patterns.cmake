@@ -219,19 +219,20 @@ ptl_pattern_ofi(threads2_put_multi ARGS --threads 2 --wait eqpoll-multi --ack on
 ptl_pattern_ofi(np4_stream_multi NP 4 ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
 ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
 
-# ---- fast boxes (PTL_SHM_FBOX=1; off by default, transport/shm_region.h) ----------
-# Client shapes through the lanes: the plain client (START and SEND_END on, ACKs, 0 to
-# 200 B: one to four lines), gets and getputs (REPLYs in the response lane), a stream
-# (the streak limit sends its tail through the ring), two threads, four ranks.
+# ---- rings only (PTL_SHM_FBOX=0; fast boxes are on by default, transport/shm_region.h)
+# Every pattern above runs through the fast boxes' lanes once a pair has exchanged 16
+# messages. These run the same client shapes with the boxes off, every message through
+# the descriptor rings: the plain client (START and SEND_END on, ACKs, 0 to 200 B), gets
+# and getputs, a stream, two threads, four ranks.
 foreach(a off on)
-  ptl_pattern(fbox_ev_ack${a} SUFFIX "" ARGS --wait eqwait --start on --send-end on --ack ${a}
-              ENV PTL_SHM_FBOX=1)
+  ptl_pattern(rings_ev_ack${a} SUFFIX "" ARGS --wait eqwait --start on --send-end on --ack ${a}
+              ENV PTL_SHM_FBOX=0)
 endforeach()
 foreach(sz 0 100 200)
-  ptl_pattern(fbox_size_put_${sz} ARGS --size ${sz} --ack on ENV PTL_SHM_FBOX=1)
+  ptl_pattern(rings_size_put_${sz} ARGS --size ${sz} --ack on ENV PTL_SHM_FBOX=0)
 endforeach()
-ptl_pattern(fbox_get_8 ARGS --op get --size 8 ENV PTL_SHM_FBOX=1)
-ptl_pattern(fbox_getput_64 ARGS --op getput --size 64 ENV PTL_SHM_FBOX=1)
-ptl_pattern(fbox_stream_8 ARGS --shape stream --window 16 --ack on ENV PTL_SHM_FBOX=1)
-ptl_pattern(fbox_threads2 ARGS --threads 2 --wait eqpoll ENV PTL_SHM_FBOX=1)
-ptl_pattern(fbox_n4 NP 4 ARGS --wait eqpoll-timeout --start off ENV PTL_SHM_FBOX=1)
+ptl_pattern(rings_get_8 ARGS --op get --size 8 ENV PTL_SHM_FBOX=0)
+ptl_pattern(rings_getput_64 ARGS --op getput --size 64 ENV PTL_SHM_FBOX=0)
+ptl_pattern(rings_stream_8 ARGS --shape stream --window 16 --ack on ENV PTL_SHM_FBOX=0)
+ptl_pattern(rings_threads2 ARGS --threads 2 --wait eqpoll ENV PTL_SHM_FBOX=0)
+ptl_pattern(rings_n4 NP 4 ARGS --wait eqpoll-timeout --start off ENV PTL_SHM_FBOX=0)
