@@ -64,6 +64,10 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->efd = -1;
     w->yield_ns = yield_ns_for(ranks_here);
     ST_RELAXED(&g_yield_ns, w->yield_ns);
+    /* Leases need a NIC thread, and pay where each rank has a core: with more
+     * ranks than cores (yield_ns 0) the NIC threads' timed wake-ups would
+     * compete with every waiting rank for the cores. */
+    w->lease_ns = nic_thread && w->yield_ns ? (uint64_t)pt_config()->wait_lease_us * 1000u : 0;
 }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd)
@@ -75,6 +79,11 @@ int pt_wait_set_fd(struct pt_wait *w, int xfd)
         return -errno;
     w->efd = e;
     w->xfd = xfd;
+    /* No lease on a descriptor: its arrivals never ring (there is no ring
+     * to save), and with leases a mixed job (shm peers on this host, ofi
+     * beyond it) stalled: mp_netns_coll_large_offload, 2026-11-29, not yet
+     * understood; docs/waiting.md "The poll lease". */
+    w->lease_ns = 0;
     return 0;
 }
 
@@ -405,6 +414,85 @@ void pt_wait_polled_empty(bool empty)
         sched_yield();
 }
 
+/* ---- the poll lease (L1, L2, T1; docs/waiting.md "The poll lease") --------- */
+
+/* The lease's count down, by whoever ended it (L2): as D4, a full fence
+ * (bell first, then polled_mine: polled_mine >= the legitimate bell). */
+static void lease_count_down(struct pt_wait *w)
+{
+    RMW_SUB(&w->bell->polled, 1); /* peers ring again from here */
+    RMW_SUB(&w->polled_mine, 1);
+}
+
+/* L2 by the NIC thread, after a timed sleep [T1]: a lease it saw at the
+ * last timed wake-up too (same stamp) has outlived a period; take it and its
+ * count in bell.polled down, as D4 would. The caller rechecks at S2. */
+static bool lease_expire(struct pt_nic *nic, uint32_t *seen)
+{
+    struct pt_wait *w = &nic->w;
+    uint32_t v = LD_RELAXED(&w->lease);
+    if (!v || v != *seen) {
+        *seen = v; /* none, or younger than a period */
+        return false;
+    }
+    *seen = 0;
+    if (!RMW_CAS(&w->lease, &v, 0))
+        return false; /* a waiter adopted it meanwhile */
+    lease_count_down(w);
+    RMW_ADD(&w->st.leases_ended, 1);
+    PT_TRACE_WAIT(nic, PT_TR_LEASE_TAKEN, 2);
+    return true;
+}
+
+/* T1's hint: have waiters left leases since the last look? (A client that
+ * waits and comes back; a PtlEQGet spinner leaves none.) */
+static bool leases_moved(struct pt_wait *w, uint64_t *seen)
+{
+    uint64_t n = LD_RELAXED(&w->st.leases_left);
+    bool moved = n != *seen;
+    *seen = n;
+    return moved;
+}
+
+/* L2 by a waiter entering W1: adopt the lease, whose count in bell.polled
+ * is then this waiter's (it lowers it with D4, or leaves it as the next
+ * lease). false: none out. */
+static bool lease_adopt(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    uint32_t v = LD_RELAXED(&w->lease);
+    if (!v || !RMW_CAS(&w->lease, &v, 0))
+        return false;
+    PT_TRACE_WAIT(nic, PT_TR_LEASE_TAKEN, 1);
+    return true;
+}
+
+/* L1: a waiter leaves with what it waited for and offers its count in
+ * bell.polled as the lease. true: the count is the lease's now (or, taken
+ * back too late, whoever adopted or ended it holds it); false: it is still
+ * the caller's to lower (D4): a lease is out already, or the NIC thread may
+ * be asleep without a timeout (T1), and nobody would end this one. */
+static bool lease_leave(struct pt_nic *nic)
+{
+    static __thread uint32_t stamp; /* changes at every lease this thread leaves */
+    struct pt_wait *w = &nic->w;
+    uint32_t z = 0;
+    stamp += 2;
+    if (LD_RELAXED(&w->lease) || !RMW_CAS(&w->lease, &z, stamp | 1)) /* L1: full fence */
+        return false;
+    PT_PERTURB();
+    if (LD_RELAXED(&w->untimed)) { /* L1: pairs with T1 (the store before S2's fence) */
+        uint32_t v = stamp | 1;
+        if (RMW_CAS(&w->lease, &v, 0)) {
+            ST_RELAXED(&w->lease_wanted, 1); /* a hint for T1: time your sleeps */
+            return false;
+        }
+    }
+    ST_RELAXED(&w->st.leases_left, LD_RELAXED(&w->st.leases_left) + 1); /* a hint */
+    PT_TRACE_WAIT(nic, PT_TR_LEASE_LEFT, 1);
+    return true;
+}
+
 /* ---- the NIC thread --------------------------------------------------------- */
 
 /* RUN: hold the token and poll until idle for nic_spin_ns, stopped, or (yield)
@@ -445,7 +533,11 @@ void *pt_wait_nic_thread(void *arg)
     struct pt_waitword *b = w->bell;
     pt_nic_thread_start(nic); /* pinning */
     tls_nic_thread = true;
-    bool handed = false; /* woken from [S3b]: straight to [S2] */
+    bool handed = false; /* woken from [S3b] or by T1's timeout: straight to [S2] */
+    uint32_t seen = 0;   /* the lease at the last timed wake-up (lease_expire) */
+    uint32_t active = PT_WAIT_LEASE_ACTIVE; /* timed sleeps left (T1)            */
+    uint64_t left_seen = 0;  /* st.leases_left at the last look (T1)             */
+    bool timer_woke = false; /* the last sleep ended by T1's timeout             */
     while (!LD_ACQUIRE(&w->stop)) {
         /* [S1] take the engine if free and run it. Not after [S3b]: that
          * wake is (mostly) the hand-over of the descriptor (D5), for which
@@ -463,13 +555,42 @@ void *pt_wait_nic_thread(void *arg)
         set_state(w, PT_NIC_ARM);
         if (w->xfd >= 0)
             ST_RELAXED(&w->fdless, 1); /* F1: before the announcement's fence (D5) */
-        RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4 */
+        if (w->lease_ns)
+            ST_RELAXED(&w->untimed, 1); /* T1: before the announcement's fence (L1) */
+        RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4, L1 */
         PT_PERTURB();
         bool held = LD_RELAXED(&w->token) != 0;
         if (LD_RELAXED(&w->stop) || (!held && pt_nic_has_work(nic))) {
             RMW_SUB(&b->sleepers, 1);
             RMW_ADD(&w->st.nic_armed_work, 1);
+            ST_RELAXED(&w->untimed, 0); /* awake: S2 comes again before any sleep */
+            timer_woke = false;
             continue; /* [S1] */
+        }
+        /* T1: a lease out (read after the fence: L1's other half), a waiter
+         * polling (it may leave one), or one left lately: sleep at most a
+         * lease period, so that a lease always has an end. */
+        int64_t tmo = backstop(w);
+        bool timed = false;
+        if (w->lease_ns) {
+            /* A lease out, leases left since the last look, or a waiter that
+             * could not leave one because we might sleep untimed (L1):
+             * timed for PT_WAIT_LEASE_ACTIVE more sleeps; without leases
+             * that long: untimed. Not merely because we were rung: beside
+             * a PtlEQGet spinner, which leaves no lease and is rung for,
+             * every timed wake-up whose S2 found work ran the engine for
+             * PTL_NIC_SPIN_US on its core (8 B offload mean 1.6 -> 3-5 us). */
+            if (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen) ||
+                LD_RELAXED(&w->lease_wanted)) {
+                active = PT_WAIT_LEASE_ACTIVE;
+                ST_RELAXED(&w->lease_wanted, 0);
+            }
+            timed = active > 0;
+            if (timed) {
+                ST_RELAXED(&w->untimed, 0);
+                tmo = (int64_t)w->lease_ns;
+                RMW_ADD(&w->st.nic_timed_sleeps, 1);
+            }
         }
         /* [S3] sleep until rung: peers (D1), token releasers (D3/D4), stop.
          * If the token is held, its holder checks for us when it releases.
@@ -483,17 +604,37 @@ void *pt_wait_nic_thread(void *arg)
         bool rung;
         if (w->xfd >= 0 && held) {
             RMW_ADD(&w->st.nic_fdless_sleeps, 1);
-            rung = bell_wait_fdless(w, seq, backstop(w)); /* [S3b] */
+            rung = bell_wait_fdless(w, seq, tmo); /* [S3b] */
             handed = true;
         } else {
             if (w->xfd >= 0)
                 ST_RELAXED(&w->fdless, 0); /* we poll the descriptor */
-            rung = bell_wait(w, b, seq, backstop(w));
+            rung = bell_wait(w, b, seq, tmo);
+            /* T1's timeout with nothing to end while a lease is out or
+             * waiters keep leaving them: sleep on, still announced on the same seq (a
+             * ring meanwhile makes the wait return at once), without S2's
+             * RMWs on the shared bell and its work scan, and above all
+             * without S1: beside a PtlEQGet spinner that yields the core,
+             * S1 ran the engine for PTL_NIC_SPIN_US at every period. */
+            while (timed && !rung && !lease_expire(nic, &seen) &&
+                   (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen)))
+                rung = bell_wait(w, b, seq, tmo);
         }
-        if (PT_UNLIKELY(!rung))
+        ST_RELAXED(&w->untimed, 0);
+        if (PT_UNLIKELY(!rung) && !timed)
             check_missed(nic, b, seq, &rung); /* still announced */
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
         RMW_SUB(&b->sleepers, 1);
+        timer_woke = timed && !rung;
+        if (timer_woke) {
+            /* T1's timeout: a lease ended (L2, above), or none out and no
+             * waiter: S2 again, not S1: nothing rang, and running the
+             * engine for PTL_NIC_SPIN_US would take the core from an
+             * application that computes beside us (S2's recheck comes back
+             * to S1 with work). */
+            active--;
+            handed = true;
+        }
     }
     set_state(w, PT_NIC_STOP);
     return NULL;
@@ -501,6 +642,11 @@ void *pt_wait_nic_thread(void *arg)
 
 void pt_wait_stop(struct pt_wait *w)
 {
+    /* A lease left by the last wait: its count down, as its end would (the
+     * NI goes; a successor of this rank must find the bell as before). */
+    uint32_t v = LD_RELAXED(&w->lease);
+    if (v && RMW_CAS(&w->lease, &v, 0))
+        lease_count_down(w);
     ST_RELEASE(&w->stop, 1);
     pt_wait_ring(w, w->bell); /* the seq bump: a sleeper that read seq before it never blocks */
 }
@@ -529,13 +675,16 @@ static void want_drop(struct pt_wait *w, struct waiter *me)
     }
 }
 
-/* Stop running the engine: D4 then D3. After this the waiter owes nothing:
- * every work source that arrived while it polled is either seen by the
- * check inside, or announced to a sleeper that is rung. */
-static void waiter_leave(struct pt_nic *nic, struct waiter *me)
+/* Stop running the engine: D4 (or, lease true, L1) then D3. After this the
+ * waiter owes nothing: every work source that arrived while it polled is
+ * either seen by the check inside, or announced to a sleeper that is rung,
+ * or (a lease left) owed by whoever ends the lease (L2). */
+static void waiter_leave(struct pt_nic *nic, struct waiter *me, bool lease)
 {
     struct pt_wait *w = &nic->w;
     want_drop(w, me);
+    if (me->polling && lease && w->lease_ns && lease_leave(nic))
+        me->polling = false; /* L1: the count stays up as the lease */
     if (me->polling) {
         RMW_SUB(&w->bell->polled, 1); /* D4: full fence; peers ring again from here */
         PT_TRACE_WAIT(nic, PT_TR_LEASE_END, LD_RELAXED(&w->bell->polled));
@@ -585,15 +734,17 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
     struct pt_wait *w = &nic->w;
     struct waiter me = {false, false, false};
     uint64_t start = pt_now_ns(), spin_start = start;
-    bool ok = false;
+    bool ok = false, failed = false;
 
     for (uint32_t it = 0;; it++) {
         bool stalled = false; /* idle on a credit stall: the shorter spin */
         /* [W1] spin: run the engine when we can take it */
         if (w->nic_thread && !me.polling) {
-            RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
-            RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
-            PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
+            if (!lease_adopt(nic)) { /* L2: a lease's count is ours, else raise one */
+                RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
+                RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
+                PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
+            }
             me.polling = true;
         }
         if (ready(arg)) {
@@ -602,6 +753,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         }
         if (PT_UNLIKELY(job_failed(nic))) {
             ok = waiter_failed(nic, &me, ready, arg);
+            failed = true;
             break;
         }
         if (me.holding || pt_wait_try_take(w)) {
@@ -646,7 +798,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
 
         /* [W2] spun long enough: leave the engine (D4, D3), announce on `ev`,
          * recheck, sleep. */
-        waiter_leave(nic, &me);
+        waiter_leave(nic, &me, false);
         struct pt_waitword *ev = w->ev;
         uint32_t seq = LD_ACQUIRE(&ev->seq);
         RMW_ADD(&ev->sleepers, 1); /* W2: full fence; pairs with D6 (and D1/D3 in host mode) */
@@ -698,7 +850,12 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         }
         spin_start = pt_now_ns();
     }
-    waiter_leave(nic, &me);
+    /* A lease only when leaving a blocking wait with what we waited for (a
+     * client's next wait comes at once), the NI alive. Not from PtlEQGet
+     * (timeout 0): a spinner that left one at its calls kept its NIC thread
+     * waking every period, and its yields handed it the core (offload 8 B
+     * mean 5-7 -> 11-17 us, docs/waiting.md "The poll lease"). */
+    waiter_leave(nic, &me, ok && !failed && timeout_ns != 0);
     return ok;
 }
 
@@ -728,6 +885,12 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
             (unsigned long long)LD_RELAXED(&w->st.waiter_sleeps),
             (unsigned long long)LD_RELAXED(&w->st.kicks_drained),
             (unsigned long long)LD_RELAXED(&w->st.kicks_rung));
+    if (w->lease_ns)
+        fprintf(f, "  wait: poll leases left %llu, ended by the NIC thread %llu; "
+                   "NIC sleeps with the lease timeout %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.leases_left),
+                (unsigned long long)LD_RELAXED(&w->st.leases_ended),
+                (unsigned long long)LD_RELAXED(&w->st.nic_timed_sleeps));
     if (w->xfd >= 0)
         fprintf(f, "  wait: NIC sleeps on the eventfd alone (engine held) %llu, "
                    "descriptor hand-overs %llu\n",

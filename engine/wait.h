@@ -23,6 +23,9 @@
  *   bell.polled       region  offload API waiters (RMW)    peers
  *   evw.seq/sleepers  nic     event sleepers / the engine  the engine / event sleepers
  *   fdless            nic     NIC thread (relaxed; F1)     token releasers (D5)
+ *   lease             nic     API waiters, NIC thread      API waiters, NIC thread
+ *                             (CAS 0->1 L1, CAS 1->0 L2)
+ *   untimed           nic     NIC thread (relaxed; T1)     leaving waiters (L1)
  *
  * "Engine sleepers" sleep on the bell until there is engine work: the NIC
  * thread (offload) or API waiters (host matching, where whoever waits runs
@@ -52,14 +55,26 @@
  *       rx_pending ran fi_trywait) rings it if fdless  <->  S2/F1. The NIC
  *       thread polls the descriptor only after its own fi_trywait, the token
  *       free.
+ *   L1  (the poll lease, offload; PTL_WAIT_LEASE_US) a waiter that leaves
+ *       with what it waited for may leave its count in bell.polled up as the
+ *       NI's one lease: CAS lease 0->1 (fence), then reads `untimed`; if set,
+ *       it takes the lease back (CAS 1->0) and lowers polled (D4)  <->  T1:
+ *       the NIC thread stores untimed = 1 before S2's fence and reads `lease`
+ *       after it; it sleeps without a timeout only if it saw no lease.
+ *   L2  whoever ends the lease owns its count: the next waiter (CAS 1->0 in
+ *       W1: it polls on that count) or the NIC thread (CAS 1->0 after a timed
+ *       sleep, then polled-- as D4, then S2's recheck, since it is awake).
  *
  * Invariant the rules give (model: no_lost_work, no_lost_event): whenever
  * work is pending, somebody holds the token, or somebody that will run the
  * engine is awake, or the bell is rung; whenever an event is posted, its
  * waiter is awake or woken.
  *
- * Nothing here sleeps with a timeout for correctness: a futex timeout only
- * implements a caller's own PtlEQPoll timeout.
+ * One timeout is part of the protocol: a NIC thread that may owe a lease
+ * its end (a lease out, an API waiter polling, or one that left within
+ * PT_WAIT_LEASE_ACTIVE leases) sleeps at most PTL_WAIT_LEASE_US (T1); the
+ * model lets that sleep end whenever a lease is out. Every other futex
+ * timeout implements a caller's own PtlEQPoll timeout or the backstop.
  */
 #ifndef PT_WAIT_H
 #define PT_WAIT_H
@@ -96,6 +111,10 @@ struct pt_wait_stats {
     _Atomic uint64_t bell_repairs;   /* forged `polled` words put right              */
     _Atomic uint64_t nic_fdless_sleeps; /* [S3b]: asleep on the eventfd alone          */
     _Atomic uint64_t fd_handovers;   /* D5: a releaser rang an fdless NIC thread      */
+    _Atomic uint64_t leases_left;    /* L1: waiters that left a lease                 */
+    _Atomic uint64_t leases_adopted; /* L2: ... taken by the next waiter              */
+    _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
+    _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
 };
 
 struct pt_wait {
@@ -137,6 +156,18 @@ struct pt_wait {
      * having found the engine held (F1, before its sleepers++); read by
      * releasers after their fence. Written only by the NIC thread. */
     _Atomic uint32_t fdless;
+    /* The poll lease (L1, L2, T1; docs/waiting.md "The poll lease"). lease:
+     * nonzero while bell.polled (and polled_mine) hold one count that no
+     * waiter holds; its value is the leaving waiter's stamp (the NIC thread
+     * ends a lease it has seen unchanged at two timed wake-ups, so a lease
+     * lives one to two periods). untimed: 1 from the NIC thread's S2 until it
+     * decides to sleep with a timeout, or wakes. lease_ns 0: no lease
+     * (PTL_WAIT_LEASE_US=0, or host matching, where the waiters are the engine
+     * sleepers). */
+    _Atomic uint32_t lease;
+    _Atomic uint32_t untimed;
+    _Atomic uint32_t lease_wanted; /* a waiter took its lease back (untimed): a hint */
+    uint64_t lease_ns;
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -156,6 +187,9 @@ struct pt_wait {
                                          * in (its failed END events), at most 1 s  */
 #define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
+#define PT_WAIT_LEASE_ACTIVE 4    /* T1: after a lease was left, the NIC thread
+                                   * sleeps with a timeout for this many lease
+                                   * periods (then, idle, without)                */
 #define PT_WAIT_YIELD_NS  20000u  /* a waiter spins this long without what it waits
                                    * for, then yields the core at every clock check
                                    * (the default; 0 when oversubscribed:
@@ -168,7 +202,9 @@ struct pt_wait {
  * while the application waits, so it never takes the core from it). */
 static inline bool pt_wait_api_waiting(struct pt_wait *w)
 {
-    return LD_RELAXED(&w->polled_mine) != 0 || LD_RELAXED(&w->ev->sleepers) != 0;
+    /* a lease's count is nobody's wait (L1) */
+    return LD_RELAXED(&w->polled_mine) > (LD_RELAXED(&w->lease) != 0) ||
+           LD_RELAXED(&w->ev->sleepers) != 0;
 }
 
 /* Set up (API thread, before the NIC thread starts). */
@@ -250,6 +286,7 @@ static inline void pt_wait_events_posted(struct pt_wait *w)
  * in D4. A prefetch: no word changes, no ordering, any thread's view. */
 static inline void pt_wait_rx_hint(struct pt_wait *w)
 {
+    /* With leases the waiter normally leaves the line alone (L1). */
     if (w->nic_thread && LD_RELAXED(&w->polled_mine))
         PREFETCH_W(&w->bell->polled);
 }

@@ -55,6 +55,23 @@
  * hand-over ring), MUT_FDSLEEP (the NIC thread sleeps on the eventfd alone
  * even when nobody holds the token), MUT_F1 (the fdless mark stored after
  * the token's load, as a store buffer would let it pass the RMW's load).
+ *
+ * LEASE=1 (offload without FDWAIT, as in the code: the default there): the
+ * poll lease (docs/waiting.md "The poll lease"). A waiter that leaves with its event offers its count in
+ * polled as the rank's one lease (L1: CAS lease 0->1, then the load of
+ * `untimed`; set: take it back and lower polled as D4). The next waiter
+ * adopts it in W1 (L2: CAS 1->0, no RMW on polled). The NIC thread stores
+ * untimed = 1 before S2's fence (T1) and loads `lease` after it; it sleeps
+ * with a timeout (tmd) if it saw a lease, and otherwise as it likes (in the
+ * code: a waiter polling, or busy lately); only then may a lease end its
+ * sleep, and the NIC thread ends the lease (L2: CAS 1->0, polled--), then
+ * goes straight to S2. Ending a lease early is always allowed (it is D4
+ * done by the NIC thread), so the model lets the NIC thread end one at any
+ * wake from a timed sleep. Mutants: MUT_L1 (the waiter's load of untimed
+ * passes its CAS), MUT_T1 (the NIC thread's store of untimed passes its
+ * load of lease), MUT_TIMED (the NIC thread sleeps without a timeout even
+ * with a lease out): each leaves a lease that nobody will end (the Monitor
+ * asserts none is left: peers would never ring that rank again).
  */
 
 #ifndef OFFLOAD
@@ -71,6 +88,9 @@
 #endif
 #ifndef FDWAIT
 #define FDWAIT 0               /* 1: sleep on the transport's descriptor */
+#endif
+#ifndef LEASE
+#define LEASE (OFFLOAD && !FDWAIT) /* the poll lease (offload mode, no descriptor) */
 #endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
@@ -101,6 +121,8 @@ bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
 bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to)
                         * on the eventfd alone: the token was held at its S2 */
+bool lease[2];         /* LEASE: polled[r] holds one count no waiter holds   */
+bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 
 #if OFFLOAD
 #define EVS(r)   evsl[r]
@@ -116,6 +138,14 @@ bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to
  * with FDWAIT fd_wait: drain the eventfd, compare seq, block in ppoll until
  * the descriptor or the eventfd is readable. A drained ring whose seq moved
  * is passed on when other sleepers are announced. */
+/* T1: a NIC thread asleep with a timeout (tmd) while a lease is out wakes
+ * (the code: after PTL_WAIT_LEASE_US). */
+#if LEASE
+#define T1_WAKE(r) (tmd && lease[r])
+#else
+#define T1_WAKE(r) false
+#endif
+
 #if FDWAIT
 #ifdef MUT_FDDRAIN
 #define DRAIN_BEFORE(r)
@@ -130,7 +160,7 @@ bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to
     if \
     :: (seq[r] & BIT) == 0 -> \
         PASS_ON(r) \
-    :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || evfdw[r]) \
+    :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || evfdw[r] || T1_WAKE(r)) \
     fi; \
     drained = 0
 /* S3b: the same wait without the descriptor (ppoll on the eventfd alone). */
@@ -139,11 +169,11 @@ bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to
     if \
     :: (seq[r] & BIT) == 0 -> \
         PASS_ON(r) \
-    :: else -> DRAIN_AFTER(r) lbl: evfdw[r] \
+    :: else -> DRAIN_AFTER(r) lbl: (evfdw[r] || T1_WAKE(r)) \
     fi; \
     drained = 0
 #else
-#define BELL_WAIT(r, lbl) lbl: FUTEX_WAIT(seq[r])
+#define BELL_WAIT(r, lbl) lbl: (FUTEX_WAIT(seq[r]) || T1_WAKE(r))
 #endif
 
 #define ME (_pid + 1)
@@ -380,7 +410,14 @@ inline wait_event(r, a) {
     do
     :: /* W1 */
 #if OFFLOAD
-       if :: !polling -> polled[r]++; polling = 1 :: else fi;
+       if
+       :: !polling ->
+#if LEASE
+           atomic { if :: lease[r] -> lease[r] = 0; polling = 1 :: else fi };  /* L2: adopt */
+#endif
+           if :: !polling -> polled[r]++; polling = 1 :: else fi
+       :: else
+       fi;
 #endif
        atomic {   /* eq_ready: pt_eq_get claims an event */
            if
@@ -413,6 +450,26 @@ inline wait_event(r, a) {
            /* waiter_leave */
            if :: wanted -> want[r]--; wanted = 0 :: else fi;
            ls = 0;
+#if LEASE
+           if
+           :: polling && ex == 1 ->
+               /* L1: offer the count as the lease */
+#ifdef MUT_L1
+               lu = untimed[r];                      /* the load passes the CAS */
+               atomic { if :: !lease[r] -> lease[r] = 1; lg = 1 :: else -> lg = 0 fi };
+#else
+               atomic { if :: !lease[r] -> lease[r] = 1; lg = 1 :: else -> lg = 0 fi };  /* CAS: full fence */
+               lu = untimed[r];
+#endif
+               if
+               :: lg && lu -> atomic { if :: lease[r] -> lease[r] = 0; lg = 0 :: else fi }  /* take it back */
+               :: else
+               fi;
+               if :: lg -> polling = 0 :: else fi;   /* the lease's now (or whoever took it) */
+               lg = 0; lu = 0
+           :: else
+           fi;
+#endif
            if
            :: polling ->
 #ifdef MUT_D4
@@ -487,7 +544,7 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
 proctype App(byte r; byte a)
 {
     byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le;
-    bool holding, wanted, polling, drained;
+    bool holding, wanted, polling, drained, lg, lu;
     byte round = 0;
     do
     :: round < ROUNDS ->
@@ -517,7 +574,7 @@ proctype App(byte r; byte a)
 proctype Nic(byte r)
 {
     byte n, p, ls, lp, lt, i, j, got, w, posted, k, le;
-    bool drained, handed;
+    bool drained, handed, tmd, ll;
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
         * with work) */
@@ -540,6 +597,9 @@ proctype Nic(byte r)
 #if FDWAIT && !defined(MUT_F1)
        fdless[r] = 1;                     /* F1: before the announcement */
 #endif
+#if LEASE && !defined(MUT_T1)
+       untimed[r] = 1;                    /* T1: before the announcement */
+#endif
 #ifdef MUT_S2
        lt = token[r];
        has_work(r, w);
@@ -553,8 +613,22 @@ proctype Nic(byte r)
        fdless[r] = 1;                     /* the mark passes the token's load */
 #endif
        if
-       :: lt == 0 && w -> sleepers[r]--; lt = 0; w = 0
+       :: lt == 0 && w -> sleepers[r]--; lt = 0; w = 0; untimed[r] = 0
        :: else ->
+#if LEASE
+           ll = lease[r];                 /* after the fence: L1's other half */
+#ifdef MUT_T1
+           untimed[r] = 1;                /* the mark passes the lease's load */
+#endif
+           if
+#ifndef MUT_TIMED
+           :: ll -> tmd = 1
+#endif
+           :: else -> if :: tmd = 1 :: tmd = 0 fi   /* a waiter polls, or busy lately */
+           fi;
+           if :: tmd -> untimed[r] = 0 :: else fi;
+           ll = 0;
+#endif
 #if FDWAIT
            w = 0;
            if
@@ -574,9 +648,22 @@ proctype Nic(byte r)
            fi;
 #else
            lt = 0; w = 0;
-           BELL_WAIT(r, end_S3);          /* bell_wait(bell, seq, forever) */
+           BELL_WAIT(r, end_S3);          /* bell_wait(bell, seq, forever or T1) */
 #endif
-           sleepers[r]--
+           untimed[r] = 0;
+           sleepers[r]--;
+#if LEASE
+           if
+           :: tmd ->
+               /* T1's timeout (or any wake of a timed sleep): end the lease,
+                * then straight to S2 */
+               atomic { if :: lease[r] -> lease[r] = 0; ll = 1 :: else fi };
+               if :: ll -> polled[r]-- :: else fi;   /* as D4: RMW, full fence */
+               ll = 0; tmd = 0;
+               handed = 1
+           :: else
+           fi
+#endif
        fi
     od
 }
@@ -598,7 +685,12 @@ end_M:
         x++
     :: x >= NT -> break
     od;
-    assert(done == NT)
+    assert(done == NT);
+    /* no lease left behind with nobody to end it: peers would never ring
+     * this rank again (the lease mutants fail here) */
+#ifndef NO_LEASE_ASSERT
+    assert(!lease[0] && !lease[1])
+#endif
 }
 
 init

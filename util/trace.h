@@ -91,6 +91,9 @@ enum pt_trace_site {
     PT_TR_NIC_WAKE,     /* W val: 1 rung, 0 backstop                             */
     PT_TR_LEASE,        /* W val: bell.polled after: a waiter polls (no ring)     */
     PT_TR_LEASE_END,    /* W val: bell.polled after                               */
+    PT_TR_LEASE_LEFT,   /* W val: 1: a waiter left its polled count as the lease [L1] */
+    PT_TR_LEASE_TAKEN,  /* W val: 1: a waiter adopted the lease; 2: the NIC thread
+                         * ended it [L2]                                          */
     PT_TR_PARK,         /* W val: event-word seq: a waiter sleeps [W3]            */
     PT_TR_UNPARK,       /* W val: 1 rung, 0 timeout or backstop                   */
     PT_TR_KICK,         /* W val: 1: rang the bell for a sleeper left with work [D3]

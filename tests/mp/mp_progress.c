@@ -6,14 +6,16 @@
  *
  * The target first answers a burst of ping-pongs, so that it leaves its last
  * PtlEQWait the way a busy application does: it ran the engine itself while
- * its NIC thread slept, and on leaving it lowered its doorbell poll claim
- * (engine/wait.h D4), after which peers ring the NIC thread again. Rank 0
+ * its NIC thread slept, and on leaving it left its doorbell poll claim up as
+ * the poll lease (engine/wait.h L1): peers do not ring until the NIC thread
+ * ends the lease (T1, L2: within two PTL_WAIT_LEASE_US periods), or, with
+ * leases off, from its D4 on. Rank 0
  * then issues the three operations and requires their completions
  * (REPLY_END, ACK, SEND_END of the rendezvous) long before the target's
  * computation ends: COMPUTE_MS, against a bound of COMPUTE_MS / 2 (the bound
  * only separates "progressed by the NIC thread" from "progressed when the
- * application came back"). A waiter that left its claim up, or a NIC thread
- * that was not rung, fails it.
+ * application came back"). A lease that nobody ends, or a NIC thread that
+ * was not rung, fails it.
  *
  * Host-matching mode has no NIC thread, so there progress is the caller's by
  * design: the program then checks only that everything completes after the

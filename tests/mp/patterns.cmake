@@ -236,3 +236,15 @@ ptl_pattern(rings_getput_64 ARGS --op getput --size 64 ENV PTL_SHM_FBOX=0)
 ptl_pattern(rings_stream_8 ARGS --shape stream --window 16 --ack on ENV PTL_SHM_FBOX=0)
 ptl_pattern(rings_threads2 ARGS --threads 2 --wait eqpoll ENV PTL_SHM_FBOX=0)
 ptl_pattern(rings_n4 NP 4 ARGS --wait eqpoll-timeout --start off ENV PTL_SHM_FBOX=0)
+
+# ---- the poll lease off (PTL_WAIT_LEASE_US=0; on by default in offload mode,
+# docs/waiting.md "The poll lease"): the client shapes whose waits it spans (START,
+# SEND_END and ACK events, PtlEQGet spinning, two threads sharing one lease)
+foreach(a off on)
+  ptl_pattern(nolease_ev_ack${a} SUFFIX "" ARGS --wait eqwait --start on --send-end on --ack ${a}
+              ENV PTL_WAIT_LEASE_US=0)
+endforeach()
+ptl_pattern(nolease_eqget_spin ARGS --wait eqget-spin --ack on ENV PTL_WAIT_LEASE_US=0)
+ptl_pattern(nolease_threads2 ARGS --threads 2 --wait eqpoll --ack on ENV PTL_WAIT_LEASE_US=0)
+# a lease far longer than a turn: only the next wait or the NIC thread's end (T1) moves it
+ptl_pattern(longlease_think ARGS --wait eqwait --think 300 --ack on -n 100 ENV PTL_WAIT_LEASE_US=5000)
