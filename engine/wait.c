@@ -454,14 +454,19 @@ static bool leases_moved(struct pt_wait *w, uint64_t *seen)
     return moved;
 }
 
-/* L2 by a waiter entering W1: adopt the lease, whose count in bell.polled
- * is then this waiter's (it lowers it with D4, or leaves it as the next
- * lease). false: none out. */
+/* L2: take the lease out, whatever its stamp; its count in bell.polled is
+ * then the caller's. false: none out. */
+static bool lease_take(struct pt_wait *w)
+{
+    uint32_t v = LD_RELAXED(&w->lease);
+    return v && RMW_CAS(&w->lease, &v, 0);
+}
+
+/* L2 by a waiter entering W1: adopt the lease (it lowers the count with D4,
+ * or leaves it as the next lease). false: none out. */
 static bool lease_adopt(struct pt_nic *nic)
 {
-    struct pt_wait *w = &nic->w;
-    uint32_t v = LD_RELAXED(&w->lease);
-    if (!v || !RMW_CAS(&w->lease, &v, 0))
+    if (!lease_take(&nic->w))
         return false;
     PT_TRACE_WAIT(nic, PT_TR_LEASE_TAKEN, 1);
     return true;
@@ -537,7 +542,6 @@ void *pt_wait_nic_thread(void *arg)
     uint32_t seen = 0;   /* the lease at the last timed wake-up (lease_expire) */
     uint32_t active = PT_WAIT_LEASE_ACTIVE; /* timed sleeps left (T1)            */
     uint64_t left_seen = 0;  /* st.leases_left at the last look (T1)             */
-    bool timer_woke = false; /* the last sleep ended by T1's timeout             */
     while (!LD_ACQUIRE(&w->stop)) {
         /* [S1] take the engine if free and run it. Not after [S3b]: that
          * wake is (mostly) the hand-over of the descriptor (D5), for which
@@ -564,12 +568,11 @@ void *pt_wait_nic_thread(void *arg)
             RMW_SUB(&b->sleepers, 1);
             RMW_ADD(&w->st.nic_armed_work, 1);
             ST_RELAXED(&w->untimed, 0); /* awake: S2 comes again before any sleep */
-            timer_woke = false;
             continue; /* [S1] */
         }
-        /* T1: a lease out (read after the fence: L1's other half), a waiter
-         * polling (it may leave one), or one left lately: sleep at most a
-         * lease period, so that a lease always has an end. */
+        /* T1: while leases are in use (the lease is read after the fence:
+         * L1's other half), sleep at most a lease period, so that a lease
+         * always has an end. */
         int64_t tmo = backstop(w);
         bool timed = false;
         if (w->lease_ns) {
@@ -625,10 +628,9 @@ void *pt_wait_nic_thread(void *arg)
             check_missed(nic, b, seq, &rung); /* still announced */
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
         RMW_SUB(&b->sleepers, 1);
-        timer_woke = timed && !rung;
-        if (timer_woke) {
-            /* T1's timeout: a lease ended (L2, above), or none out and no
-             * waiter: S2 again, not S1: nothing rang, and running the
+        if (timed && !rung) {
+            /* T1's timeout: a lease ended (L2, above), or none out and none
+             * left since the last look: S2 again, not S1: nothing rang, and running the
              * engine for PTL_NIC_SPIN_US would take the core from an
              * application that computes beside us (S2's recheck comes back
              * to S1 with work). */
@@ -644,8 +646,7 @@ void pt_wait_stop(struct pt_wait *w)
 {
     /* A lease left by the last wait: its count down, as its end would (the
      * NI goes; a successor of this rank must find the bell as before). */
-    uint32_t v = LD_RELAXED(&w->lease);
-    if (v && RMW_CAS(&w->lease, &v, 0))
+    if (lease_take(w))
         lease_count_down(w);
     ST_RELEASE(&w->stop, 1);
     pt_wait_ring(w, w->bell); /* the seq bump: a sleeper that read seq before it never blocks */

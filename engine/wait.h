@@ -71,9 +71,10 @@
  * waiter is awake or woken.
  *
  * One timeout is part of the protocol: a NIC thread that may owe a lease
- * its end (a lease out, an API waiter polling, or one that left within
- * PT_WAIT_LEASE_ACTIVE leases) sleeps at most PTL_WAIT_LEASE_US (T1); the
- * model lets that sleep end whenever a lease is out. Every other futex
+ * its end (a lease out, leases left within the last PT_WAIT_LEASE_ACTIVE
+ * periods, or a waiter that took one back because of `untimed`) sleeps at
+ * most PTL_WAIT_LEASE_US (T1); the model lets that sleep end whenever a
+ * lease is out. Every other futex
  * timeout implements a caller's own PtlEQPoll timeout or the backstop.
  */
 #ifndef PT_WAIT_H
@@ -112,7 +113,6 @@ struct pt_wait_stats {
     _Atomic uint64_t nic_fdless_sleeps; /* [S3b]: asleep on the eventfd alone          */
     _Atomic uint64_t fd_handovers;   /* D5: a releaser rang an fdless NIC thread      */
     _Atomic uint64_t leases_left;    /* L1: waiters that left a lease                 */
-    _Atomic uint64_t leases_adopted; /* L2: ... taken by the next waiter              */
     _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
     _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
 };
