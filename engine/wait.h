@@ -286,7 +286,10 @@ static inline void pt_wait_events_posted(struct pt_wait *w)
  * in D4. A prefetch: no word changes, no ordering, any thread's view. */
 static inline void pt_wait_rx_hint(struct pt_wait *w)
 {
-    /* With leases the waiter normally leaves the line alone (L1). */
+    /* With leases the waiter usually leaves the line alone (L1), so this
+     * prefetch is then wasted; skipping it with leases on made no difference
+     * to the PtlEQGet spinner, and the ACK patterns were not measured both
+     * ways (2026-11-29). */
     if (w->nic_thread && LD_RELAXED(&w->polled_mine))
         PREFETCH_W(&w->bell->polled);
 }
