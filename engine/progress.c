@@ -293,8 +293,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
          * thread that holds it polls every source anyway; waiting for it
          * would make PtlEQGet block (in host mode, for a whole spin phase of
          * another thread's PtlEQWait). */
-        pt_wait_progress(nic);
-        bool found = eq_ready(&w);
+        bool found = pt_wait_look(nic, eq_ready, &w);
         pt_wait_polled_empty(!found);
         if (found)
             goto got;

@@ -68,6 +68,9 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
      * ranks than cores (yield_ns 0) the NIC threads' timed wake-ups would
      * compete with every waiting rank for the cores. */
     w->lease_ns = nic_thread && w->yield_ns ? (uint64_t)pt_config()->wait_lease_us * 1000u : 0;
+    w->lease_max_ns = (uint64_t)pt_config()->wait_lease_max_us * 1000u;
+    if (w->lease_max_ns < w->lease_ns)
+        w->lease_max_ns = w->lease_ns;
 }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd)
@@ -620,8 +623,14 @@ void *pt_wait_nic_thread(void *arg)
              * without S1: beside a PtlEQGet spinner that yields the core,
              * S1 ran the engine for PTL_NIC_SPIN_US at every period. */
             while (timed && !rung && !lease_expire(nic, &seen) &&
-                   (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen)))
+                   (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen))) {
+                /* The lease renewed (or leases moved) since the last wake:
+                 * in use; sleep twice as long, up to lease_max_ns. Each
+                 * wake takes the core from a spinner that shares it (8 B
+                 * PtlEQGet spinner p99 20-40 us at a fixed 50 us). */
+                tmo = tmo * 2 < (int64_t)w->lease_max_ns ? tmo * 2 : (int64_t)w->lease_max_ns;
                 rung = bell_wait(w, b, seq, tmo);
+            }
         }
         ST_RELAXED(&w->untimed, 0);
         if (PT_UNLIKELY(!rung) && !timed)
@@ -699,6 +708,48 @@ static void waiter_leave(struct pt_nic *nic, struct waiter *me, bool lease)
         me->holding = false;
         pt_wait_release(nic); /* D3 */
     }
+}
+
+/* A look without waiting (PtlEQGet, PtlEQPoll with timeout 0). A caller
+ * that looks again within PT_WAIT_SPINNER_NS of its last empty look spins on
+ * such calls (the reference implementation's handshake, locktest, the
+ * clients of issue 11): with leases on, each look is a W1 of one round that
+ * leaves with a lease, empty or not (L2 at entry, L1 at the end), so that
+ * peers need not ring its sleeping NIC thread for every message and the
+ * spinner runs the engine itself, as a blocking waiter does. Rung instead,
+ * the NIC thread woke on the spinner's core for every message and held the
+ * token there (8 B offload mean 3-30 us against 0.55 us in host mode). A
+ * caller that looks now and then leaves no lease: what arrives between its
+ * looks is the NIC thread's at once, not after a lease period. */
+static __thread uint64_t tls_last_look; /* this thread's last empty look, ns */
+
+bool pt_wait_look(struct pt_nic *nic, pt_ready_fn ready, void *arg)
+{
+    struct pt_wait *w = &nic->w;
+    bool spinner = false;
+    if (w->lease_ns) {
+        uint64_t now = pt_now_ns();
+        spinner = now - tls_last_look < PT_WAIT_SPINNER_NS;
+        tls_last_look = now;
+    }
+    if (!spinner || PT_UNLIKELY(job_failed(nic))) {
+        pt_wait_progress(nic);
+        return ready(arg);
+    }
+    struct waiter me = {false, false, false};
+    if (!lease_adopt(nic)) { /* L2, else W1's raise */
+        RMW_ADD(&w->polled_mine, 1);
+        RMW_ADD(&w->bell->polled, 1);
+        PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
+    }
+    me.polling = true;
+    if (pt_wait_try_take(w)) {
+        me.holding = true;
+        poll_quiet(nic);
+    }
+    bool ok = ready(arg);
+    waiter_leave(nic, &me, true); /* L1 (or D4), then D3 */
+    return ok;
 }
 
 /* The job failed: what live peers sent before may still be queued, and what
@@ -852,10 +903,9 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         spin_start = pt_now_ns();
     }
     /* A lease only when leaving a blocking wait with what we waited for (a
-     * client's next wait comes at once), the NI alive. Not from PtlEQGet
-     * (timeout 0): a spinner that left one at its calls kept its NIC thread
-     * waking every period, and its yields handed it the core (offload 8 B
-     * mean 5-7 -> 11-17 us, docs/waiting.md "The poll lease"). */
+     * client's next wait comes at once), the NI alive. A wait with timeout 0
+     * leaves none: PtlEQGet and PtlEQPoll(0) look through pt_wait_look,
+     * which leaves leases only for a spinner. */
     waiter_leave(nic, &me, ok && !failed && timeout_ns != 0);
     return ok;
 }

@@ -163,11 +163,13 @@ struct pt_wait {
      * lives one to two periods). untimed: 1 from the NIC thread's S2 until it
      * decides to sleep with a timeout, or wakes. lease_ns 0: no lease
      * (PTL_WAIT_LEASE_US=0, or host matching, where the waiters are the engine
-     * sleepers). */
+     * sleepers). lease_max_ns: T1's timed sleep doubles from lease_ns up to
+     * this while leases keep being renewed (a lease left for good ends
+     * within two of these). */
     _Atomic uint32_t lease;
     _Atomic uint32_t untimed;
     _Atomic uint32_t lease_wanted; /* a waiter took its lease back (untimed): a hint */
-    uint64_t lease_ns;
+    uint64_t lease_ns, lease_max_ns;
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -190,6 +192,8 @@ struct pt_wait {
 #define PT_WAIT_LEASE_ACTIVE 4    /* T1: after a lease was left, the NIC thread
                                    * sleeps with a timeout for this many lease
                                    * periods (then, idle, without)                */
+#define PT_WAIT_SPINNER_NS 20000u /* a look within this of the thread's last empty
+                                   * look makes it a spinner (pt_wait_look)    */
 #define PT_WAIT_YIELD_NS  20000u  /* a waiter spins this long without what it waits
                                    * for, then yields the core at every clock check
                                    * (the default; 0 when oversubscribed:
@@ -294,10 +298,16 @@ static inline void pt_wait_rx_hint(struct pt_wait *w)
         PREFETCH_W(&w->bell->polled);
 }
 
+/* One look for a caller that does not wait (PtlEQGet, PtlEQPoll with
+ * timeout 0): run the engine once if free, then ready(arg). A spinner (it
+ * looked less than PT_WAIT_SPINNER_NS ago) with leases on keeps a lease
+ * between its looks (wait.c). */
+typedef bool (*pt_ready_fn)(void *arg);
+bool pt_wait_look(struct pt_nic *nic, pt_ready_fn ready, void *arg);
+
 /* Wait until ready(arg) (which may consume what it finds), running the engine
  * whenever the token is free. timeout_ns < 0: forever. Returns true if ready,
  * false on timeout or when the job failed (the caller looks at why). */
-typedef bool (*pt_ready_fn)(void *arg);
 bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns);
 
 /* Wake every sleeper of this NI (the job failed, or the NI stops). */

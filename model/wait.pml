@@ -72,6 +72,10 @@
  * load of lease), MUT_TIMED (the NIC thread sleeps without a timeout even
  * with a lease out): each leaves a lease that nobody will end (the Monitor
  * asserts none is left: peers would never ring that rank again).
+ *
+ * SPINGET=1: a waiter may also leave after a look that found nothing,
+ * offering its count as the lease (L1), and look again (W1, adopting it):
+ * the PtlEQGet spinner (pt_wait_look), whose every look leaves a lease.
  */
 
 #ifndef OFFLOAD
@@ -91,6 +95,9 @@
 #endif
 #ifndef LEASE
 #define LEASE (OFFLOAD && !FDWAIT) /* the poll lease (offload mode, no descriptor) */
+#endif
+#ifndef SPINGET
+#define SPINGET 0              /* 1: waiters may also leave after an empty look (PtlEQGet) */
 #endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
@@ -442,6 +449,9 @@ inline wait_event(r, a) {
            if
            :: skip                  /* spin on */
            :: ex = 2                /* W2: spun long enough */
+#if SPINGET
+           :: ex = 3                /* a look that found nothing (PtlEQGet): leave, look again */
+#endif
            fi
        :: else
        fi;
@@ -452,7 +462,7 @@ inline wait_event(r, a) {
            ls = 0;
 #if LEASE
            if
-           :: polling && ex == 1 ->
+           :: polling && (ex == 1 || ex == 3) ->
                /* L1: offer the count as the lease */
 #ifdef MUT_L1
                lu = untimed[r];                      /* the load passes the CAS */

@@ -33,6 +33,8 @@ static struct pt_tunable g_table[] = {
       "microseconds PtlEQWait/PtlEQPoll and synchronous calls poll (running the engine) before sleeping"),
     T("PTL_WAIT_LEASE_US", wait_lease_us, 50, 0, 100000,
       "offload mode: a waiter that has what it waited for leaves its \"I poll, do not ring\" mark up for its next wait (peers do not ring the NIC thread between two waits); the NIC thread, asleep with this timeout while a lease may be out, takes back one older than this (docs/waiting.md, \"The poll lease\"); off when the job has more ranks than cores (PTL_WAIT_YIELD_US 0); 0: every wait lowers the mark as it leaves"),
+    T("PTL_WAIT_LEASE_MAX_US", wait_lease_max_us, 800, 0, 1000000,
+      "offload mode: while waiters keep renewing leases (a PtlEQGet spinner, a ping-pong of waits), the NIC thread doubles its timed sleep from PTL_WAIT_LEASE_US up to this, so that it does not wake on the application's core every period; a lease left for good then ends within two of these (docs/waiting.md, \"The poll lease\")"),
     T("PTL_WAIT_YIELD_US", wait_yield_us, -1, -1, 10000000,
       "microseconds a waiter (or a PtlEQGet/PtlEQPoll loop) finds nothing before it gives the core away (sched_yield) at every further look; -1: 0 when the job's threads on this host outnumber the cores this process may run on (shared-memory jobs: more ranks than cores), else 20"),
     T("PTL_JOB_CPUS", job_cpus, 0, 0, 1 << 20,
