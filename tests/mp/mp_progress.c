@@ -23,6 +23,11 @@
  *
  * Run with PTL_NIC_CPU=0 and =1 under ptlrun --cpus 0,1: rank 1's NIC thread
  * then has a core of its own or shares rank 1's.
+ *
+ * MP_PROGRESS_SPIN=1: the target takes its pings by spinning on PtlEQGet
+ * instead of PtlEQWait, so it leaves the lease of a spinner's last look
+ * (engine/wait.c pt_wait_look) when it starts computing, after a burst in
+ * which the NIC thread's timed sleep grew to PTL_WAIT_LEASE_MAX_US.
  */
 #include "mp_util.h"
 
@@ -49,12 +54,29 @@ static void compute(unsigned ms)
     g_sink = x;
 }
 
+/* The ping by spinning on PtlEQGet (a client that polls). */
+static void spin_expect(ptl_handle_eq_t eq, ptl_event_kind_t k, const char *what)
+{
+    ptl_event_t ev;
+    uint64_t end = mp_now_ms() + MP_WAIT_MS;
+    int rc;
+    while ((rc = PtlEQGet(eq, &ev)) == PTL_EQ_EMPTY)
+        if (mp_now_ms() > end)
+            mp_die("%s: no %s within %d ms of PtlEQGet", what, PtlEventKindStr(k), MP_WAIT_MS);
+    if (rc != PTL_OK)
+        mp_die("%s: PtlEQGet: %s", what, PtlErrorStr(rc));
+    if (ev.type != k)
+        mp_die("%s: expected %s, got %s", what, PtlEventKindStr(k), PtlEventKindStr(ev.type));
+}
+
 int main(void)
 {
     struct mp m;
     mp_init(&m, 2);
     const char *off = getenv("PTL_OFFLOAD");
     const bool offload = !off || atoi(off) != 0;
+    const char *sp = getenv("MP_PROGRESS_SPIN");
+    const bool spin = sp && atoi(sp) != 0;
     const ptl_process_id_t target = m.ids[1], ini = m.ids[0];
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m.ni, 256, PTL_EQ_HANDLER_NONE, &eq));
@@ -117,6 +139,12 @@ int main(void)
                (unsigned long long)dt, offload ? "offload" : "host-matching");
     } else if (m.rank == 1) {
         for (int i = 0; i < PINGS; i++) {
+            if (spin) {
+                spin_expect(eq, PTL_EVENT_PUT_END, "ping");
+                MP_CHECK(PtlPut(pmd, PTL_NOACK_REQ, ini, PT_PING, 0, 0, 0, (ptl_hdr_data_t)i));
+                spin_expect(eq, PTL_EVENT_SEND_END, "pong");
+                continue;
+            }
             mp_expect(eq, PTL_EVENT_PUT_END, "ping");
             MP_CHECK(PtlPut(pmd, PTL_NOACK_REQ, ini, PT_PING, 0, 0, 0, (ptl_hdr_data_t)i));
             mp_expect(eq, PTL_EVENT_SEND_END, "pong");

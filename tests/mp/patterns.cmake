@@ -248,3 +248,9 @@ ptl_pattern(nolease_eqget_spin ARGS --wait eqget-spin --ack on ENV PTL_WAIT_LEAS
 ptl_pattern(nolease_threads2 ARGS --threads 2 --wait eqpoll --ack on ENV PTL_WAIT_LEASE_US=0)
 # a lease far longer than a turn: only the next wait or the NIC thread's end (T1) moves it
 ptl_pattern(longlease_think ARGS --wait eqwait --think 300 --ack on -n 100 ENV PTL_WAIT_LEASE_US=5000)
+# PtlEQGet spinners leave a lease at every look (engine/wait.c pt_wait_look): one that
+# pauses (asleep) with its lease out, two threads spinning on one NI's lease, and a
+# spinner whose NIC thread's timed sleep is at its longest (PTL_WAIT_LEASE_MAX_US)
+ptl_pattern(spinlease_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
+ptl_pattern(spinlease_threads2 ARGS --threads 2 --wait eqget-spin --ack on -n 100)
+ptl_pattern(spinlease_stream_get ARGS --shape stream --op get --wait eqget-spin --window 8 -n 100)
