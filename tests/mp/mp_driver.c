@@ -93,6 +93,50 @@ static bool have_children(void)
     return any;
 }
 
+/* Where a process left behind is stuck, before it is killed: per thread its
+ * name, state, kernel wait channel and blocking syscall (number and
+ * arguments: a futex address shows which word it sleeps on). A rare hang in
+ * CI then leaves more than "left behind" to go on. */
+static void describe_stuck(int pid)
+{
+    char path[320], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char comm[64] = "?", wchan[64] = "?", sc[160] = "?", state = '?';
+        const char *what[] = {"comm", "wchan", "syscall", "stat"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "/proc/%d/task/%.32s/%s", pid, e->d_name, what[i]);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                continue;
+            if (fgets(buf, sizeof buf, f)) {
+                buf[strcspn(buf, "\n")] = 0;
+                if (i == 0)
+                    snprintf(comm, sizeof comm, "%.63s", buf);
+                else if (i == 1)
+                    snprintf(wchan, sizeof wchan, "%.63s", buf);
+                else if (i == 2)
+                    snprintf(sc, sizeof sc, "%.159s", buf);
+                else {
+                    const char *rp = strrchr(buf, ')');
+                    if (rp && rp[1] == ' ')
+                        state = rp[2];
+                }
+            }
+            fclose(f);
+        }
+        fprintf(stderr, "mp_driver:   thread %s (%s): state %c, wchan %s, syscall %s\n",
+                e->d_name, comm, state, wchan, sc);
+    }
+    closedir(d);
+}
+
 /* Kill and reap every child we still have (orphans reparented to us), after
  * up to settle_s seconds in which they may end by themselves. */
 static int reap_leftovers(double settle_s)
@@ -113,6 +157,7 @@ static int reap_leftovers(double settle_s)
         int pid;
         while (fscanf(f, "%d", &pid) == 1) {
             fprintf(stderr, "mp_driver: process %d was left behind: killing it\n", pid);
+            describe_stuck(pid);
             kill(pid, SIGKILL);
             left++;
         }
