@@ -448,7 +448,7 @@ static bool lease_expire(struct pt_nic *nic, uint32_t *seen)
 }
 
 /* T1's hint: have waiters left leases since the last look? (A client that
- * waits and comes back; a PtlEQGet spinner leaves none.) */
+ * waits and comes back, or spins on PtlEQGet: pt_wait_look.) */
 static bool leases_moved(struct pt_wait *w, uint64_t *seen)
 {
     uint64_t n = LD_RELAXED(&w->st.leases_left);
@@ -583,9 +583,11 @@ void *pt_wait_nic_thread(void *arg)
              * could not leave one because we might sleep untimed (L1):
              * timed for PT_WAIT_LEASE_ACTIVE more sleeps; without leases
              * that long: untimed. Not merely because we were rung: beside
-             * a PtlEQGet spinner, which leaves no lease and is rung for,
-             * every timed wake-up whose S2 found work ran the engine for
-             * PTL_NIC_SPIN_US on its core (8 B offload mean 1.6 -> 3-5 us). */
+             * a client that leaves no lease and is rung for (it looks only
+             * now and then), every timed wake-up whose S2 found work would
+             * run the engine for PTL_NIC_SPIN_US on its core (measured
+             * with the PtlEQGet spinner before it left leases: 8 B offload
+             * mean 1.6 -> 3-5 us). */
             if (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen) ||
                 LD_RELAXED(&w->lease_wanted)) {
                 active = PT_WAIT_LEASE_ACTIVE;
@@ -620,8 +622,8 @@ void *pt_wait_nic_thread(void *arg)
              * waiters keep leaving them: sleep on, still announced on the same seq (a
              * ring meanwhile makes the wait return at once), without S2's
              * RMWs on the shared bell and its work scan, and above all
-             * without S1: beside a PtlEQGet spinner that yields the core,
-             * S1 ran the engine for PTL_NIC_SPIN_US at every period. */
+             * without S1: beside an application that yields the core, S1
+             * ran the engine for PTL_NIC_SPIN_US at every period. */
             while (timed && !rung && !lease_expire(nic, &seen) &&
                    (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen))) {
                 /* The lease renewed (or leases moved) since the last wake:
@@ -685,6 +687,19 @@ static void want_drop(struct pt_wait *w, struct waiter *me)
     }
 }
 
+/* W1 in offload mode: count ourselves in bell.polled, so that peers need
+ * not ring while we poll: adopt the lease's count (L2), else raise one. */
+static void waiter_poll(struct pt_nic *nic, struct waiter *me)
+{
+    struct pt_wait *w = &nic->w;
+    if (!lease_adopt(nic)) {
+        RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
+        RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
+        PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
+    }
+    me->polling = true;
+}
+
 /* Stop running the engine: D4 (or, lease true, L1) then D3. After this the
  * waiter owes nothing: every work source that arrived while it polled is
  * either seen by the check inside, or announced to a sleeper that is rung,
@@ -737,12 +752,7 @@ bool pt_wait_look(struct pt_nic *nic, pt_ready_fn ready, void *arg)
         return ready(arg);
     }
     struct waiter me = {false, false, false};
-    if (!lease_adopt(nic)) { /* L2, else W1's raise */
-        RMW_ADD(&w->polled_mine, 1);
-        RMW_ADD(&w->bell->polled, 1);
-        PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
-    }
-    me.polling = true;
+    waiter_poll(nic, &me);
     if (pt_wait_try_take(w)) {
         me.holding = true;
         poll_quiet(nic);
@@ -791,14 +801,8 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
     for (uint32_t it = 0;; it++) {
         bool stalled = false; /* idle on a credit stall: the shorter spin */
         /* [W1] spin: run the engine when we can take it */
-        if (w->nic_thread && !me.polling) {
-            if (!lease_adopt(nic)) { /* L2: a lease's count is ours, else raise one */
-                RMW_ADD(&w->polled_mine, 1);  /* first: polled_mine >= bell->polled (wait.h) */
-                RMW_ADD(&w->bell->polled, 1); /* peers need not ring while we poll */
-                PT_TRACE_WAIT(nic, PT_TR_LEASE, LD_RELAXED(&w->bell->polled));
-            }
-            me.polling = true;
-        }
+        if (w->nic_thread && !me.polling)
+            waiter_poll(nic, &me);
         if (ready(arg)) {
             ok = true;
             break;

@@ -56,7 +56,8 @@
  *       thread polls the descriptor only after its own fi_trywait, the token
  *       free.
  *   L1  (the poll lease, offload; PTL_WAIT_LEASE_US) a waiter that leaves
- *       with what it waited for may leave its count in bell.polled up as the
+ *       with what it waited for, or a spinner's look (PtlEQGet, PtlEQPoll(0):
+ *       pt_wait_look), may leave its count in bell.polled up as the
  *       NI's one lease: CAS lease 0->1 (fence), then reads `untimed`; if set,
  *       it takes the lease back (CAS 1->0) and lowers polled (D4)  <->  T1:
  *       the NIC thread stores untimed = 1 before S2's fence and reads `lease`
@@ -72,9 +73,10 @@
  *
  * One timeout is part of the protocol: a NIC thread that may owe a lease
  * its end (a lease out, leases left within the last PT_WAIT_LEASE_ACTIVE
- * periods, or a waiter that took one back because of `untimed`) sleeps at
- * most PTL_WAIT_LEASE_US (T1); the model lets that sleep end whenever a
- * lease is out. Every other futex
+ * periods, or a waiter that took one back because of `untimed`) sleeps
+ * with a timeout (T1): PTL_WAIT_LEASE_US, doubled at each wake that finds
+ * the lease renewed, up to PTL_WAIT_LEASE_MAX_US; the model lets that sleep
+ * end whenever a lease is out. Every other futex
  * timeout implements a caller's own PtlEQPoll timeout or the backstop.
  */
 #ifndef PT_WAIT_H
