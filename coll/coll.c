@@ -99,11 +99,30 @@ struct group {
     ptl_size_t pseq;                   /* pair allreduces started               */
     ptl_handle_ct_t pprev;             /* done counter of the previous one ...  */
     ptl_size_t pprev_thr;              /* ... and its threshold (0: none)       */
+    struct pbc *pb;                    /* 2 members: small bcast (pb_*), or NULL */
     ptl_size_t fseq, bar_calls, smax;  /* calls on it, barriers, bytes per acc  */
     int rb, ra;                        /* ceil / floor log2 n                   */
     ptl_size_t p2;                     /* 1 << ra                               */
     ptl_handle_ct_t barr[COLL_RMAX];   /* barrier round k arrivals (cumulative) */
     ptl_handle_me_t bme[COLL_RMAX];
+};
+
+/* Small bcast of a 2-member group (docs/coll.md, "Pair bcast"): PB_SLOTS
+ * receive slots from the partner, and the partner's start signals. */
+#define PB_SLOTS 32 /* calls b and b + PB_AHEAD never share a slot        */
+#define PB_AHEAD 16 /* a root's put b waits for the partner's start of b - PB_AHEAD */
+struct pbc {
+    char *mem;                         /* PB_SLOTS x smax: our SRC or the partner's data */
+    ptl_handle_md_t md;                /* over mem; its sends count into sent   */
+    ptl_handle_ct_t sent;              /* data puts that left                   */
+    ptl_size_t sent_exp;               /* data puts armed so far                */
+    ptl_handle_ct_t start;             /* the partner's start signals (one per call) */
+    ptl_handle_me_t start_me;
+    ptl_handle_ct_t cnt[PB_SLOTS];     /* the partner's data puts into slot s   */
+    ptl_handle_me_t me[PB_SLOTS];      /* over slot s, from the partner         */
+    ptl_size_t recvs[PB_SLOTS];        /* calls of slot s in which we received  */
+    int owner[PB_SLOTS];               /* request index + 1 using slot s, 0 none */
+    ptl_size_t seq;                    /* pair bcasts started                   */
 };
 
 struct req {
@@ -125,7 +144,7 @@ struct req {
     uint8_t *rtr;    /* [n] send this peer an RTR                */
     int rc;
     /* persistent path: slot, result to copy out at completion */
-    int fast, finished, fslot, pair; /* pair: fslot indexes g->ps */
+    int fast, finished, fslot, pair; /* pair 1: fslot indexes g->ps; 2: g->pb */
     /* pair path: result = mine op partner's (member 0's value first) */
     const void *in;
     ptl_coll_type_t t;
@@ -577,6 +596,8 @@ static void slots_free(struct fslot *fs)
     free(fs);
 }
 
+static void pb_free(struct pbc *b);
+
 static void fast_teardown(struct group *g)
 {
     if (!g->fs)
@@ -591,6 +612,8 @@ static void fast_teardown(struct group *g)
     g->fs = NULL;
     slots_free(g->ps);
     g->ps = NULL;
+    pb_free(g->pb);
+    g->pb = NULL;
 }
 
 /* COLL_SLOTS slots with nothing posted yet (all handles invalid), or NULL. */
@@ -637,6 +660,68 @@ static int pair_setup(struct group *g)
                            mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR), f->mem + sm,
                            sm, &f->cnt[0], &f->me[0]);
     }
+    return rc;
+}
+
+/* The pair bcast's slots (see pair_bcast): one MD over PB_SLOTS x smax bytes
+ * (our data puts count into sent), one ME per slot from the partner (its
+ * data puts into cnt[s]), and one 0-byte ME counting the partner's start
+ * signals into start. */
+#define PBSEQ_BASE 0x200ull
+#define PBSEQ_START 0x300ull
+#define FT_PBC    203u
+static void pb_free(struct pbc *b)
+{
+    if (!b)
+        return;
+    for (int s = 0; s < PB_SLOTS; s++) {
+        if (b->me[s] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(b->me[s]);
+        if (b->cnt[s] != PTL_CT_NONE)
+            PtlCTFree(b->cnt[s]);
+    }
+    if (b->start_me != PTL_INVALID_HANDLE)
+        PtlMEUnlink(b->start_me);
+    if (b->start != PTL_CT_NONE)
+        PtlCTFree(b->start);
+    if (b->md != PTL_INVALID_HANDLE)
+        PtlMDUnlink(b->md);
+    if (b->sent != PTL_CT_NONE)
+        PtlCTFree(b->sent);
+    free(b->mem);
+    free(b);
+}
+
+static int pb_setup(struct group *g)
+{
+    ptl_size_t sm = g->smax;
+    struct pbc *b = calloc(1, sizeof *b);
+    if (!b)
+        return PTL_NO_SPACE;
+    g->pb = b;
+    b->md = PTL_INVALID_HANDLE;
+    b->sent = b->start = PTL_CT_NONE;
+    b->start_me = PTL_INVALID_HANDLE;
+    for (int s = 0; s < PB_SLOTS; s++) {
+        b->cnt[s] = PTL_CT_NONE;
+        b->me[s] = PTL_INVALID_HANDLE;
+    }
+    b->mem = calloc(PB_SLOTS, sm);
+    if (!b->mem)
+        return PTL_NO_SPACE;
+    ptl_process_id_t peer = g->ids[g->me ^ 1];
+    ptl_md_t d = {b->mem, PB_SLOTS * sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+    int rc = PtlCTAlloc(g->ni, &b->sent);
+    if (rc == PTL_OK)
+        rc = PtlMDBind(g->ni, d, PTL_RETAIN, &b->md);
+    if (rc == PTL_OK)
+        rc = PtlMDBindCT(b->md, b->sent, PTL_CT_SEND);
+    if (rc == PTL_OK)
+        rc = attach_ct(g, peer, mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), NULL, 0, &b->start,
+                       &b->start_me);
+    for (int s = 0; rc == PTL_OK && s < PB_SLOTS; s++)
+        rc = attach_ct(g, peer, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC),
+                       b->mem + (ptl_size_t)s * sm, sm, &b->cnt[s], &b->me[s]);
     return rc;
 }
 
@@ -705,6 +790,8 @@ static int fast_setup(struct group *g)
     }
     if (rc == PTL_OK && n == 2 && sm)
         rc = pair_setup(g);
+    if (rc == PTL_OK && n == 2 && sm)
+        rc = pb_setup(g);
     return rc;
 }
 
@@ -923,6 +1010,8 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     return PTL_OK;
 }
 
+static void pb_drain(struct group *g);
+
 int PtlCollGroupFree(ptl_handle_coll_t h)
 {
     struct group *g = group_get(h);
@@ -933,6 +1022,7 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
     pthread_mutex_unlock(&g->lock);
     if (busy)
         return PTL_ME_IN_USE; /* requests of the group are not completed */
+    pb_drain(g);
     group_teardown(g);
     return PTL_OK;
 }
@@ -1005,6 +1095,11 @@ static int check_root(ptl_handle_coll_t h, ptl_size_t root)
     return root < g->n ? PTL_OK : PTL_ARG_INVALID;
 }
 
+static int req_new_fast(struct group *g, struct req **out);
+static int fast_end(struct group *g, struct req *r, int rc, ptl_handle_coll_req_t *h);
+static int pair_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root);
+static int pb_ok(ptl_handle_coll_t h, ptl_size_t len);
+
 int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root,
                   ptl_handle_coll_req_t *out)
 {
@@ -1014,6 +1109,18 @@ int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t roo
     if (!buf && len)
         return PTL_SEGV;
     struct req *r;
+    if (pb_ok(h, len)) {
+        if (!out)
+            return PTL_SEGV;
+        struct group *g = group_get(h);
+        pthread_mutex_lock(&g->lock);
+        rc = req_new_fast(g, &r);
+        if (rc != PTL_OK) {
+            pthread_mutex_unlock(&g->lock);
+            return rc;
+        }
+        return fast_end(g, r, pair_bcast(g, r, buf, len, root), out);
+    }
     rc = begin(h, out, &r);
     if (rc != PTL_OK)
         return rc;
@@ -1125,11 +1232,13 @@ static void fast_finish(struct req *r, int rc)
         return;
     r->finished = 1;
     r->rc = rc;
-    if (rc == PTL_OK && r->out && r->bytes && r->pair)
+    if (rc == PTL_OK && r->out && r->bytes && r->pair == 1)
         pair_combine(r);
     else if (rc == PTL_OK && r->out && r->bytes)
         memcpy(r->out, r->res, r->bytes);
-    if (r->fslot >= 0)
+    if (r->fslot >= 0 && r->pair == 2)
+        r->g->pb->owner[r->fslot] = 0;
+    else if (r->fslot >= 0)
         (r->pair ? r->g->ps : r->g->fs)[r->fslot].owner = 0;
 }
 
@@ -1377,6 +1486,92 @@ static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, v
     g->pprev = f->cnt[0];
     g->pprev_thr = u;
     return rc;
+}
+
+/* Small bcast of a 2-member group without RTR (docs/coll.md, "Pair bcast").
+ * Pair bcast number c (1-based, counted per group) takes slot
+ * (c - 1) % PB_SLOTS:
+ *  - (B1) call c - PB_AHEAD is finished first; the earlier calls were by
+ *    the earlier takes, so every call up to c - PB_AHEAD has its data copied
+ *    out and its put gone;
+ *  - both members send a 0-byte start signal ("I started c, so finished
+ *    c - PB_AHEAD");
+ *  - the root copies buf into its slot and puts it into the partner's,
+ *    (B2) armed on the partner's start signals >= c - PB_AHEAD: the partner
+ *    finished call c - PB_SLOTS (<= c - 2 PB_AHEAD), the slot's previous
+ *    use, so the slot is free there; the root is done when its put left, so
+ *    it may run up to PB_AHEAD calls ahead of the partner;
+ *  - the other member is done when the data landed (cnt[s] counts one put
+ *    per call of slot s in which it receives: only the root of such a call
+ *    puts into it); the host that completes the request copies it out.
+ * A slot used as the root's SRC is rewritten at call c + PB_SLOTS, after
+ * B1 of call c + PB_AHEAD saw its put leave; the partner puts into it only
+ * for calls c +- k PB_SLOTS, and B2 keeps those apart in the same way. */
+static int pair_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root)
+{
+    struct pbc *b = g->pb;
+    ptl_size_t c = ++b->seq, sm = g->smax, peer = g->me ^ 1;
+    int s = (int)((c - 1) % PB_SLOTS);
+    if (c > PB_AHEAD) { /* B1 */
+        int os = (int)((c - 1 - PB_AHEAD) % PB_SLOTS);
+        if (b->owner[os]) {
+            struct req *o = &reqs[b->owner[os] - 1];
+            fast_finish(o, fast_wait(o));
+        }
+    }
+    b->owner[s] = (int)(r - reqs) + 1; /* its previous use finished at B1 of c - PB_AHEAD */
+    r->fslot = s;
+    r->pair = 2;
+    r->sent = b->sent;
+    int rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0,
+                    mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), 0, 0);
+    if (rc != PTL_OK)
+        return rc;
+    char *slot = b->mem + (ptl_size_t)s * sm;
+    if (g->me == root) {
+        memcpy(slot, buf, len);
+        int later = c > PB_AHEAD;
+        rc = PtlTriggeredPut(b->md, (ptl_size_t)s * sm, len, PTL_NO_ACK_REQ, g->ids[peer], g->pt,
+                             0, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), 0, 0,
+                             later ? b->start : b->sent, later ? c - PB_AHEAD : 0); /* B2 */
+        if (rc == PTL_OK)
+            b->sent_exp++;
+        r->nsent = b->sent_exp;
+        return rc;
+    }
+    r->done = b->cnt[s];
+    r->done_thr = ++b->recvs[s];
+    r->res = slot;
+    r->out = buf;
+    r->bytes = len;
+    return PTL_OK;
+}
+
+static int pb_ok(ptl_handle_coll_t h, ptl_size_t len)
+{
+    struct group *g = group_get(h);
+    return g && g->pb && len > 0 && len <= g->smax;
+}
+
+/* Every start signal the partner will send (one per pair bcast) has come,
+ * so that none arrives after its ME is gone; bounded for a partner that
+ * left without making the calls. */
+static void pb_drain(struct group *g)
+{
+    struct pbc *b = g->pb;
+    uint64_t t0 = 0;
+    for (;;) {
+        ptl_ct_event_t ev;
+        if (!b || !b->seq || PtlCTGet(b->start, &ev) != PTL_OK || ev.success >= b->seq ||
+            ev.failure)
+            return;
+        uint64_t t = now_ms();
+        if (!t0)
+            t0 = t;
+        else if (t - t0 > HELLO_TIMEOUT_MS)
+            return;
+        sleep_us(20);
+    }
 }
 
 /* Starts a persistent-path call: kind 0 barrier, 1 allreduce. */

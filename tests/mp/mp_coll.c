@@ -32,10 +32,13 @@
  * allreduces in flight for thousands of calls (W = 19: a slot's next use
  * starts as soon as its previous one was waited; W = 26: more than the
  * slots), in place in buffers reused every W calls, data changing every
- * call, an Ibarrier every 7th call; every result checked. A put that
+ * call, an Ibarrier every 7th call, a small Ibcast (the pair bcast, its
+ * root alternating) in most 5th calls; every result checked. A put that
  * overwrote a slot before its previous use was consumed, or a counter
  * advanced by the wrong use, gives a wrong element. Then min and max of
- * +0 / -0 and of NaN / numbers: both members must get the same bits.
+ * +0 / -0 and of NaN / numbers: both members must get the same bits. Then
+ * 3,000 blocking bcasts whose root runs ahead of a member that pauses (the
+ * pair bcast's flow control), every element checked.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -592,12 +595,18 @@ static int64_t pw_val(unsigned r, unsigned tid, long a, size_t i)
     return (int64_t)r * 1000003 + (int64_t)tid * 7777 + a * 131 + (int64_t)i;
 }
 
+/* The rank of member m of p's group (thread 1's group is the job reversed). */
+static unsigned pw_rank(const struct pw *p, int m)
+{
+    return p->tid ? 1u - (unsigned)m : (unsigned)m;
+}
+
 static void *pw_run(void *arg)
 {
     struct pw *p = arg;
     static __thread int64_t buf[PW_MAX][PW_C];
     ptl_handle_coll_req_t q[PW_MAX];
-    int isbar[PW_MAX];
+    int isbar[PW_MAX], bcroot[PW_MAX]; /* bcroot: the bcast's root, or -1 */
     for (long a = 0; a < PW_CALLS + p->w; a++) {
         int k = (int)(a % p->w);
         long o = a - p->w; /* the call that used buffer k before */
@@ -609,7 +618,17 @@ static void *pw_run(void *arg)
             }
             size_t c = 1 + (size_t)(o % PW_C);
             ptl_coll_op_t op = o % 3 == 2 ? PTL_COLL_MAX : PTL_COLL_SUM;
-            for (size_t i = 0; !isbar[k] && i < c; i++) {
+            for (size_t i = 0; bcroot[k] >= 0 && i < c; i++) {
+                int64_t want = pw_val(pw_rank(p, bcroot[k]), p->tid, o, i);
+                if (buf[k][i] != want) {
+                    fprintf(stderr, "pairs: thread %u call %ld (bcast from %d) element %zu is %lld, "
+                                    "want %lld\n", p->tid, o, bcroot[k], i, (long long)buf[k][i],
+                            (long long)want);
+                    p->fail = "wrong bcast data";
+                    return NULL;
+                }
+            }
+            for (size_t i = 0; !isbar[k] && bcroot[k] < 0 && i < c; i++) {
                 int64_t want = op == PTL_COLL_SUM ? 0 : INT64_MIN;
                 for (unsigned r = 0; r < N; r++) {
                     int64_t v = pw_val(r, p->tid, o, i);
@@ -626,9 +645,15 @@ static void *pw_run(void *arg)
         if (a >= PW_CALLS)
             continue;
         isbar[k] = a % 7 == 6;
+        bcroot[k] = !isbar[k] && a % 5 == 3 ? (int)(a / 5 % 2) : -1;
         int rc;
         if (isbar[k]) {
             rc = PtlCollIbarrier(p->g, &q[k]);
+        } else if (bcroot[k] >= 0) { /* a pair bcast (docs/coll.md), roots alternating */
+            size_t c = 1 + (size_t)(a % PW_C);
+            for (size_t i = 0; i < c; i++)
+                buf[k][i] = ME == pw_rank(p, bcroot[k]) ? pw_val(ME, p->tid, a, i) : -1;
+            rc = PtlCollIbcast(p->g, buf[k], c * sizeof buf[k][0], (ptl_size_t)bcroot[k], &q[k]);
         } else {
             size_t c = 1 + (size_t)(a % PW_C);
             ptl_coll_op_t op = a % 3 == 2 ? PTL_COLL_MAX : PTL_COLL_SUM;
@@ -679,6 +704,24 @@ static int pairs(struct mp *m)
                 mp_die("pairs: %s of +0/-0, NaN: members got different bits", oname[op]);
         }
     mp_log("pairs: min and max of +0/-0 and NaN bit-identical on both members");
+    /* A root that runs ahead: blocking bcasts, the root changing every 500
+     * calls, the other member pausing now and then (the root must wait for
+     * its start signals, never overwrite a slot it has not copied out). */
+    for (long a = 0; a < 3000; a++) {
+        unsigned root = (unsigned)(a / 500 % 2);
+        int64_t v[PW_C];
+        for (size_t i = 0; i < PW_C; i++)
+            v[i] = ME == root ? pw_val(root, 9, a, i) : -1;
+        if (ME != root && a % 97 == 0)
+            usleep(300);
+        mp_doing("bcast stream");
+        MP_CHECK(PtlCollBcast(ga, v, sizeof v, root));
+        for (size_t i = 0; i < PW_C; i++)
+            if (v[i] != pw_val(root, 9, a, i))
+                mp_die("bcast stream: call %ld from %u element %zu is %lld", a, root, i,
+                       (long long)v[i]);
+    }
+    mp_log("pairs: 3000 bcasts, the root running ahead, checked");
     MP_CHECK(PtlCollGroupFree(ga));
     MP_CHECK(PtlCollGroupFree(gb));
     mp_barrier(m);
