@@ -99,7 +99,7 @@ struct group {
     ptl_size_t pseq;                   /* pair allreduces started               */
     ptl_handle_ct_t pprev;             /* done counter of the previous one ...  */
     ptl_size_t pprev_thr;              /* ... and its threshold (0: none)       */
-    struct pbc *pb;                    /* 2 members: small bcast (pb_*), or NULL */
+    struct pbc *pb;                    /* small bcast on slots (slot_bcast), or NULL */
     ptl_size_t fseq, bar_calls, smax;  /* calls on it, barriers, bytes per acc  */
     int rb, ra;                        /* ceil / floor log2 n                   */
     ptl_size_t p2;                     /* 1 << ra                               */
@@ -107,22 +107,25 @@ struct group {
     ptl_handle_me_t bme[COLL_RMAX];
 };
 
-/* Small bcast of a 2-member group (docs/coll.md, "Pair bcast"): PB_SLOTS
- * receive slots from the partner, and the partner's start signals. */
-#define PB_SLOTS 32 /* calls b and b + PB_AHEAD never share a slot        */
-#define PB_AHEAD 16 /* a root's put b waits for the partner's start of b - PB_AHEAD */
+/* Small bcast on persistent slots (docs/coll.md, "Slot bcast"): PB_SLOTS
+ * receive slots from whichever member is our parent in a call, and every
+ * peer's start signals. */
+#define PB_SLOTS 32   /* calls c and c + PB_AHEAD never share a slot          */
+#define PB_AHEAD 16   /* a put of call c waits for the child's start of c - PB_AHEAD */
+#define PB_SIG   4    /* a start signal every PB_SIG calls                    */
+#define PB_MAX_N 64   /* more members: the per-call bcast                     */
 struct pbc {
-    char *mem;                         /* PB_SLOTS x smax: our SRC or the partner's data */
-    ptl_handle_md_t md;                /* over mem; its sends count into sent   */
-    ptl_handle_ct_t sent;              /* data puts that left                   */
-    ptl_size_t sent_exp;               /* data puts armed so far                */
-    ptl_handle_ct_t start;             /* the partner's start signals (one per call) */
-    ptl_handle_me_t start_me;
-    ptl_handle_ct_t cnt[PB_SLOTS];     /* the partner's data puts into slot s   */
-    ptl_handle_me_t me[PB_SLOTS];      /* over slot s, from the partner         */
+    char *mem;                         /* PB_SLOTS x smax: our data or the parent's */
+    ptl_handle_md_t md[PB_SLOTS];      /* over slot s; its sends count into sent[s] */
+    ptl_handle_ct_t sent[PB_SLOTS];
+    ptl_size_t sent_exp[PB_SLOTS];     /* sends armed from slot s so far        */
+    ptl_handle_ct_t *start;            /* [n] peer P's start signals            */
+    ptl_handle_me_t *start_me;         /* [n]                                   */
+    ptl_handle_ct_t cnt[PB_SLOTS];     /* data puts into slot s (any parent)    */
+    ptl_handle_me_t me[PB_SLOTS];      /* over slot s, from any member          */
     ptl_size_t recvs[PB_SLOTS];        /* calls of slot s in which we received  */
     int owner[PB_SLOTS];               /* request index + 1 using slot s, 0 none */
-    ptl_size_t seq;                    /* pair bcasts started                   */
+    ptl_size_t seq;                    /* slot bcasts started                   */
 };
 
 struct req {
@@ -596,7 +599,7 @@ static void slots_free(struct fslot *fs)
     free(fs);
 }
 
-static void pb_free(struct pbc *b);
+static void pb_free(struct pbc *b, ptl_size_t n);
 
 static void fast_teardown(struct group *g)
 {
@@ -612,7 +615,7 @@ static void fast_teardown(struct group *g)
     g->fs = NULL;
     slots_free(g->ps);
     g->ps = NULL;
-    pb_free(g->pb);
+    pb_free(g->pb, g->n);
     g->pb = NULL;
 }
 
@@ -663,14 +666,13 @@ static int pair_setup(struct group *g)
     return rc;
 }
 
-/* The pair bcast's slots (see pair_bcast): one MD over PB_SLOTS x smax bytes
- * (our data puts count into sent), one ME per slot from the partner (its
- * data puts into cnt[s]), and one 0-byte ME counting the partner's start
- * signals into start. */
+/* The slot bcast's slots (see slot_bcast): per slot an MD (its sends count
+ * into sent[s]) and an ME from any member (data puts counted into cnt[s]);
+ * per peer a 0-byte ME counting its start signals into start[P]. */
 #define PBSEQ_BASE 0x200ull
 #define PBSEQ_START 0x300ull
 #define FT_PBC    203u
-static void pb_free(struct pbc *b)
+static void pb_free(struct pbc *b, ptl_size_t n)
 {
     if (!b)
         return;
@@ -679,49 +681,64 @@ static void pb_free(struct pbc *b)
             PtlMEUnlink(b->me[s]);
         if (b->cnt[s] != PTL_CT_NONE)
             PtlCTFree(b->cnt[s]);
+        if (b->md[s] != PTL_INVALID_HANDLE)
+            PtlMDUnlink(b->md[s]);
+        if (b->sent[s] != PTL_CT_NONE)
+            PtlCTFree(b->sent[s]);
     }
-    if (b->start_me != PTL_INVALID_HANDLE)
-        PtlMEUnlink(b->start_me);
-    if (b->start != PTL_CT_NONE)
-        PtlCTFree(b->start);
-    if (b->md != PTL_INVALID_HANDLE)
-        PtlMDUnlink(b->md);
-    if (b->sent != PTL_CT_NONE)
-        PtlCTFree(b->sent);
+    for (ptl_size_t i = 0; b->start && i < n; i++) {
+        if (b->start_me[i] != PTL_INVALID_HANDLE)
+            PtlMEUnlink(b->start_me[i]);
+        if (b->start[i] != PTL_CT_NONE)
+            PtlCTFree(b->start[i]);
+    }
+    free(b->start);
+    free(b->start_me);
     free(b->mem);
     free(b);
 }
 
 static int pb_setup(struct group *g)
 {
-    ptl_size_t sm = g->smax;
+    ptl_size_t sm = g->smax, n = g->n;
     struct pbc *b = calloc(1, sizeof *b);
     if (!b)
         return PTL_NO_SPACE;
     g->pb = b;
-    b->md = PTL_INVALID_HANDLE;
-    b->sent = b->start = PTL_CT_NONE;
-    b->start_me = PTL_INVALID_HANDLE;
     for (int s = 0; s < PB_SLOTS; s++) {
-        b->cnt[s] = PTL_CT_NONE;
-        b->me[s] = PTL_INVALID_HANDLE;
+        b->cnt[s] = b->sent[s] = PTL_CT_NONE;
+        b->me[s] = b->md[s] = PTL_INVALID_HANDLE;
     }
+    b->start = malloc(n * sizeof *b->start);
+    b->start_me = malloc(n * sizeof *b->start_me);
     b->mem = calloc(PB_SLOTS, sm);
-    if (!b->mem)
+    if (!b->start || !b->start_me || !b->mem) {
+        free(b->start); /* pb_free walks start only when both are there */
+        b->start = NULL;
         return PTL_NO_SPACE;
-    ptl_process_id_t peer = g->ids[g->me ^ 1];
-    ptl_md_t d = {b->mem, PB_SLOTS * sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
-    int rc = PtlCTAlloc(g->ni, &b->sent);
-    if (rc == PTL_OK)
-        rc = PtlMDBind(g->ni, d, PTL_RETAIN, &b->md);
-    if (rc == PTL_OK)
-        rc = PtlMDBindCT(b->md, b->sent, PTL_CT_SEND);
-    if (rc == PTL_OK)
-        rc = attach_ct(g, peer, mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), NULL, 0, &b->start,
-                       &b->start_me);
-    for (int s = 0; rc == PTL_OK && s < PB_SLOTS; s++)
-        rc = attach_ct(g, peer, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC),
-                       b->mem + (ptl_size_t)s * sm, sm, &b->cnt[s], &b->me[s]);
+    }
+    for (ptl_size_t i = 0; i < n; i++) {
+        b->start[i] = PTL_CT_NONE;
+        b->start_me[i] = PTL_INVALID_HANDLE;
+    }
+    int rc = PTL_OK;
+    for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++)
+        if (i != g->me)
+            rc = attach_ct(g, g->ids[i], mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), NULL, 0,
+                           &b->start[i], &b->start_me[i]);
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    for (int s = 0; rc == PTL_OK && s < PB_SLOTS; s++) {
+        char *slot = b->mem + (ptl_size_t)s * sm;
+        ptl_md_t d = {slot, sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+        rc = PtlCTAlloc(g->ni, &b->sent[s]);
+        if (rc == PTL_OK)
+            rc = PtlMDBind(g->ni, d, PTL_RETAIN, &b->md[s]);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(b->md[s], b->sent[s], PTL_CT_SEND);
+        if (rc == PTL_OK)
+            rc = attach_ct(g, any, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
+                           sm, &b->cnt[s], &b->me[s]);
+    }
     return rc;
 }
 
@@ -790,7 +807,7 @@ static int fast_setup(struct group *g)
     }
     if (rc == PTL_OK && n == 2 && sm)
         rc = pair_setup(g);
-    if (rc == PTL_OK && n == 2 && sm)
+    if (rc == PTL_OK && sm && n <= PB_MAX_N)
         rc = pb_setup(g);
     return rc;
 }
@@ -1097,7 +1114,7 @@ static int check_root(ptl_handle_coll_t h, ptl_size_t root)
 
 static int req_new_fast(struct group *g, struct req **out);
 static int fast_end(struct group *g, struct req *r, int rc, ptl_handle_coll_req_t *h);
-static int pair_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root);
+static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root);
 static int pb_ok(ptl_handle_coll_t h, ptl_size_t len);
 
 int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root,
@@ -1119,7 +1136,7 @@ int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t roo
             pthread_mutex_unlock(&g->lock);
             return rc;
         }
-        return fast_end(g, r, pair_bcast(g, r, buf, len, root), out);
+        return fast_end(g, r, slot_bcast(g, r, buf, len, root), out);
     }
     rc = begin(h, out, &r);
     if (rc != PTL_OK)
@@ -1488,29 +1505,32 @@ static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, v
     return rc;
 }
 
-/* Small bcast of a 2-member group without RTR (docs/coll.md, "Pair bcast").
- * Pair bcast number c (1-based, counted per group) takes slot
- * (c - 1) % PB_SLOTS:
+/* Small bcast on persistent slots without RTR (docs/coll.md, "Slot
+ * bcast"): a binomial tree from the root, as the per-call bcast. Slot bcast
+ * number c (1-based, counted per group) takes slot (c - 1) % PB_SLOTS:
  *  - (B1) call c - PB_AHEAD is finished first; the earlier calls were by
- *    the earlier takes, so every call up to c - PB_AHEAD has its data copied
- *    out and its put gone;
- *  - both members send a 0-byte start signal ("I started c, so finished
- *    c - PB_AHEAD");
- *  - the root copies buf into its slot and puts it into the partner's,
- *    (B2) armed on the partner's start signals >= c - PB_AHEAD: the partner
- *    finished call c - PB_SLOTS (<= c - 2 PB_AHEAD), the slot's previous
- *    use, so the slot is free there; the root is done when its put left, so
- *    it may run up to PB_AHEAD calls ahead of the partner;
- *  - the other member is done when the data landed (cnt[s] counts one put
- *    per call of slot s in which it receives: only the root of such a call
- *    puts into it); the host that completes the request copies it out.
- * A slot used as the root's SRC is rewritten at call c + PB_SLOTS, after
- * B1 of call c + PB_AHEAD saw its put leave; the partner puts into it only
- * for calls c +- k PB_SLOTS, and B2 keeps those apart in the same way. */
-static int pair_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root)
+ *    the earlier calls' B1, so every call up to c - PB_AHEAD has its data
+ *    copied out and its puts gone;
+ *  - every PB_SIG-th call, each member sends every peer a 0-byte start
+ *    signal: start[Q] >= m says Q started call m PB_SIG;
+ *  - (B2) a put of call c to child Q waits until Q started a call >=
+ *    c - PB_AHEAD (start[Q] >= ceil((c - PB_AHEAD) / PB_SIG)), i.e. finished
+ *    c - 2 PB_AHEAD = c - PB_SLOTS, the slot's previous use, so Q's slot is
+ *    free: the root arms it on that counter (the engine waits), a forwarder
+ *    waits for it here and arms its put on the data's arrival;
+ *  - the root copies buf into its slot first; a non-root is done when the
+ *    data landed (cnt[s] counts one put per call of slot s in which we
+ *    receive: only our parent of that call puts into it), and the host that
+ *    completes the request copies it out; every member is done when its
+ *    puts from the slot left (sent[s], per slot: the puts of different calls
+ *    may leave out of order).
+ * B2's wait depends only on earlier calls (Q's start of a call <= c - 13
+ * needs Q's B1 of call <= c - 29), so no call waits for itself. The root
+ * runs up to PB_AHEAD calls ahead of a slow member. */
+static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root)
 {
     struct pbc *b = g->pb;
-    ptl_size_t c = ++b->seq, sm = g->smax, peer = g->me ^ 1;
+    ptl_size_t c = ++b->seq, sm = g->smax, n = g->n, me = g->me;
     int s = (int)((c - 1) % PB_SLOTS);
     if (c > PB_AHEAD) { /* B1 */
         int os = (int)((c - 1 - PB_AHEAD) % PB_SLOTS);
@@ -1522,29 +1542,49 @@ static int pair_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
     b->owner[s] = (int)(r - reqs) + 1; /* its previous use finished at B1 of c - PB_AHEAD */
     r->fslot = s;
     r->pair = 2;
-    r->sent = b->sent;
-    int rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0,
-                    mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), 0, 0);
-    if (rc != PTL_OK)
-        return rc;
+    r->sent = b->sent[s];
+    int rc = PTL_OK;
+    for (ptl_size_t i = 0; c % PB_SIG == 0 && rc == PTL_OK && i < n; i++)
+        if (i != me)
+            rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                        mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), 0, 0);
     char *slot = b->mem + (ptl_size_t)s * sm;
-    if (g->me == root) {
+    ptl_size_t v = (me + n - root) % n;
+    ptl_size_t need = c > PB_AHEAD ? (c - PB_AHEAD + PB_SIG - 1) / PB_SIG : 0; /* B2 */
+    if (v == 0) {
         memcpy(slot, buf, len);
-        int later = c > PB_AHEAD;
-        rc = PtlTriggeredPut(b->md, (ptl_size_t)s * sm, len, PTL_NO_ACK_REQ, g->ids[peer], g->pt,
-                             0, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), 0, 0,
-                             later ? b->start : b->sent, later ? c - PB_AHEAD : 0); /* B2 */
-        if (rc == PTL_OK)
-            b->sent_exp++;
-        r->nsent = b->sent_exp;
-        return rc;
+    } else {
+        r->done = b->cnt[s];
+        r->done_thr = ++b->recvs[s];
+        r->res = slot;
+        r->out = buf;
+        r->bytes = len;
     }
-    r->done = b->cnt[s];
-    r->done_thr = ++b->recvs[s];
-    r->res = slot;
-    r->out = buf;
-    r->bytes = len;
-    return PTL_OK;
+    ptl_size_t low = v ? (v & -v) : ((ptl_size_t)1 << 62);
+    for (ptl_size_t m = 1; rc == PTL_OK && m < low && v + m < n; m <<= 1) {
+        ptl_size_t child = (v + m + root) % n;
+        ptl_handle_ct_t ct = b->sent[s];
+        ptl_size_t thr = 0;
+        if (v == 0 && need) {
+            ct = b->start[child];
+            thr = need;
+        } else if (v) {
+            ptl_ct_event_t ev;
+            rc = PtlCTGet(b->start[child], &ev);
+            if (rc == PTL_OK && ev.success < need)
+                rc = PtlCTWait(b->start[child], need, &ev);
+            ct = b->cnt[s];
+            thr = r->done_thr;
+        }
+        if (rc == PTL_OK)
+            rc = PtlTriggeredPut(b->md[s], 0, len, PTL_NO_ACK_REQ, g->ids[child], g->pt, 0,
+                                 mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), 0, 0,
+                                 ct, thr);
+        if (rc == PTL_OK)
+            b->sent_exp[s]++;
+    }
+    r->nsent = b->sent_exp[s];
+    return rc;
 }
 
 static int pb_ok(ptl_handle_coll_t h, ptl_size_t len)
@@ -1553,24 +1593,21 @@ static int pb_ok(ptl_handle_coll_t h, ptl_size_t len)
     return g && g->pb && len > 0 && len <= g->smax;
 }
 
-/* Every start signal the partner will send (one per pair bcast) has come,
- * so that none arrives after its ME is gone; bounded for a partner that
+/* Every start signal the peers will send (one per PB_SIG slot bcasts) has
+ * come, so that none arrives after its ME is gone; bounded for a peer that
  * left without making the calls. */
 static void pb_drain(struct group *g)
 {
     struct pbc *b = g->pb;
-    uint64_t t0 = 0;
-    for (;;) {
-        ptl_ct_event_t ev;
-        if (!b || !b->seq || PtlCTGet(b->start, &ev) != PTL_OK || ev.success >= b->seq ||
-            ev.failure)
-            return;
-        uint64_t t = now_ms();
-        if (!t0)
-            t0 = t;
-        else if (t - t0 > HELLO_TIMEOUT_MS)
-            return;
-        sleep_us(20);
+    uint64_t t0 = now_ms();
+    for (ptl_size_t i = 0; b && i < g->n; i++) {
+        while (i != g->me && b->seq >= PB_SIG) {
+            ptl_ct_event_t ev;
+            if (PtlCTGet(b->start[i], &ev) != PTL_OK || ev.success >= b->seq / PB_SIG ||
+                ev.failure || now_ms() - t0 > HELLO_TIMEOUT_MS)
+                break;
+            sleep_us(20);
+        }
     }
 }
 

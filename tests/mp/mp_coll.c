@@ -300,6 +300,29 @@ static void t_bcast(ptl_handle_coll_t g)
     mp_log("bcast: every root and size checked");
 }
 
+/* The slot bcast's flow control (docs/coll.md, "Slot bcast"): blocking
+ * small bcasts whose root changes every 100 calls, the other members
+ * pausing now and then, so that the root runs ahead and must wait for their
+ * start signals; every element checked. */
+static void t_bcast_stream(ptl_handle_coll_t g)
+{
+    for (long a = 0; a < 1000; a++) {
+        unsigned root = (unsigned)(a / 100 % N);
+        int64_t v[4];
+        for (size_t i = 0; i < 4; i++)
+            v[i] = ME == root ? (int64_t)root * 1000003 + a * 131 + (int64_t)i : -1;
+        if (ME != root && (a + ME) % 97 == 0)
+            usleep(300);
+        mp_doing("bcast stream");
+        MP_CHECK(PtlCollBcast(g, v, sizeof v, root));
+        for (size_t i = 0; i < 4; i++)
+            if (v[i] != (int64_t)root * 1000003 + a * 131 + (int64_t)i)
+                mp_die("bcast stream: call %ld from %u element %zu is %lld", a, root, i,
+                       (long long)v[i]);
+    }
+    mp_log("bcast stream: 1000 bcasts, roots running ahead, checked");
+}
+
 static void t_gather_scatter(ptl_handle_coll_t g)
 {
     for (unsigned root = 0; root < N; root++)
@@ -915,6 +938,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 20; i++)
         MP_CHECK(PtlCollBarrier(g));
     t_bcast(g);
+    t_bcast_stream(g);
     t_allreduce(g);
     t_reduce(g);
     t_gather_scatter(g);
