@@ -57,7 +57,7 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
         ev->link = (ptl_seq_t)LD_RELAXED(&e->q->write_count);
     pt_eq_post(e->q, ev);
     PT_TRACE(nic, PT_TR_EVENT, (uint64_t)kind | (uint64_t)ev->ni_fail_type << 8);
-    nic->events_posted = true;
+    pt_ev_note(nic, e);
 }
 
 /*
@@ -101,10 +101,8 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
         e->room_since = 0;
         return true;
     }
-    if (nic->events_posted && pt_wait_on_nic_thread()) {
-        nic->events_posted = false; /* a reader asleep must hear of them now (D6) */
-        pt_wait_events_posted(&nic->w);
-    }
+    if ((nic->events_posted || nic->ev_neqs) && pt_wait_on_nic_thread())
+        pt_ev_wake(nic); /* a reader asleep must hear of them now (D6) */
     if (!pt_wait_patience(&e->room_since, nic->eq_room_ns))
         return false;
     e->rd_gave_up = e->rd_cached;

@@ -197,9 +197,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
     if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
         pt_eq_reclaim(nic, false); /* freed EQs' rings, once nobody can read them */
     bool fenced = false;
-    if (nic->events_posted) {
-        nic->events_posted = false;
-        pt_wait_events_posted(&nic->w); /* D6, once per poll, not per event */
+    if (nic->events_posted || nic->ev_neqs) {
+        pt_ev_wake(nic); /* D6, once per poll, not per event */
         fenced = true;
     }
     if (nic->rx_released) { /* after every R-HEAD of this poll (drain_rx) */

@@ -86,6 +86,11 @@ struct pt_eqo {
      * read_count at which the engine last stopped waiting (UINT64_MAX:
      * never). Set when the EQ is made. */
     uint64_t rd_cached, room_since, rd_gave_up;
+    /* D6's filter (docs/waiting.md, "Whom D6 wakes"): API threads asleep
+     * (W2) waiting for this EQ. Written by those waiters (RMW, before W2's
+     * announcement), read by the engine after D6's fence. Never reset: a
+     * slot is reused only after its waiters left (eqobj.c). */
+    _Atomic uint32_t watchers;
 };
 
 /* A counting event (portals3_ext.h; ct.c). [E] except the values. */
@@ -424,7 +429,10 @@ struct pt_nic {
                                            * claimed them when our own part was done)   */
     uint64_t coop_free;                   /* [E] our free claim words (bit k: free)     */
     uint32_t coop_gen[PT_XPORT_COOP_WORDS]; /* [E] lives of each claim word            */
-    bool events_posted;                   /* a wake check is due at the end of poll   */
+    bool events_posted;                   /* D6 due at the end of poll, waking every
+                                           * event sleeper (counters, completions, frees) */
+    uint8_t ev_neqs;                      /* [E] D6 due for these EQs' events only: */
+    _Atomic uint32_t *ev_watch[PT_WAIT_WATCH]; /* their watchers (see pt_eqo)         */
     uint32_t ev_eq_h;                     /* [E] event.c's EQ lookup cache: handle, */
     struct pt_eqo *ev_eq;                 /* and its live EQ (cleared at retire)     */
     uint64_t eq_room_ns;                  /* PTL_EQ_ROOM_WAIT_US (event.c, pt_ev_room) */
@@ -635,6 +643,27 @@ int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_u
 
 /* events (event.c) */
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
+
+/* An event went into EQ e: D6 is due at the end of the poll, for e's
+ * watchers (more EQs than PT_WAIT_WATCH in one poll: for everyone). [E] */
+static inline void pt_ev_note(struct pt_nic *nic, struct pt_eqo *e)
+{
+    for (unsigned i = 0; i < nic->ev_neqs; i++)
+        if (nic->ev_watch[i] == &e->watchers)
+            return;
+    if (nic->ev_neqs < PT_WAIT_WATCH)
+        nic->ev_watch[nic->ev_neqs++] = &e->watchers;
+    else
+        nic->events_posted = true;
+}
+
+/* D6 for what this poll posted (docs/waiting.md, "Whom D6 wakes"). [E] */
+static inline void pt_ev_wake(struct pt_nic *nic)
+{
+    pt_wait_events_posted(&nic->w, nic->events_posted, nic->ev_watch, nic->ev_neqs);
+    nic->events_posted = false;
+    nic->ev_neqs = 0;
+}
 /* Room in md's EQ for the START and END events of one request (target
  * side), or a reason not to wait for it; false: defer the request. */
 bool pt_ev_room(struct pt_nic *nic, struct pt_md *md);

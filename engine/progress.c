@@ -300,7 +300,17 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
         return PT_EQ_EMPTY;
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
-    if (!pt_wait_until(nic, eq_ready, &w, tns))
+    /* W2W: our EQs' watcher counts, so that D6 wakes us for their events
+     * only. The slots stay valid while we are in the call (a freed EQ's slot
+     * may get a new EQ while we sleep: it then rings for that one too, a
+     * spurious wake at most; the free itself wakes everyone). */
+    struct pt_watch wt = {.n = 0, .all = n > PT_WAIT_WATCH};
+    for (int i = 0; !wt.all && i < n; i++) {
+        struct pt_eqo *e = pt_eqo_lookup(nic, hs[i]);
+        if (e)
+            wt.w[wt.n++] = &e->watchers;
+    }
+    if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt))
         return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x) ? PT_E_FAIL : PT_EQ_EMPTY;
 got:
     if (which)

@@ -789,7 +789,24 @@ static bool waiter_failed(struct pt_nic *nic, struct waiter *me, pt_ready_fn rea
     return ready(arg);
 }
 
+/* W2W: count ourselves a watcher of our EQs (d = 1), or no longer (-1). */
+static void watch_count(struct pt_wait *w, const struct pt_watch *watch, int d)
+{
+    if (!watch)
+        return;
+    if (watch->all)
+        RMW_ADD(&w->watch_all, (uint32_t)d);
+    for (unsigned i = 0; !watch->all && i < watch->n; i++)
+        RMW_ADD(watch->w[i], (uint32_t)d);
+}
+
 bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns)
+{
+    return pt_wait_until_watch(nic, ready, arg, timeout_ns, NULL);
+}
+
+bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns,
+                         const struct pt_watch *watch)
 {
     if (ready(arg))
         return true; /* fast path: touch no shared line */
@@ -857,6 +874,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
         waiter_leave(nic, &me, false);
         struct pt_waitword *ev = w->ev;
         uint32_t seq = LD_ACQUIRE(&ev->seq);
+        watch_count(w, watch, 1); /* W2W: before W2's fence, which orders it before the recheck */
         RMW_ADD(&ev->sleepers, 1); /* W2: full fence; pairs with D6 (and D1/D3 in host mode) */
         PT_PERTURB();
         /* The recheck may consume what we wait for (eq_ready dequeues): keep it. */
@@ -900,6 +918,7 @@ bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t tim
             }
         }
         RMW_SUB(&ev->sleepers, 1);
+        watch_count(w, watch, -1);
         if (got) {
             ok = true;
             break;

@@ -26,6 +26,8 @@
  *   lease             nic     API waiters, NIC thread      API waiters, NIC thread
  *                             (CAS 0->1 L1, CAS 1->0 L2)
  *   untimed           nic     NIC thread (relaxed; T1)     leaving waiters (L1)
+ *   eqo.watchers      nic     event sleepers (RMW; W2W)    the engine (D6)
+ *   watch_all         nic     event sleepers (RMW; W2W)    the engine (D6)
  *
  * "Engine sleepers" sleep on the bell until there is engine work: the NIC
  * thread (offload) or API waiters (host matching, where whoever waits runs
@@ -47,7 +49,9 @@
  *   D4  an offload waiter lowers polled (RMW: fence), then checks as D3
  *       <->  D1 (peers skipped the ring while polled was up).
  *   D6  the engine posts events or completions, fence, and wakes `ev` iff it
- *       has sleepers  <->  W2: an event sleeper announces, fence, rechecks.
+ *       has sleepers and, for events into EQs, one of those EQs has a
+ *       watcher  <->  W2W + W2: an event sleeper counts itself a watcher of
+ *       its EQs (RMW), announces (RMW), rechecks.
  *   D5  (a transport descriptor: ofi) the CQ belongs to the engine holder.
  *       A NIC thread whose S2 finds the token held marks itself fdless (F1,
  *       before sleepers++) and sleeps on the eventfd alone [S3b]; a releaser
@@ -158,6 +162,9 @@ struct pt_wait {
      * having found the engine held (F1, before its sleepers++); read by
      * releasers after their fence. Written only by the NIC thread. */
     _Atomic uint32_t fdless;
+    /* D6's filter: sleepers (W2) that wait for more EQs than a pt_watch
+     * holds, so for any event. Written by them (RMW, W2W), read by D6. */
+    _Atomic uint32_t watch_all;
     /* The poll lease (L1, L2, T1; docs/waiting.md "The poll lease"). lease:
      * nonzero while bell.polled (and polled_mine) hold one count that no
      * waiter holds; its value is the leaving waiter's stamp (the NIC thread
@@ -277,11 +284,23 @@ bool pt_wait_on_nic_thread(void);
 bool pt_wait_patience(uint64_t *since, uint64_t limit_ns);
 
 /* D6, producer half: the engine posted events or completions (token holder,
- * end of a poll). */
-static inline void pt_wait_events_posted(struct pt_wait *w)
+ * end of a poll). all: counters, completions, frees: every event sleeper
+ * must look. Otherwise only events into the EQs whose watchers are
+ * watch[0..n): a sleeper waits for EQs it counted itself a watcher of
+ * (W2W, before W2), so ring only when one of those has any. Sleepers on
+ * other EQs are not woken for nothing (a target asleep in PtlEQWait on one
+ * EQ while its NIC thread answers gets whose events go to another: 8 B
+ * offload PtlGet 1.2-1.5 -> 0.9 us; docs/waiting.md "Whom D6 wakes"). */
+static inline void pt_wait_events_posted(struct pt_wait *w, bool all,
+                                         _Atomic uint32_t *const *watch, unsigned n)
 {
-    FENCE_FULL(); /* D6: the posts before reading sleepers; pairs with W2's RMW */
-    if (LD_RELAXED(&w->ev->sleepers))
+    FENCE_FULL(); /* D6: the posts before reading sleepers and watchers; pairs with W2W/W2 */
+    if (!LD_RELAXED(&w->ev->sleepers))
+        return;
+    bool ring = all || LD_RELAXED(&w->watch_all) != 0;
+    for (unsigned i = 0; !ring && i < n; i++)
+        ring = LD_RELAXED(watch[i]) != 0;
+    if (ring)
         pt_wait_ring(w, w->ev);
 }
 
@@ -311,6 +330,19 @@ bool pt_wait_look(struct pt_nic *nic, pt_ready_fn ready, void *arg);
  * whenever the token is free. timeout_ns < 0: forever. Returns true if ready,
  * false on timeout or when the job failed (the caller looks at why). */
 bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns);
+
+/* W2W: the EQs a waiter waits for, counted as their watchers while it
+ * sleeps (before W2's announcement), so that D6 rings for their events
+ * and not for others'. n == 0 and !all: none (a counter or a command:
+ * those wake every sleeper, pt_wait_events_posted's `all`). */
+#define PT_WAIT_WATCH 4 /* EQs a pt_watch holds; and D6's list per poll (nic.h) */
+struct pt_watch {
+    _Atomic uint32_t *w[PT_WAIT_WATCH]; /* the EQs' pt_eqo.watchers           */
+    unsigned n;
+    bool all;                          /* more EQs than w holds: watch_all    */
+};
+bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns,
+                         const struct pt_watch *watch);
 
 /* Wake every sleeper of this NI (the job failed, or the NI stops). */
 void pt_wait_wake_everyone(struct pt_wait *w);

@@ -122,6 +122,8 @@ byte getq[NT];         /* get requests for thread (r,a)'s MD in rank r's
                         * queues: the engine answers them itself      */
 byte rxq[NT];          /* messages for thread (r,a) in rank r's queues */
 byte evq[NT];          /* events in thread (r,a)'s EQ                 */
+byte eqw[NT];          /* W2W: sleepers watching thread (r,a)'s EQ (pt_eqo.watchers):
+                        * D6 rings only when an EQ it posted to has one */
 byte in_engine[2];     /* threads inside poll (must stay <= 1)        */
 byte done;             /* application threads finished                */
 bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
@@ -294,29 +296,42 @@ inline poll(r, n) {
 #ifdef MUT_D6
     le = EVS(r);     /* the load of D6 passes the buffered event stores */
 #endif
+#ifdef MUT_D6W
+    /* the loads of the watchers pass the buffered event stores */
+    lw = 0; j = 0;
+    do :: j < NAPP -> lw = lw | ((eqw[Q(r, j)] > 0) << j); j++ :: j >= NAPP -> break od;
+#endif
     atomic {
         assert(token[r] == ME);
         j = 0;
         do
         :: j < NAPP ->
-            if :: rxq[Q(r, j)] > 0 -> rxq[Q(r, j)]--; evq[Q(r, j)]++; posted = 1; n++ :: else fi; j++
+            if :: rxq[Q(r, j)] > 0 -> rxq[Q(r, j)]--; evq[Q(r, j)]++; posted = posted | (1 << j); n++ :: else fi; j++
         :: j >= NAPP -> break
         od;
         j = 0; p = 0
     };
     if
     :: posted ->
-        /* D6: FENCE_FULL, then wake event sleepers */
-#ifdef MUT_D6
-        if :: le > 0 -> EVSEQ(r) = 0; EVFD(r) :: else fi
-#else
-        if :: EVS(r) > 0 -> EVSEQ(r) = 0; EVFD(r) :: else fi
+        /* D6: FENCE_FULL, then wake event sleepers if one of the EQs posted
+         * to has a watcher (W2W; pt_wait_events_posted) */
+#ifndef MUT_D6
+        le = EVS(r);
 #endif
+        if
+        :: le > 0 ->
+#ifndef MUT_D6W
+            lw = 0; j = 0;   /* the watchers, read after the sleepers (as the code) */
+            do :: j < NAPP -> lw = lw | ((eqw[Q(r, j)] > 0) << j); j++ :: j >= NAPP -> break od;
+#endif
+            j = 0;
+            if :: lw & posted -> EVSEQ(r) = 0; EVFD(r) :: else fi
+        :: else
+        fi
     :: else
     fi;
-#ifdef MUT_D6
     le = 0;
-#endif
+    lw = 0;
     posted = 0
 }
 
@@ -512,6 +527,9 @@ inline wait_event(r, a) {
        :: ex == 1 -> break
        :: ex == 2 ->
            READ_SEQ(EVSEQ(r));
+#ifndef MUT_W2W
+           eqw[Q(r, a)]++;          /* W2W: RMW, full fence (before W2's) */
+#endif
 #ifdef MUT_W2
            lq = evq[Q(r, a)];
            EVS(r)++;
@@ -519,8 +537,11 @@ inline wait_event(r, a) {
            EVS(r)++;                /* W2: RMW, full fence */
            lq = evq[Q(r, a)];
 #endif
+#ifdef MUT_W2W
+           eqw[Q(r, a)]++;          /* the watcher counted only after the recheck */
+#endif
            if
-           :: lq > 0 -> EVS(r)--; evq[Q(r, a)]--; lq = 0; break
+           :: lq > 0 -> EVS(r)--; eqw[Q(r, a)]--; evq[Q(r, a)]--; lq = 0; break
            :: else ->
                skipped = 0;
 #if !OFFLOAD
@@ -529,14 +550,15 @@ inline wait_event(r, a) {
                lt = 0; w = 0;
 #endif
                if
-               :: skipped -> EVS(r)--; skipped = 0
+               :: skipped -> EVS(r)--; eqw[Q(r, a)]--; skipped = 0
                :: else ->
 #if OFFLOAD || !FDWAIT
 W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
 #else
                    BELL_WAIT(r, W3);       /* host mode: ev is the bell */
 #endif
-                   EVS(r)--
+                   EVS(r)--;
+                   eqw[Q(r, a)]--
                fi
            fi
        :: else
@@ -553,7 +575,7 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
  * its NIC thread can send it (D2), and rank 1's NIC thread delivers it. */
 proctype App(byte r; byte a)
 {
-    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le;
+    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw;
     bool holding, wanted, polling, drained, lg, lu;
     byte round = 0;
     do
@@ -583,7 +605,7 @@ proctype App(byte r; byte a)
 #if OFFLOAD
 proctype Nic(byte r)
 {
-    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le;
+    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw;
     bool drained, handed, tmd, ll;
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
