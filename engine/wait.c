@@ -503,8 +503,23 @@ static bool lease_leave(struct pt_nic *nic)
 
 /* ---- the NIC thread --------------------------------------------------------- */
 
-/* RUN: hold the token and poll until idle for nic_spin_ns, stopped, or (yield)
- * an API thread wants the engine. */
+/* How long RUN polls idle before it gives up the engine: PTL_NIC_SPIN_US;
+ * but while an API thread of ours is asleep in a wait (it spun its
+ * PTL_WAIT_SPIN_US and nothing came), as long as that thread would have
+ * spun, PTL_WAIT_SPIN_US: the core is idle then, and a message that comes
+ * finds a polling engine instead of a sleeping NIC thread to wake (8 B
+ * offload PtlGet 0.88 us either way; 1 MiB 82-110 -> see docs/waiting.md
+ * "Whom D6 wakes"). Not when the job has more ranks than cores (yield_ns
+ * 0): there a spinning thread takes the core from another rank. */
+static uint64_t nic_spin(struct pt_wait *w)
+{
+    if (w->yield_ns && w->wait_spin_ns > w->nic_spin_ns && LD_RELAXED(&w->ev->sleepers))
+        return w->wait_spin_ns;
+    return w->nic_spin_ns;
+}
+
+/* RUN: hold the token and poll until idle for nic_spin() ns, stopped, or
+ * (yield) an API thread wants the engine. */
 static void nic_run(struct pt_nic *nic)
 {
     struct pt_wait *w = &nic->w;
@@ -525,7 +540,7 @@ static void nic_run(struct pt_nic *nic)
         uint64_t now = pt_now_ns();
         if (!idle_since)
             idle_since = now;
-        else if (now - idle_since >= w->nic_spin_ns)
+        else if (now - idle_since >= nic_spin(w))
             break;
         CPU_RELAX();
     }
