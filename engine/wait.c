@@ -967,11 +967,12 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
         fprintf(f, "  wait: FAULT: backstop wake-ups that found work %llu, doorbell repairs %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.missed_wakes),
                 (unsigned long long)LD_RELAXED(&w->st.bell_repairs));
-    fprintf(f, "  wait: NIC sleeps %llu (arms cancelled %llu), waiter sleeps %llu, "
+    fprintf(f, "  wait: NIC sleeps %llu (arms cancelled %llu), waiter sleeps %llu (D6 rang %llu), "
                "kicks drained %llu rung %llu\n",
             (unsigned long long)LD_RELAXED(&w->st.nic_sleeps),
             (unsigned long long)LD_RELAXED(&w->st.nic_armed_work),
             (unsigned long long)LD_RELAXED(&w->st.waiter_sleeps),
+            (unsigned long long)LD_RELAXED(&w->st.ev_rings),
             (unsigned long long)LD_RELAXED(&w->st.kicks_drained),
             (unsigned long long)LD_RELAXED(&w->st.kicks_rung));
     if (w->lease_ns)

@@ -121,6 +121,7 @@ struct pt_wait_stats {
     _Atomic uint64_t leases_left;    /* L1: waiters that left a lease                 */
     _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
     _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
+    _Atomic uint64_t ev_rings;       /* D6 rang the event sleepers                  */
 };
 
 struct pt_wait {
@@ -300,8 +301,10 @@ static inline void pt_wait_events_posted(struct pt_wait *w, bool all,
     bool ring = all || LD_RELAXED(&w->watch_all) != 0;
     for (unsigned i = 0; !ring && i < n; i++)
         ring = LD_RELAXED(watch[i]) != 0;
-    if (ring)
+    if (ring) {
+        RMW_ADD(&w->st.ev_rings, 1); /* a statistic; the ring's own RMW follows */
         pt_wait_ring(w, w->ev);
+    }
 }
 
 /* The engine found a message for this rank (drain_rx). An offload waiter
