@@ -576,24 +576,35 @@ static int attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bi
     return rc;
 }
 
+/* Unlink or free what a handle names, if anything (setup leaves the rest invalid). */
+static void drop_me(ptl_handle_me_t h)
+{
+    if (h != PTL_INVALID_HANDLE)
+        PtlMEUnlink(h);
+}
+static void drop_md(ptl_handle_md_t h)
+{
+    if (h != PTL_INVALID_HANDLE)
+        PtlMDUnlink(h);
+}
+static void drop_ct(ptl_handle_ct_t h)
+{
+    if (h != PTL_CT_NONE)
+        PtlCTFree(h);
+}
+
 static void slots_free(struct fslot *fs)
 {
     for (int s = 0; fs && s < COLL_SLOTS; s++) {
         struct fslot *f = &fs[s];
         for (int k = 0; k <= COLL_RMAX; k++) {
-            if (f->me[k] != PTL_INVALID_HANDLE)
-                PtlMEUnlink(f->me[k]);
-            if (f->cnt[k] != PTL_CT_NONE)
-                PtlCTFree(f->cnt[k]);
-            if (f->gate[k] != PTL_CT_NONE)
-                PtlCTFree(f->gate[k]);
-            if (f->bg[k] != PTL_CT_NONE)
-                PtlCTFree(f->bg[k]);
+            drop_me(f->me[k]);
+            drop_ct(f->cnt[k]);
+            drop_ct(f->gate[k]);
+            drop_ct(f->bg[k]);
         }
-        if (f->md != PTL_INVALID_HANDLE)
-            PtlMDUnlink(f->md);
-        if (f->sent != PTL_CT_NONE)
-            PtlCTFree(f->sent);
+        drop_md(f->md);
+        drop_ct(f->sent);
         free(f->mem);
     }
     free(fs);
@@ -606,10 +617,8 @@ static void fast_teardown(struct group *g)
     if (!g->fs)
         return; /* fast_setup did not get far enough to post anything */
     for (int k = 0; k < COLL_RMAX; k++) {
-        if (g->bme[k] != PTL_INVALID_HANDLE)
-            PtlMEUnlink(g->bme[k]);
-        if (g->barr[k] != PTL_CT_NONE)
-            PtlCTFree(g->barr[k]);
+        drop_me(g->bme[k]);
+        drop_ct(g->barr[k]);
     }
     slots_free(g->fs);
     g->fs = NULL;
@@ -677,20 +686,14 @@ static void pb_free(struct pbc *b, ptl_size_t n)
     if (!b)
         return;
     for (int s = 0; s < PB_SLOTS; s++) {
-        if (b->me[s] != PTL_INVALID_HANDLE)
-            PtlMEUnlink(b->me[s]);
-        if (b->cnt[s] != PTL_CT_NONE)
-            PtlCTFree(b->cnt[s]);
-        if (b->md[s] != PTL_INVALID_HANDLE)
-            PtlMDUnlink(b->md[s]);
-        if (b->sent[s] != PTL_CT_NONE)
-            PtlCTFree(b->sent[s]);
+        drop_me(b->me[s]);
+        drop_ct(b->cnt[s]);
+        drop_md(b->md[s]);
+        drop_ct(b->sent[s]);
     }
     for (ptl_size_t i = 0; b->start && i < n; i++) {
-        if (b->start_me[i] != PTL_INVALID_HANDLE)
-            PtlMEUnlink(b->start_me[i]);
-        if (b->start[i] != PTL_CT_NONE)
-            PtlCTFree(b->start[i]);
+        drop_me(b->start_me[i]);
+        drop_ct(b->start[i]);
     }
     free(b->start);
     free(b->start_me);
@@ -818,13 +821,10 @@ static void group_teardown(struct group *g)
     for (ptl_size_t i = 0; g->from_me && i < g->n; i++) {
         if (i == g->me)
             continue;
-        if (g->from_me[i] != PTL_INVALID_HANDLE)
-            PtlMEUnlink(g->from_me[i]);
-        if (g->from[i] != PTL_CT_NONE)
-            PtlCTFree(g->from[i]);
+        drop_me(g->from_me[i]);
+        drop_ct(g->from[i]);
     }
-    if (g->nmd != PTL_INVALID_HANDLE)
-        PtlMDUnlink(g->nmd);
+    drop_md(g->nmd);
     free(g->ids);
     free(g->from);
     free(g->from_me);
