@@ -504,16 +504,21 @@ static bool lease_leave(struct pt_nic *nic)
 /* ---- the NIC thread --------------------------------------------------------- */
 
 /* How long RUN polls idle before it gives up the engine: PTL_NIC_SPIN_US;
- * but while an API thread of ours is asleep in a wait (it spun its
- * PTL_WAIT_SPIN_US and nothing came), as long as that thread would have
- * spun, PTL_WAIT_SPIN_US: the core is idle then, and a message that comes
- * finds a polling engine instead of a sleeping NIC thread to wake (8 B
- * offload PtlGet 0.88 us either way; 1 MiB 82-110 -> see docs/waiting.md
- * "Whom D6 wakes"). Not when the job has more ranks than cores (yield_ns
- * 0): there a spinning thread takes the core from another rank. */
-static uint64_t nic_spin(struct pt_wait *w)
+ * but while an API thread of ours sleeps in a wait (it spun its
+ * PTL_WAIT_SPIN_US and nothing came) and nobody has rung the event sleepers
+ * since this RUN began (seq0), as long as that thread would have spun,
+ * PTL_WAIT_SPIN_US: the core is idle then, and a message that comes finds a
+ * polling engine instead of a sleeping NIC thread to wake (1 MiB offload
+ * PtlGet against a target asleep in PtlEQWait: 82-110 -> 70-73 us; docs/
+ * waiting.md, "The NIC thread"). Once a ring went out, a woken waiter may
+ * want this core: without the seq test it waited up to the whole 1 ms for
+ * it (8 B ping-pongs whose waiters sleep: single iterations of 1.1-1.5 ms).
+ * Not when the job has more ranks than cores (yield_ns 0): there a spinning
+ * thread takes the core from another rank. */
+static uint64_t nic_spin(struct pt_wait *w, uint32_t seq0)
 {
-    if (w->yield_ns && w->wait_spin_ns > w->nic_spin_ns && LD_RELAXED(&w->ev->sleepers))
+    if (w->yield_ns && w->wait_spin_ns > w->nic_spin_ns && LD_RELAXED(&w->ev->sleepers) &&
+        LD_RELAXED(&w->ev->seq) == seq0)
         return w->wait_spin_ns;
     return w->nic_spin_ns;
 }
@@ -525,6 +530,7 @@ static void nic_run(struct pt_nic *nic)
     struct pt_wait *w = &nic->w;
     set_state(w, PT_NIC_RUN);
     uint64_t idle_since = 0;
+    uint32_t seq0 = LD_RELAXED(&w->ev->seq); /* nic_spin: no ring since */
     for (;;) {
         int n = pt_nic_poll_once(nic);
         if (LD_RELAXED(&w->stop))
@@ -540,7 +546,7 @@ static void nic_run(struct pt_nic *nic)
         uint64_t now = pt_now_ns();
         if (!idle_since)
             idle_since = now;
-        else if (now - idle_since >= nic_spin(w))
+        else if (now - idle_since >= nic_spin(w, seq0))
             break;
         CPU_RELAX();
     }
