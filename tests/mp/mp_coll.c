@@ -899,8 +899,13 @@ static int finish(struct mp *m, ptl_handle_coll_t g, const char *name)
 {
     MP_CHECK(PtlCollBarrier(g));
     MP_CHECK(PtlCollGroupFree(g));
-    if (mp_drops(m) > 1000)
-        mp_die("%lld messages dropped", (long long)mp_drops(m));
+    /* Group hellos are resent until the peer posted (docs/coll.md): those drop.
+     * The count is logged so that a run that fails here shows how close the
+     * others came (8 ranks under ASan and load: once over the limit). */
+    long long drops = mp_drops(m);
+    mp_log("%lld messages dropped", drops);
+    if (drops > 1000)
+        mp_die("%lld messages dropped", drops);
     mp_barrier(m);
     if (ME == 0)
         printf("%s: OK (%u ranks)\n", name, N);
