@@ -101,7 +101,7 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
         e->room_since = 0;
         return true;
     }
-    if ((nic->events_posted || nic->ev_neqs) && pt_wait_on_nic_thread())
+    if (pt_wait_on_nic_thread())
         pt_ev_wake(nic); /* a reader asleep must hear of them now (D6) */
     if (!pt_wait_patience(&e->room_since, nic->eq_room_ns))
         return false;

@@ -196,11 +196,7 @@ int pt_nic_poll_once(struct pt_nic *nic)
         work += pt_ops_progress(nic);
     if (PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
         pt_eq_reclaim(nic, false); /* freed EQs' rings, once nobody can read them */
-    bool fenced = false;
-    if (nic->events_posted || nic->ev_neqs) {
-        pt_ev_wake(nic); /* D6, once per poll, not per event */
-        fenced = true;
-    }
+    bool fenced = pt_ev_wake(nic); /* D6, once per poll, not per event */
     if (nic->rx_released) { /* after every R-HEAD of this poll (drain_rx) */
         nic->rx_released = false;
         nic->rx_done(nic->x, fenced); /* R-FENCE (D6's if it ran) .. R-RING */

@@ -657,12 +657,16 @@ static inline void pt_ev_note(struct pt_nic *nic, struct pt_eqo *e)
         nic->events_posted = true;
 }
 
-/* D6 for what this poll posted (docs/waiting.md, "Whom D6 wakes"). [E] */
-static inline void pt_ev_wake(struct pt_nic *nic)
+/* D6 for what this poll posted, if anything (docs/waiting.md, "Whom D6
+ * wakes"): true if it ran (its fence included). [E] */
+static inline bool pt_ev_wake(struct pt_nic *nic)
 {
+    if (!nic->events_posted && !nic->ev_neqs)
+        return false;
     pt_wait_events_posted(&nic->w, nic->events_posted, nic->ev_watch, nic->ev_neqs);
     nic->events_posted = false;
     nic->ev_neqs = 0;
+    return true;
 }
 /* Room in md's EQ for the START and END events of one request (target
  * side), or a reason not to wait for it; false: defer the request. */

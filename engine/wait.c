@@ -817,8 +817,9 @@ static void watch_count(struct pt_wait *w, const struct pt_watch *watch, int d)
         return;
     if (watch->all)
         RMW_ADD(&w->watch_all, (uint32_t)d);
-    for (unsigned i = 0; !watch->all && i < watch->n; i++)
-        RMW_ADD(watch->w[i], (uint32_t)d);
+    else
+        for (unsigned i = 0; i < watch->n; i++)
+            RMW_ADD(watch->w[i], (uint32_t)d);
 }
 
 bool pt_wait_until(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64_t timeout_ns)
