@@ -1117,7 +1117,8 @@ static int check_root(ptl_handle_coll_t h, ptl_size_t root)
     return root < g->n ? PTL_OK : PTL_ARG_INVALID;
 }
 
-static int req_new_fast(struct group *g, struct req **out);
+static int fast_begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct group **gp,
+                      struct req **rp);
 static int fast_end(struct group *g, struct req *r, int rc, ptl_handle_coll_req_t *h);
 static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root);
 static int pb_ok(ptl_handle_coll_t h, ptl_size_t len);
@@ -1132,15 +1133,10 @@ int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t roo
         return PTL_SEGV;
     struct req *r;
     if (pb_ok(h, len)) {
-        if (!out)
-            return PTL_SEGV;
-        struct group *g = group_get(h);
-        pthread_mutex_lock(&g->lock);
-        rc = req_new_fast(g, &r);
-        if (rc != PTL_OK) {
-            pthread_mutex_unlock(&g->lock);
+        struct group *g;
+        rc = fast_begin(h, out, &g, &r);
+        if (rc != PTL_OK)
             return rc;
-        }
         return fast_end(g, r, slot_bcast(g, r, buf, len, root), out);
     }
     rc = begin(h, out, &r);
@@ -1276,6 +1272,26 @@ static int req_new_fast(struct group *g, struct req **out)
     r->done = r->sent = PTL_CT_NONE;
     g->inflight++;
     *out = r;
+    return PTL_OK;
+}
+
+/* Starts a persistent-path call on group h: PTL_OK with the group locked
+ * and a request taken (fast_end unlocks), or why not (nothing held). */
+static int fast_begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct group **gp,
+                      struct req **rp)
+{
+    if (!out)
+        return PTL_SEGV;
+    struct group *g = group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    pthread_mutex_lock(&g->lock);
+    int rc = req_new_fast(g, rp);
+    if (rc != PTL_OK) {
+        pthread_mutex_unlock(&g->lock);
+        return rc;
+    }
+    *gp = g;
     return PTL_OK;
 }
 
@@ -1606,13 +1622,10 @@ static void pb_drain(struct group *g)
     struct pbc *b = g->pb;
     uint64_t t0 = now_ms();
     for (ptl_size_t i = 0; b && i < g->n; i++) {
-        while (i != g->me && b->seq >= PB_SIG) {
-            ptl_ct_event_t ev;
-            if (PtlCTGet(b->start[i], &ev) != PTL_OK || ev.success >= b->seq / PB_SIG ||
-                ev.failure || now_ms() - t0 > HELLO_TIMEOUT_MS)
-                break;
+        ptl_ct_event_t ev;
+        while (i != g->me && PtlCTGet(b->start[i], &ev) == PTL_OK &&
+               ev.success < b->seq / PB_SIG && !ev.failure && now_ms() - t0 <= HELLO_TIMEOUT_MS)
             sleep_us(20);
-        }
     }
 }
 
@@ -1621,18 +1634,11 @@ static int fast_call(ptl_handle_coll_t h, int kind, const void *sendbuf, void *r
                      ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op,
                      ptl_handle_coll_req_t *out)
 {
-    if (!out)
-        return PTL_SEGV;
-    struct group *g = group_get(h);
-    if (!g)
-        return PTL_HANDLE_INVALID;
+    struct group *g;
     struct req *r;
-    pthread_mutex_lock(&g->lock);
-    int rc = req_new_fast(g, &r);
-    if (rc != PTL_OK) {
-        pthread_mutex_unlock(&g->lock);
+    int rc = fast_begin(h, out, &g, &r);
+    if (rc != PTL_OK)
         return rc;
-    }
     if (kind == 0)
         rc = fast_barrier(g, r);
     else if (g->ps)

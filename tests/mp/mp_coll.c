@@ -32,13 +32,13 @@
  * allreduces in flight for thousands of calls (W = 19: a slot's next use
  * starts as soon as its previous one was waited; W = 26: more than the
  * slots), in place in buffers reused every W calls, data changing every
- * call, an Ibarrier every 7th call, a small Ibcast (the pair bcast, its
+ * call, an Ibarrier every 7th call, a small Ibcast (the slot bcast, its
  * root alternating) in most 5th calls; every result checked. A put that
  * overwrote a slot before its previous use was consumed, or a counter
  * advanced by the wrong use, gives a wrong element. Then min and max of
  * +0 / -0 and of NaN / numbers: both members must get the same bits. Then
  * 3,000 blocking bcasts whose root runs ahead of a member that pauses (the
- * pair bcast's flow control), every element checked.
+ * slot bcast's flow control, t_bcast_stream), every element checked.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -300,14 +300,15 @@ static void t_bcast(ptl_handle_coll_t g)
     mp_log("bcast: every root and size checked");
 }
 
-/* The slot bcast's flow control (docs/coll.md, "Slot bcast"): blocking
- * small bcasts whose root changes every 100 calls, the other members
- * pausing now and then, so that the root runs ahead and must wait for their
- * start signals; every element checked. */
-static void t_bcast_stream(ptl_handle_coll_t g)
+/* The slot bcast's flow control (docs/coll.md, "Slot bcast"): `calls`
+ * blocking small bcasts whose root changes every `every` calls, the other
+ * members pausing now and then, so that the root runs ahead and must wait
+ * for their start signals (never overwrite a slot not yet copied out);
+ * every element checked. */
+static void t_bcast_stream(ptl_handle_coll_t g, long calls, long every)
 {
-    for (long a = 0; a < 1000; a++) {
-        unsigned root = (unsigned)(a / 100 % N);
+    for (long a = 0; a < calls; a++) {
+        unsigned root = (unsigned)(a / every % N);
         int64_t v[4];
         for (size_t i = 0; i < 4; i++)
             v[i] = ME == root ? (int64_t)root * 1000003 + a * 131 + (int64_t)i : -1;
@@ -320,7 +321,7 @@ static void t_bcast_stream(ptl_handle_coll_t g)
                 mp_die("bcast stream: call %ld from %u element %zu is %lld", a, root, i,
                        (long long)v[i]);
     }
-    mp_log("bcast stream: 1000 bcasts, roots running ahead, checked");
+    mp_log("bcast stream: %ld bcasts, roots running ahead, checked", calls);
 }
 
 static void t_gather_scatter(ptl_handle_coll_t g)
@@ -672,7 +673,7 @@ static void *pw_run(void *arg)
         int rc;
         if (isbar[k]) {
             rc = PtlCollIbarrier(p->g, &q[k]);
-        } else if (bcroot[k] >= 0) { /* a pair bcast (docs/coll.md), roots alternating */
+        } else if (bcroot[k] >= 0) { /* a slot bcast (docs/coll.md), roots alternating */
             size_t c = 1 + (size_t)(a % PW_C);
             for (size_t i = 0; i < c; i++)
                 buf[k][i] = ME == pw_rank(p, bcroot[k]) ? pw_val(ME, p->tid, a, i) : -1;
@@ -727,24 +728,8 @@ static int pairs(struct mp *m)
                 mp_die("pairs: %s of +0/-0, NaN: members got different bits", oname[op]);
         }
     mp_log("pairs: min and max of +0/-0 and NaN bit-identical on both members");
-    /* A root that runs ahead: blocking bcasts, the root changing every 500
-     * calls, the other member pausing now and then (the root must wait for
-     * its start signals, never overwrite a slot it has not copied out). */
-    for (long a = 0; a < 3000; a++) {
-        unsigned root = (unsigned)(a / 500 % 2);
-        int64_t v[PW_C];
-        for (size_t i = 0; i < PW_C; i++)
-            v[i] = ME == root ? pw_val(root, 9, a, i) : -1;
-        if (ME != root && a % 97 == 0)
-            usleep(300);
-        mp_doing("bcast stream");
-        MP_CHECK(PtlCollBcast(ga, v, sizeof v, root));
-        for (size_t i = 0; i < PW_C; i++)
-            if (v[i] != pw_val(root, 9, a, i))
-                mp_die("bcast stream: call %ld from %u element %zu is %lld", a, root, i,
-                       (long long)v[i]);
-    }
-    mp_log("pairs: 3000 bcasts, the root running ahead, checked");
+    /* A root that runs ahead of a member that pauses, the root changing every 500 calls */
+    t_bcast_stream(ga, 3000, 500);
     MP_CHECK(PtlCollGroupFree(ga));
     MP_CHECK(PtlCollGroupFree(gb));
     mp_barrier(m);
@@ -943,7 +928,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 20; i++)
         MP_CHECK(PtlCollBarrier(g));
     t_bcast(g);
-    t_bcast_stream(g);
+    t_bcast_stream(g, 1000, 100);
     t_allreduce(g);
     t_reduce(g);
     t_gather_scatter(g);
