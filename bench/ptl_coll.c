@@ -16,7 +16,8 @@
  * (one PtlCollTest right after it).
  *
  * Usage: ptlrun -n N [--host-matching] -- ptl_coll [-i ITER] [-r REPS] [-c CASE]
- * -c barrier|allreduce8|bcast1m: run only that case (for perf, quick A/B runs).
+ * -c NAME[:BYTES]: run only that case (barrier, allreduce, bcast, reduce; 8 bytes
+ *    unless told; allreduce8 and bcast1m as before), for perf and quick A/B runs.
  * Output: "coll <case> <bytes> <ranks> <us per call>" and
  *         "overlap <bytes> <ranks> <pure us> <compute us> <total us> <kept %> <done %>"
  */
@@ -149,7 +150,7 @@ int main(int argc, char **argv)
         else if (opt == 'c')
             only = optarg;
         else
-            pb_die("usage: ptl_coll [-i ITER] [-r REPS] [-c barrier|allreduce8|bcast1m]");
+            pb_die("usage: ptl_coll [-i ITER] [-r REPS] [-c NAME[:BYTES]]");
     }
     if (iter < 1 || reps < 1 || reps > 64)
         pb_die("bad -i or -r");
@@ -160,14 +161,23 @@ int main(int argc, char **argv)
     if (ctx.rank == 0)
         printf("# ptl_coll %s, %u ranks, %d iterations, median of %d\n", ctx.mode, N, iter, reps);
     if (only) {
-        if (!strcmp(only, "barrier"))
-            run_case(&ctx, C_BARRIER, 0, iter, reps);
-        else if (!strcmp(only, "allreduce8"))
-            run_case(&ctx, C_ALLREDUCE, 8, iter, reps);
+        /* NAME or NAME:BYTES (barrier, allreduce, bcast, reduce); the three
+         * short names of the first version stay */
+        char name[32];
+        unsigned long bytes = 8;
+        if (!strcmp(only, "allreduce8"))
+            only = "allreduce:8";
         else if (!strcmp(only, "bcast1m"))
-            run_case(&ctx, C_BCAST, 1 << 20, iter, reps);
-        else
-            pb_die("-c: barrier, allreduce8 or bcast1m");
+            only = "bcast:1048576";
+        if (sscanf(only, "%31[a-z]:%lu", name, &bytes) < 1)
+            pb_die("-c: NAME[:BYTES]");
+        int c = -1;
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(name, cname[k]))
+                c = k;
+        if (c < 0)
+            pb_die("-c: barrier, allreduce, bcast or reduce");
+        run_case(&ctx, c, c == C_BARRIER ? 0 : bytes, iter, reps);
         check(PtlCollGroupFree(G), "group free");
         pb_fini(&ctx);
         return 0;
