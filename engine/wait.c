@@ -548,7 +548,10 @@ static void nic_run(struct pt_nic *nic)
             idle_since = now;
         else if (now - idle_since >= nic_spin(w, seq0))
             break;
-        CPU_RELAX();
+        if (!w->yield_ns)
+            sched_yield(); /* ranks outnumber cores: idle, let another run */
+        else
+            CPU_RELAX();
     }
     /* Plain R-TOK: the only engine sleeper of an offload NI is this thread,
      * so D3's check would find nobody; S2 below rechecks for ourselves. */
