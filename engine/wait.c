@@ -591,7 +591,17 @@ void *pt_wait_nic_thread(void *arg)
         RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4, L1 */
         PT_PERTURB();
         bool held = LD_RELAXED(&w->token) != 0;
-        if (LD_RELAXED(&w->stop) || (!held && pt_nic_has_work(nic))) {
+        /* S2W (ranks outnumber cores; shared memory, so no descriptor and no
+         * lease): an API thread of ours that wants the engine (`want`, read
+         * after the fence) does the work itself and kicks us when it leaves
+         * (want_drop, then D4/D3: an RMW before its load of sleepers).
+         * Without it, the NIC thread took the engine back at S1 while that
+         * thread waited for a core, RUN gave it up at once for `want`, and S2
+         * found the work again: 242,000 cancelled arms per rank for 20 1 MiB
+         * allreduces of 8 ranks on 2 cores. Model: DEFER, configurations
+         * offload-*-defer, mutant MUT_S2W (the load before the fence). */
+        bool defer = !w->yield_ns && w->xfd < 0 && LD_RELAXED(&w->want) != 0;
+        if (LD_RELAXED(&w->stop) || (!held && !defer && pt_nic_has_work(nic))) {
             RMW_SUB(&b->sleepers, 1);
             RMW_ADD(&w->st.nic_armed_work, 1);
             ST_RELAXED(&w->untimed, 0); /* awake: S2 comes again before any sleep */

@@ -76,6 +76,17 @@
  * SPINGET=1: a waiter may also leave after a look that found nothing,
  * offering its count as the lease (L1), and look again (W1, adopting it):
  * the PtlEQGet spinner (pt_wait_look), whose every look leaves a lease.
+ *
+ * DEFER=1 (the code when the job has more ranks than cores; then LEASE=0 and
+ * FDWAIT=0, as there): S2W. The NIC thread loads `want` after S2's fence and
+ * sleeps despite pending work while an API thread wants the engine: that
+ * thread takes the token and does the work, and when it leaves it drops
+ * want, then D4/D3 (an RMW or fence before its load of sleepers) and kicks.
+ * The pair is a store-buffering pair like S2/D3: the NIC thread's announce
+ * and its load of want against the waiter's want-- and its load of
+ * sleepers. Mutant MUT_S2W (the load of want before the fence): the NIC
+ * thread sees an old want, the waiter an old sleepers count, and the work
+ * waits for ever.
  */
 
 #ifndef OFFLOAD
@@ -98,6 +109,12 @@
 #endif
 #ifndef SPINGET
 #define SPINGET 0              /* 1: waiters may also leave after an empty look (PtlEQGet) */
+#endif
+#ifndef DEFER
+#define DEFER 0                /* 1: S2W, ranks outnumber cores (then no lease, no descriptor):
+                                * the NIC thread sleeps at S2 despite work while an API thread
+                                * wants the engine (want, read after S2's fence); that thread
+                                * kicks it when it leaves (want--, then D4/D3) */
 #endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
@@ -632,6 +649,9 @@ proctype Nic(byte r)
 #if LEASE && !defined(MUT_T1)
        untimed[r] = 1;                    /* T1: before the announcement */
 #endif
+#if DEFER && defined(MUT_S2W)
+       lw = want[r];                      /* the load of want passes S2's fence */
+#endif
 #ifdef MUT_S2
        lt = token[r];
        has_work(r, w);
@@ -640,6 +660,13 @@ proctype Nic(byte r)
        sleepers[r]++;                     /* RMW: full fence */
        lt = token[r];
        if :: lt == 0 -> has_work(r, w) :: else -> w = 0 fi;
+#endif
+#if DEFER && !defined(MUT_S2W)
+       lw = want[r];                      /* S2W: after the fence */
+#endif
+#if DEFER
+       if :: lw > 0 -> w = 0 :: else fi;  /* S2W: the API thread that wants the engine does it */
+       lw = 0;
 #endif
 #if FDWAIT && defined(MUT_F1)
        fdless[r] = 1;                     /* the mark passes the token's load */
