@@ -548,10 +548,13 @@ static void nic_run(struct pt_nic *nic)
             idle_since = now;
         else if (now - idle_since >= nic_spin(w, seq0))
             break;
-        if (!w->yield_ns)
-            sched_yield(); /* ranks outnumber cores: idle, let another run */
-        else
-            CPU_RELAX();
+        /* Not sched_yield when ranks outnumber cores: with S2W it took a
+         * 1 MiB allreduce of 8 ranks on 2 cores from 17-20 to 6 ms, but the
+         * 256-rank incast from a median of 246 k to 69-112 k messages/s (the
+         * hot receiver's NIC thread gave its core to senders between
+         * bursts), also when it yielded only after 20 us idle
+         * (docs/waiting.md, "The NIC thread"). */
+        CPU_RELAX();
     }
     /* Plain R-TOK: the only engine sleeper of an offload NI is this thread,
      * so D3's check would find nobody; S2 below rechecks for ourselves. */
@@ -597,8 +600,8 @@ void *pt_wait_nic_thread(void *arg)
          * (want_drop, then D4/D3: an RMW before its load of sleepers).
          * Without it, the NIC thread took the engine back at S1 while that
          * thread waited for a core, RUN gave it up at once for `want`, and S2
-         * found the work again: 242,000 cancelled arms per rank for 20 1 MiB
-         * allreduces of 8 ranks on 2 cores. Model: DEFER, configurations
+         * found the work again: 30,428 cancelled arms on rank 0 for 20 1 MiB
+         * allreduces of 8 ranks on 2 cores (1,182 with S2W). Model: DEFER, configurations
          * offload-*-defer, mutant MUT_S2W (the load before the fence). */
         bool defer = !w->yield_ns && w->xfd < 0 && LD_RELAXED(&w->want) != 0;
         if (LD_RELAXED(&w->stop) || (!held && !defer && pt_nic_has_work(nic))) {
