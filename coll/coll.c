@@ -1049,8 +1049,10 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
     return PTL_OK;
 }
 
-/* Locks the group and starts a request. */
-static int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r)
+/* Locks group h and takes a request with take (req_new, req_new_fast):
+ * PTL_OK with the group locked, or why not (nothing held). */
+static int begin_with(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r,
+                      int (*take)(struct group *, struct req **))
 {
     if (!out)
         return PTL_SEGV;
@@ -1058,10 +1060,16 @@ static int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r
     if (!g)
         return PTL_HANDLE_INVALID;
     pthread_mutex_lock(&g->lock);
-    int rc = req_new(g, r);
+    int rc = take(g, r);
     if (rc != PTL_OK)
         pthread_mutex_unlock(&g->lock);
     return rc;
+}
+
+/* Locks the group and starts a request (per-call path). */
+static int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r)
+{
+    return begin_with(h, out, r, req_new);
 }
 
 /* ---- barrier: dissemination on the persistent path (fast_barrier) ------- */
@@ -1280,19 +1288,10 @@ static int req_new_fast(struct group *g, struct req **out)
 static int fast_begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct group **gp,
                       struct req **rp)
 {
-    if (!out)
-        return PTL_SEGV;
-    struct group *g = group_get(h);
-    if (!g)
-        return PTL_HANDLE_INVALID;
-    pthread_mutex_lock(&g->lock);
-    int rc = req_new_fast(g, rp);
-    if (rc != PTL_OK) {
-        pthread_mutex_unlock(&g->lock);
-        return rc;
-    }
-    *gp = g;
-    return PTL_OK;
+    int rc = begin_with(h, out, rp, req_new_fast);
+    if (rc == PTL_OK)
+        *gp = (*rp)->g;
+    return rc;
 }
 
 /* The next slot, free: its previous call must have completed here. */

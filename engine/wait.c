@@ -601,8 +601,9 @@ void *pt_wait_nic_thread(void *arg)
          * Without it, the NIC thread took the engine back at S1 while that
          * thread waited for a core, RUN gave it up at once for `want`, and S2
          * found the work again: 30,428 cancelled arms on rank 0 for 20 1 MiB
-         * allreduces of 8 ranks on 2 cores (1,182 with S2W). Model: DEFER, configurations
-         * offload-*-defer, mutant MUT_S2W (the load before the fence). */
+         * allreduces of 8 ranks on 2 cores (1,182 with S2W). Model: DEFER,
+         * configurations offload-*-defer, mutant MUT_S2W (the load before
+         * the fence). */
         bool defer = !w->yield_ns && w->xfd < 0 && LD_RELAXED(&w->want) != 0;
         if (LD_RELAXED(&w->stop) || (!held && !defer && pt_nic_has_work(nic))) {
             RMW_SUB(&b->sleepers, 1);
