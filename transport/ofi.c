@@ -202,6 +202,12 @@ struct ofi_rkey {
 
 #define OFI_MAX_READS 32u /* reads in flight per pull step */
 
+/* The contexts of one pull step's reads (idx: the step's rd_gen). */
+struct ofi_rdset {
+    struct ofi_rdset *next;
+    struct ofi_ctx c[OFI_MAX_READS];
+};
+
 struct pt_xport {
     /* the job region underneath (identity, liveness, names, trace) */
     const struct pt_xport_ops *so;
@@ -264,8 +270,12 @@ struct pt_xport {
     struct ofi_rkey *rk;  /* [reg_cap]: peers' descriptors we may pull from      */
     uint32_t nrk, rk_next;
     uint64_t next_key;    /* requested keys (providers without FI_MR_PROV_KEY)  */
-    struct ofi_ctx rd_ctx[OFI_MAX_READS];
-    uint32_t rd_pending;  /* pull: reads posted, not completed                    */
+    struct ofi_rdset *rd; /* pull: the contexts of its reads (OFI_MAX_READS)      */
+    struct ofi_rdset *rd_lost; /* sets a pull gave up on with reads still posted:
+                           * the provider may hold them until close (ofi_free)  */
+    uint32_t rd_gen;      /* pull: this step's number; a completion of an earlier
+                           * one (a lost set's) is not counted                    */
+    uint32_t rd_pending;  /* pull: reads of this step posted, not completed       */
     int rd_err;
     uint32_t pend_res;    /* the buffer reserve() handed out and commit() has not
                            * sent yet, or UINT32_MAX                              */
@@ -581,7 +591,7 @@ static int progress(struct pt_xport *x)
                             fi_strerror(err.err));
                 mark_dead(x, b->peer);
                 sbuf_done(x, (uint32_t)(b - x->sb));
-            } else if (c && c->kind == CTX_READ) {
+            } else if (c && c->kind == CTX_READ && c->idx == x->rd_gen) {
                 x->rd_pending--;
                 x->rd_err = err.err ? -err.err : -EIO;
             } else if (c && c->kind == CTX_RECV) {
@@ -609,7 +619,8 @@ static int progress(struct pt_xport *x)
             if (e[k].flags & FI_MULTI_RECV)
                 b->posted = false;
         } else if (c->kind == CTX_READ) {
-            x->rd_pending--;
+            if (c->idx == x->rd_gen)
+                x->rd_pending--; /* else a read of a step given up on (pull_lost) */
         }
     }
     for (uint32_t i = 0; i < OFI_NRBUF; i++)
@@ -977,6 +988,50 @@ static bool ofi_rx_pending(struct pt_xport *x)
 
 static int ofi_wait_fd(struct pt_xport *x) { return x->epfd; }
 
+/* A pull step waits inside the engine (for the provider to take a read, then
+ * for the reads to complete), so the engine's own liveness checks do not run
+ * meanwhile: the probe's period comes in rx_pending, before a sleep. Every
+ * 4,096 turns of either wait: the probe timer read here (non-blocking) runs
+ * probe_tick, and the peer is lost when it is marked dead (a probe not
+ * completed within OFI_PROBE_LATE periods, a failed send), gone, or the job
+ * region says so. Seen: rxm answered fi_read -FI_EAGAIN for ever once the
+ * initiator of a 64 MiB put was killed mid-transfer, and its target's NIC
+ * thread spun here with the job's failure never reported
+ * (mp_pmix_kill_initiator_recovery, mp_netns_kill, 2 runs of 11). */
+static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
+{
+    if (x->tfd >= 0) {
+        uint64_t v;
+        if (read(x->tfd, &v, sizeof v) == (ssize_t)sizeof v)
+            probe_tick(x);
+    }
+    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]))
+        return true;
+    if (!x->so->peer_alive(x->shm, peer)) {
+        mark_dead(x, peer);
+        return true;
+    }
+    return false;
+}
+
+/* The step ends with reads still posted: their contexts stay the provider's
+ * (a new set for the next step), their completions no longer count. */
+static ssize_t pull_lost(struct pt_xport *x, uint32_t peer)
+{
+    pt_log_once(PT_LOG_WARN, "ofi: a read from rank %u given up: the rank is lost", peer);
+    x->rd_gen++;
+    if (x->rd_pending) {
+        struct ofi_rdset *n = calloc(1, sizeof *n);
+        if (!n)
+            return -ENOMEM; /* the old set stays: its reads may complete */
+        x->rd->next = x->rd_lost;
+        x->rd_lost = x->rd;
+        x->rd = n;
+        x->rd_pending = 0;
+    }
+    return -ESRCH;
+}
+
 static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                         const struct iovec *remote, int nremote)
 {
@@ -1007,12 +1062,17 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
                 m = remote[ri].iov_len - ro;
             if (m) {
                 uint64_t ra = (uint64_t)(uintptr_t)remote[ri].iov_base + ro - base;
-                struct ofi_ctx *c = &x->rd_ctx[posted];
+                struct ofi_ctx *c = &x->rd->c[posted];
                 c->kind = CTX_READ;
+                c->idx = x->rd_gen;
                 ssize_t rc;
-                while ((rc = fi_read(x->ep, (char *)local[li].iov_base + lo, m, NULL,
-                                     x->addr[peer], ra, key, &c->fc)) == -FI_EAGAIN)
+                for (uint64_t turns = 1; (rc = fi_read(x->ep, (char *)local[li].iov_base + lo, m,
+                                                       NULL, x->addr[peer], ra, key, &c->fc)) ==
+                                         -FI_EAGAIN; turns++) {
                     progress(x);
+                    if ((turns & 0xfff) == 0 && pull_peer_lost(x, peer))
+                        return pull_lost(x, peer);
+                }
                 if (rc) {
                     pt_log_once(PT_LOG_WARN, "ofi: fi_read from rank %u: %s", peer,
                                 fi_strerror((int)-rc));
@@ -1028,12 +1088,10 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
             if (lo == local[li].iov_len) { li++; lo = 0; }
             if (ro == remote[ri].iov_len) { ri++; ro = 0; }
         }
-        for (uint64_t polls = 0; x->rd_pending; polls++) {
+        for (uint64_t turns = 1; x->rd_pending; turns++) {
             progress(x);
-            if ((polls & 0xfff) == 0xfff && !x->so->peer_alive(x->shm, peer)) {
-                mark_dead(x, peer);
-                return -ESRCH; /* contexts stay with the provider until close */
-            }
+            if ((turns & 0xfff) == 0 && pull_peer_lost(x, peer))
+                return pull_lost(x, peer);
         }
         if (x->rd_err)
             return x->rd_err < 0 ? x->rd_err : -EIO;
@@ -1092,6 +1150,12 @@ static void ofi_free(struct pt_xport *x)
         close(x->epfd);
     if (x->tfd >= 0)
         close(x->tfd);
+    free(x->rd); /* the endpoint is closed: no read holds a context now */
+    while (x->rd_lost) {
+        struct ofi_rdset *n = x->rd_lost->next;
+        free(x->rd_lost);
+        x->rd_lost = n;
+    }
     free(x->probe_t);
     free(x->dead_t);
     free(x->bye);
@@ -1359,9 +1423,10 @@ static int ofi_setup(struct pt_xport *x)
     x->epfd = -1;
     x->tfd = -1;
     x->probe_t = calloc(n, sizeof *x->probe_t);
+    x->rd = calloc(1, sizeof *x->rd);
     x->dead_t = calloc(n, sizeof *x->dead_t);
     x->bye = calloc(n, 1);
-    if (!x->probe_t || !x->dead_t || !x->bye)
+    if (!x->probe_t || !x->rd || !x->dead_t || !x->bye)
         return -ENOMEM;
     x->addr = malloc(n * sizeof *x->addr);
     x->cred = calloc((size_t)n * 2, sizeof *x->cred);
