@@ -40,6 +40,23 @@ int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, u
     return PT_OK;
 }
 
+/* The credit wait (docs/waiting.md), for a stream as for a command: a stream
+ * out of credits whose reserve armed a mark (the transport's stall counter
+ * moved) is no local work while every mark still holds (pt_nic_local_work,
+ * C-RECHECK): the receiver that frees room clears its mark and rings us. So
+ * the sender's NIC thread sleeps instead of polling a full ring beside the
+ * receiver: 64 MiB without CMA, 1 KiB slots, two unpinned ranks, offload:
+ * 16 MiB x 4 in 7.5 s before, pinned to two cores 0.8 s. */
+static void copy_cstall(struct pt_nic *nic, struct pt_op *op, uint8_t on)
+{
+    if (op->cstall == on)
+        return;
+    op->cstall = on;
+    ST_RELAXED(&nic->nops_cstall, LD_RELAXED(&nic->nops_cstall) + (on ? 1u : (uint32_t)-1));
+    if (on)
+        nic->cstall = true; /* marks cleared and re-armed at the next pass (drain_cmds) */
+}
+
 /* Send as many fragments as credits allow (bounded). Returns work done;
  * completes and frees the op when everything has left. */
 int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
@@ -47,15 +64,19 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
     int work = 0;
     uint32_t room = pt_slot_room(nic);
     for (int b = 0; b < 16 && op->left; b++) {
+        uint32_t arms = *nic->stall_ctr;
         struct pt_wire_hdr *h = nic->xo->reserve(nic->x, op->rsp_peer, (enum pt_cls)op->cls);
         if (!h) {
             if (!nic->xo->peer_alive(nic->x, op->rsp_peer)) {
                 op->failed = 1;
                 PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(op->rsp_peer, op->left));
                 op->left = 0;
+            } else if (*nic->stall_ctr != arms) {
+                copy_cstall(nic, op, 1); /* the receiver rings us when it frees room */
             }
             break;
         }
+        copy_cstall(nic, op, 0);
         uint64_t n = op->left < room ? op->left : room;
         pt_wire_clear(h);
         h->op = PT_W_DATA;
@@ -73,6 +94,7 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
     }
     if (op->left)
         return work;
+    copy_cstall(nic, op, 0);
     struct pt_md *md = op->md;
     if (op->failed)
         op->ev.ni_fail_type = PTL_NI_PEER_DIED; /* only a dead peer stops a stream */

@@ -55,12 +55,12 @@ static int drain_cmds(struct pt_nic *nic)
 {
     int work = 0;
     uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
-    if (!n)
-        return 0;
     if (PT_UNLIKELY(nic->cstall)) { /* the stalls are retried: a new set of marks */
         nic->cstall = false;
         nic->xo->stall_clear(nic->x);
     }
+    if (!n)
+        return 0;
     uint32_t first = nic->cmd_first < n ? nic->cmd_first : 0, last = first;
     for (uint32_t k = 0, i = first; k < n; k++, i = i + 1 < n ? i + 1 : 0) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
@@ -283,8 +283,11 @@ bool pt_nic_local_work(struct pt_nic *nic)
                 return true;
         }
     }
-    return LD_RELAXED(&nic->nops) != LD_RELAXED(&nic->nops_idle) ||
-           LD_RELAXED(&nic->trig_nready) != 0;
+    uint32_t busy = LD_RELAXED(&nic->nops) - LD_RELAXED(&nic->nops_idle);
+    uint32_t cs = LD_RELAXED(&nic->nops_cstall);
+    if (busy && (busy != cs || !nic->xo->stall_armed(nic->x)))
+        return true; /* C-RECHECK for copy streams, as for commands above */
+    return LD_RELAXED(&nic->trig_nready) != 0;
 }
 
 bool pt_nic_credit_stalled(struct pt_nic *nic)
@@ -295,7 +298,7 @@ bool pt_nic_credit_stalled(struct pt_nic *nic)
         if (q && LD_RELAXED(&q->stall_at))
             return true;
     }
-    return false;
+    return LD_RELAXED(&nic->nops_cstall) != 0;
 }
 
 void pt_nic_thread_start(struct pt_nic *nic)

@@ -148,6 +148,8 @@ struct pt_op {
     /* cooperative rendezvous, target side */
     uint8_t coop_wait;            /* the initiator's PDONE has not come        */
     uint8_t idle;                 /* nothing to do but wait for it (nops_idle) */
+    uint8_t cstall;               /* PT_OP_COPY_SEND: out of credits with a mark
+                                   * armed (nops_cstall; copy.c)              */
     uint64_t push_at, push_len;   /* the part asked of the initiator           */
     uint64_t tail_from, tail_to;  /* what it did not write: ours to pull       */
     uint32_t claim, claim_open;   /* our claim word (PT_COOP_NONE: none) and its
@@ -416,6 +418,9 @@ struct pt_nic {
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
     _Atomic uint32_t nops_idle;           /* [E] of those, ops waiting only for a peer's
                                            * message (coop PDONE): not local work      */
+    _Atomic uint32_t nops_cstall;         /* [E] of those, copy streams stalled on
+                                           * credits with a mark armed: not local work
+                                           * while the marks hold (C-RECHECK)          */
     uint64_t coop_min;                    /* PTL_RNDV_COOP_MIN (0: never split)         */
     bool coop_takeback;                   /* PTL_RNDV_COOP_TAKEBACK                     */
     bool nic_shares_core;                 /* the NIC thread is pinned to the one core the
