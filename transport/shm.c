@@ -15,6 +15,7 @@
  * one error logged when a sender's ring is found corrupt (rx_faulty).
  */
 #include "shm_int.h"
+#include "shm_fbcode.h"
 
 #include "clock.h"
 #include "log.h"
@@ -218,31 +219,11 @@ static void fb_claim(struct pt_xport *x, uint32_t r)
     }
 }
 
-/* Bits set in v (the library is built for any x86-64: no popcnt). */
-static inline uint32_t fb_pop(uint32_t v)
-{
-    v = v - ((v >> 1) & 0x55555555u);
-    v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
-    return (((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
-}
-
-/* Header words 1..30 that differ from the base (0: xseq; 31: xord, the
- * stamp travels beside): compared 64 bits at a time, the words of a header
- * mostly repeat. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "word 2i is the low half of pair i");
-static inline uint32_t fb_diff(const uint64_t w[16], const uint64_t b[16])
-{
-    uint32_t mask = 0;
-    for (uint32_t i = 0; i < 16; i++) {
-        uint64_t d = w[i] ^ b[i];
-        if (d)
-            mask |= ((uint32_t)((uint32_t)d != 0) | (uint32_t)((d >> 32) != 0) << 1) << (2 * i);
-    }
-    return mask & 0x7ffffffeu;
-}
+_Static_assert(PT_XPORT_HDR_BYTES == 32 * sizeof(uint32_t), "a header is the 32 words fb_diff compares");
 
 /* Send the message in buf (len bytes: header, payload) through our box's
- * lane of class cls, if it fits in size and room. False: use the ring. */
+ * lane of class cls, if it fits in size and room. False: use the ring.
+ * Only the header words that differ from the lane's base go (shm_fbcode.h). */
 static bool fb_send(struct shm_fbtx *f, uint32_t cls, const char *buf, uint32_t len,
                     uint32_t ord)
 {
@@ -250,14 +231,9 @@ static bool fb_send(struct shm_fbtx *f, uint32_t cls, const char *buf, uint32_t 
         return false;
     uint32_t *base = f->box->tx_base[cls];
     const bool reset = f->reset[cls]; /* against a zero base */
-    uint64_t w[16], b[16];
-    memcpy(w, buf, sizeof w);
-    if (reset)
-        memset(b, 0, sizeof b);
-    else
-        memcpy(b, base, sizeof b);
-    uint32_t mask = fb_diff(w, b);
-    uint32_t nw = fb_pop(mask), plen = len - PT_XPORT_HDR_BYTES;
+    static const uint32_t zero[32];
+    uint32_t mask = pt_fb_diff(buf, reset ? zero : base);
+    uint32_t nw = pt_fb_pop(mask), plen = len - PT_XPORT_HDR_BYTES;
     uint32_t need = nw * 4 + plen, nl = 1;
     if (need > PT_SHM_FB_HEAD_BYTES)
         nl += (need - PT_SHM_FB_HEAD_BYTES + PT_SHM_FB_CONT_BYTES - 1) / PT_SHM_FB_CONT_BYTES;
@@ -278,7 +254,7 @@ static bool fb_send(struct shm_fbtx *f, uint32_t cls, const char *buf, uint32_t 
      * first line when it fits there (an 8 B put), else staged. */
     unsigned char stage[PT_SHM_FB_HEAD_BYTES + (PT_SHM_FB_MAXLN - 1) * PT_SHM_FB_CONT_BYTES];
     unsigned char *st = nl == 1 ? ln->data : stage;
-    const unsigned char *wb = (const unsigned char *)w;
+    const unsigned char *wb = (const unsigned char *)buf;
     uint32_t o = 0;
     for (uint32_t m = mask; m; m &= m - 1) {
         memcpy(st + o, wb + 4 * (uint32_t)__builtin_ctz(m), 4);
@@ -302,7 +278,7 @@ static bool fb_send(struct shm_fbtx *f, uint32_t cls, const char *buf, uint32_t 
         memcpy(ln->data, stage, PT_SHM_FB_HEAD_BYTES);
     ST_RELEASE(&ln->seq, fb_seqv(pos)); /* FB-SEQ pairs with FB-SEQ-A */
     /* The base is now this header (words 0 and 31 are never compared). */
-    memcpy(base, w, sizeof w);
+    memcpy(base, buf, 32 * sizeof *base);
     f->reset[cls] = 0;
     f->tail[cls] = pos + nl;
     f->cnt++;
@@ -447,8 +423,8 @@ static void *fb_look(struct pt_xport *x, struct shm_fbrx *b, uint32_t c)
     if (LD_ACQUIRE(&ln->seq) != fb_seqv(pos)) /* FB-SEQ-A pairs with FB-SEQ */
         return NULL;
     uint32_t mask = ln->mask, len = ln->len, nl = ln->nlines, ord = ln->ord;
-    uint32_t nw = fb_pop(mask);
-    if (PT_UNLIKELY((mask & ~0x7ffffffeu) || nl < 1 || nl > PT_SHM_FB_MAXLN ||
+    uint32_t nw = pt_fb_pop(mask);
+    if (PT_UNLIKELY((mask & ~PT_FB_WORD_MASK) || nl < 1 || nl > PT_SHM_FB_MAXLN ||
                     len < PT_XPORT_HDR_BYTES || len > PT_SHM_FB_MAXMSG ||
                     nw * 4 + len - PT_XPORT_HDR_BYTES >
                         PT_SHM_FB_HEAD_BYTES + (nl - 1) * PT_SHM_FB_CONT_BYTES)) {
