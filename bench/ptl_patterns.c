@@ -66,10 +66,10 @@
  * Events: every operation registers the events it must produce (kind, MD,
  * EQ, rlength, mlength, offset, match bits, pt index, hdr_data, initiator,
  * md.user_ptr, md.threshold) and their order within the operation (START <
- * END < UNLINK, END.link == START.link); across operations, causal order per
- * peer (issue 12 item 16): the events of the peer's operation that it started
- * only after it saw mine arrive (the pong, the stream's answer, the next
- * window) come after my operation's own events (SEND_END, ACK, REPLY_END),
+ * END < UNLINK, END.link == START.link, an ACK's link its SEND_START's); across
+ * operations, causal order per peer (issue 12 item 16): the events of the
+ * peer's operation that it started only after it saw mine arrive (the pong,
+ * the stream's answer, the next window) come after my operation's own events (SEND_END, ACK, REPLY_END),
  * checked where both go to one EQ (with several EQs the order in which the
  * program reads them is its own); each event received must match one
  * of them, each EQ's sequence must grow by one, PTL_EQ_DROPPED or
@@ -754,7 +754,9 @@ static void expect_initiator(xs_t *x, chan_t *c, int k, ptl_hdr_data_t hdr, int 
         expect_op(x, t, PTL_EVENT_SEND_START, PTL_EVENT_SEND_END, 0);
         if (c->op == OP_PUT && r->ack) {
             t.type = PTL_EVENT_ACK;
-            t.after = t.link_of = -1;
+            t.after = -1;
+            /* libportals' ACK carries its SEND_START's link (the spec leaves it open) */
+            t.link_of = r->start ? x->nexp - 2 : -1;
             t.check_hdr = 0;
             t.initiator = x->peer;
             expect_push(x, t);

@@ -35,19 +35,32 @@ static inline struct pt_eqo *ev_eqo(struct pt_nic *nic, uint32_t h)
     return e;
 }
 
-void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev)
+/* The EQ an event of this kind on md goes to, or NULL: none, or disabled. */
+static inline struct pt_eqo *ev_dest(struct pt_nic *nic, const struct pt_md *md,
+                                     ptl_event_kind_t kind)
 {
-    if (PT_UNLIKELY(md->ct_opts)) /* PtlMDBindCT: counted whether or not an event is posted */
-        pt_ct_count(nic, md, kind, ev->ni_fail_type != PTL_NI_OK);
     if (md->umd.eq_handle == PTL_EQ_NONE)
-        return;
+        return NULL;
     unsigned opt = md->umd.options;
     if (PT_UNLIKELY(opt & (PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE))) {
         bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
         if ((is_start(kind) && sd) || (is_end(kind) && ed) || (sd && ed))
-            return;
+            return NULL;
     }
-    struct pt_eqo *e = ev_eqo(nic, md->umd.eq_handle);
+    return ev_eqo(nic, md->umd.eq_handle);
+}
+
+ptl_seq_t pt_ev_start_link(struct pt_nic *nic, const struct pt_md *md, ptl_event_kind_t kind)
+{
+    struct pt_eqo *e = ev_dest(nic, md, kind);
+    return e ? (ptl_seq_t)LD_RELAXED(&e->q->write_count) : 0;
+}
+
+void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev)
+{
+    if (PT_UNLIKELY(md->ct_opts)) /* PtlMDBindCT: counted whether or not an event is posted */
+        pt_ct_count(nic, md, kind, ev->ni_fail_type != PTL_NI_OK);
+    struct pt_eqo *e = ev_dest(nic, md, kind);
     if (!e)
         return;
     ev->type = kind;

@@ -648,6 +648,10 @@ int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_u
 
 /* events (event.c) */
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
+/* The link a START event of this kind on md, posted next, will carry (its
+ * EQ's sequence; 0 when it would not be posted): for a sender that posts
+ * SEND_START after its message left, with no other post in between. */
+ptl_seq_t pt_ev_start_link(struct pt_nic *nic, const struct pt_md *md, ptl_event_kind_t kind);
 
 /* An event went into EQ e: D6 is due at the end of the poll, for e's
  * watchers (more EQs than PT_WAIT_WATCH in one poll: for everyone). [E] */
