@@ -45,8 +45,8 @@ int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, u
  * moved) is no local work while every mark still holds (pt_nic_local_work,
  * C-RECHECK): the receiver that frees room clears its mark and rings us. So
  * the sender's NIC thread sleeps instead of polling a full ring beside the
- * receiver: 64 MiB without CMA, 1 KiB slots, two unpinned ranks, offload:
- * 16 MiB x 4 in 7.5 s before, pinned to two cores 0.8 s. */
+ * receiver (mp_sizes 16777216 without CMA, 1 KiB slots, two unpinned ranks,
+ * offload: 7.5 s before, 3.2-4.3 s after; docs/waiting.md). */
 static void copy_cstall(struct pt_nic *nic, struct pt_op *op, uint8_t on)
 {
     if (op->cstall == on)

@@ -997,7 +997,7 @@ static int ofi_wait_fd(struct pt_xport *x) { return x->epfd; }
  * region says so. Seen: rxm answered fi_read -FI_EAGAIN for ever once the
  * initiator of a 64 MiB put was killed mid-transfer, and its target's NIC
  * thread spun here with the job's failure never reported
- * (mp_pmix_kill_initiator_recovery, mp_netns_kill, 2 runs of 11). */
+ * (mp_pmix_kill_initiator_recovery, mp_netns_kill: docs/ofi.md). */
 static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
 {
     if (x->tfd >= 0) {
