@@ -87,6 +87,10 @@ static int drain_cmds(struct pt_nic *nic)
         }
         if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
             ST_RELAXED(&q->stall_at, stall);
+        /* RW-DUE: its producer waits for room (wait.h RW); a hint here (no
+         * fence), made certain by the sleepers' rechecks (local_work) */
+        if (PT_UNLIKELY(LD_RELAXED(&q->room.want)))
+            pt_wait_room_due(&q->room, pt_cmdq_half_free(q));
         if (PT_UNLIKELY(stall))
             nic->cstall = true; /* every pass that armed: stall_clear next */
     }
@@ -271,6 +275,11 @@ bool pt_nic_local_work(struct pt_nic *nic)
     uint32_t n = LD_ACQUIRE(&nic->ncmdq);
     for (uint32_t i = 0; i < n; i++) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        /* RW (wait.h): a producer asleep on its full ring that half the ring
+         * would wake is work (drain_cmds rings it); the caller's fence came
+         * after our consumer index stores (R2) and before this load. */
+        if (q && PT_UNLIKELY(LD_RELAXED(&q->room.want)) && pt_cmdq_half_free(q))
+            return true;
         if (q && spsc_nonempty(&q->ring)) {
             /* C-RECHECK (the credit wait, model/credit.pml): a ring whose
              * head is a command stalled on credits is no work while every

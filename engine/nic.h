@@ -331,7 +331,18 @@ struct pt_cmdq {
      * C-RECHECK, LD_RELAXED after its fence): a ring whose head is that
      * command is no work while the marks stay set. */
     _Atomic uint32_t stall_at;
+    /* The room wait (wait.h RW): the producer asleep on its full ring, the
+     * engine holder that takes half of it rings (drain_cmds). */
+    struct pt_roomwait room;
 };
+
+/* RW-DUE's condition, any thread: half the ring free (the consumer index
+ * is ours or was read after the caller's fence; head by acquire). */
+static inline bool pt_cmdq_half_free(struct pt_cmdq *q)
+{
+    uint32_t used = LD_ACQUIRE(&q->ring.head) - LD_RELAXED(&q->ring.tail);
+    return used <= (q->ring.mask + 1) / 2;
+}
 
 /* ---- per-stage timing (PTL_TIMING=1) -------------------------------------- */
 #include "timing.h"

@@ -691,6 +691,26 @@ void *pt_wait_nic_thread(void *arg)
     return NULL;
 }
 
+/* ---- the room wait (RW; docs/waiting.md "A full command ring") -------------- */
+
+bool pt_wait_room(struct pt_wait *w, struct pt_roomwait *rw, bool (*room)(void *), void *arg,
+                  int64_t timeout_ns)
+{
+    uint32_t seq = LD_ACQUIRE(&rw->ww.seq); /* before the mark: a ring after it moves seq */
+    ST_RELAXED(&rw->want, 1);               /* RW-ARM */
+    RMW_ADD(&rw->ww.sleepers, 1);           /* RW-FENCE: full fence; pairs with the fence
+                                             * before an engine sleeper's recheck (S2, W2, D3) */
+    PT_PERTURB();
+    bool ok = room(arg); /* RW-ROOM: reloads the consumer index (A2) */
+    if (!ok) {
+        RMW_ADD(&w->st.room_sleeps, 1);
+        pt_futex_wait(&rw->ww, seq, timeout_ns);
+        ok = room(arg);
+    }
+    RMW_SUB(&rw->ww.sleepers, 1);
+    return ok;
+}
+
 void pt_wait_stop(struct pt_wait *w)
 {
     /* A lease left by the last wait: its count down, as its end would (the
@@ -1005,6 +1025,9 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
                 (unsigned long long)LD_RELAXED(&w->st.leases_left),
                 (unsigned long long)LD_RELAXED(&w->st.leases_ended),
                 (unsigned long long)LD_RELAXED(&w->st.nic_timed_sleeps));
+    if (LD_RELAXED(&w->st.room_sleeps))
+        fprintf(f, "  wait: API threads asleep on a full command ring %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.room_sleeps));
     if (w->xfd >= 0)
         fprintf(f, "  wait: NIC sleeps on the eventfd alone (engine held) %llu, "
                    "descriptor hand-overs %llu\n",

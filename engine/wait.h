@@ -2,7 +2,8 @@
  * wait.h - who runs the engine, who sleeps, who wakes whom. The whole
  * waiting protocol lives here (wait.c); nothing else in the tree touches the
  * words below. docs/waiting.md explains it with its state diagrams, and
- * model/wait.pml is its SPIN model (run by tests/model/run-spin in CI):
+ * model/wait.pml is its SPIN model (model/room.pml the room wait's; both
+ * run by tests/model/run-spin in CI):
  * every step named [Sx]/[Dx] below is a labelled step of that model.
  *
  * Actors, per rank: API threads (any number) and, in offload mode, one NIC
@@ -28,6 +29,10 @@
  *   untimed           nic     NIC thread (relaxed; T1)     leaving waiters (L1)
  *   eqo.watchers      nic     event sleepers (RMW; W2W)    the engine (D6)
  *   watch_all         nic     event sleepers (RMW; W2W)    the engine (D6)
+ *   cmdq room.want    cmdq    its producer (RW-ARM),      the engine (RW-DUE, has_work)
+ *                             the engine (RW-CLR, XCHG)
+ *   cmdq room.ww      cmdq    its producer (sleepers RMW), the engine (RW-RING)
+ *                             the engine (seq, RW-RING)
  *
  * "Engine sleepers" sleep on the bell until there is engine work: the NIC
  * thread (offload) or API waiters (host matching, where whoever waits runs
@@ -69,6 +74,16 @@
  *   L2  whoever ends the lease owns its count: the next waiter (CAS 1->0 in
  *       W1: it polls on that count) or the NIC thread (CAS 1->0 after a timed
  *       sleep, then polled-- as D4, then S2's recheck, since it is awake).
+ *   RW  (the room wait, offload) an API thread whose command ring is full
+ *       marks the ring (RW-ARM: want = 1), announces itself on the ring's
+ *       room word (RW-FENCE: sleepers++, an RMW), reloads the consumer index
+ *       (RW-ROOM) and sleeps if still full  <->  the engine holder stores
+ *       the consumer index as it takes commands (R2), and every engine
+ *       sleeper's recheck after its fence (S2, W2, D3's has_work) reads the
+ *       mark: set with half the ring free is work, and the engine's next
+ *       drain_cmds pass clears it (RW-CLR, an XCHG) and rings the room word
+ *       (RW-RING). drain_cmds also reads the mark at every pass without a
+ *       fence (the common case: the holder is running and sees it there).
  *
  * Invariant the rules give (model: no_lost_work, no_lost_event): whenever
  * work is pending, somebody holds the token, or somebody that will run the
@@ -94,6 +109,35 @@
 #include <stdint.h>
 
 struct pt_nic;
+struct pt_wait;
+
+/* The room wait (RW above; docs/waiting.md "A full command ring"): one per
+ * command ring. `want`: the ring's producer sets it (RW-ARM, relaxed, before
+ * RW-FENCE), the engine holder clears it (RW-CLR, XCHG); anyone reads it
+ * (relaxed: drain_cmds at every pass as a hint, has_work after its caller's
+ * fence). `ww`: the producer sleeps on ww.seq, announced in ww.sleepers
+ * (RW-FENCE); RW-RING bumps seq and wakes. Its own line: the producer
+ * writes it only when its ring is full, the engine reads `want` per pass. */
+struct pt_roomwait {
+    PT_ALIGNED _Atomic uint32_t want;
+    struct pt_waitword ww;
+};
+
+/* RW-DUE / RW-CLR / RW-RING, by the engine holder (drain_cmds) once `enough`
+ * (half its ring is free): a producer that marked the ring is woken once
+ * per mark. The XCHG is a full fence before pt_wake_all's seq bump. */
+static inline void pt_wait_room_due(struct pt_roomwait *rw, bool enough)
+{
+    if (PT_UNLIKELY(LD_RELAXED(&rw->want)) && enough && RMW_XCHG(&rw->want, 0))
+        pt_wake_all(&rw->ww); /* RW-RING: seq first, so a producer that has
+                               * not blocked yet does not */
+}
+
+/* The producer (RW-ARM, RW-FENCE, RW-ROOM, then the sleep): wait at most
+ * timeout_ns until room(arg); true when there is room. Clears nothing: a
+ * mark left set costs the engine one spurious ring at most. */
+bool pt_wait_room(struct pt_wait *w, struct pt_roomwait *rw, bool (*room)(void *), void *arg,
+                  int64_t timeout_ns);
 
 /* The NIC thread's state (nic_state; model: nic_st). Written only by the NIC
  * thread; read by dumps and tests, never for a decision. */
@@ -122,6 +166,7 @@ struct pt_wait_stats {
     _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
     _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
     _Atomic uint64_t ev_rings;       /* D6 rang the event sleepers                  */
+    _Atomic uint64_t room_sleeps;    /* RW: producers asleep on a full command ring  */
 };
 
 struct pt_wait {
