@@ -98,6 +98,9 @@
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
+#define OFI_FAULT_EAGAIN 1u     /* PTL_OFI_FAULT (tests only, ofi_pull): every fi_read
+                                 * answered -FI_EAGAIN, nothing posted              */
+#define OFI_FAULT_NOCOMPL 2u    /* ... the reads posted, their completions not counted */
 #define OFI_IFACE_WAIT_MS 10000 /* open, peers on other hosts: how long to wait
                                  * for a non-loopback address (open_fabric)  */
 
@@ -277,6 +280,8 @@ struct pt_xport {
                            * one (a lost set's) is not counted                    */
     uint32_t rd_pending;  /* pull: reads of this step posted, not completed       */
     int rd_err;
+    uint8_t fault;        /* PTL_OFI_FAULT, tests only: set at open, read by pull
+                           * (OFI_FAULT_*; 0 off)                                 */
     uint32_t pend_res;    /* the buffer reserve() handed out and commit() has not
                            * sent yet, or UINT32_MAX                              */
 
@@ -1014,6 +1019,25 @@ static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
     return false;
 }
 
+/* One read of a pull step (c->idx: this step's rd_gen). PTL_OFI_FAULT, for
+ * tests only (docs/ofi.md), makes one of ofi_pull's two waits last until
+ * pull_peer_lost finds the peer lost: OFI_FAULT_EAGAIN answers for the
+ * provider as rxm did once the initiator was killed (-FI_EAGAIN for ever,
+ * nothing posted); OFI_FAULT_NOCOMPL posts the read under a step already
+ * given up on, so that progress() never counts its completion (rd_pending
+ * stays up). Without it: one predictable branch. */
+static inline ssize_t pull_read(struct pt_xport *x, uint32_t peer, void *buf, size_t len,
+                                uint64_t ra, uint64_t key, struct ofi_ctx *c)
+{
+    if (PT_UNLIKELY(x->fault)) {
+        if (x->fault == OFI_FAULT_EAGAIN)
+            return -FI_EAGAIN;
+        if (x->fault == OFI_FAULT_NOCOMPL)
+            c->idx = x->rd_gen - 1;
+    }
+    return fi_read(x->ep, buf, len, NULL, x->addr[peer], ra, key, &c->fc);
+}
+
 /* The step ends with reads still posted: their contexts stay the provider's
  * (a new set for the next step), their completions no longer count. */
 static ssize_t pull_lost(struct pt_xport *x, uint32_t peer)
@@ -1066,9 +1090,10 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
                 c->kind = CTX_READ;
                 c->idx = x->rd_gen;
                 ssize_t rc;
-                for (uint64_t turns = 1; (rc = fi_read(x->ep, (char *)local[li].iov_base + lo, m,
-                                                       NULL, x->addr[peer], ra, key, &c->fc)) ==
-                                         -FI_EAGAIN; turns++) {
+                for (uint64_t turns = 1;
+                     (rc = pull_read(x, peer, (char *)local[li].iov_base + lo, m, ra, key, c)) ==
+                     -FI_EAGAIN;
+                     turns++) {
                     progress(x);
                     if ((turns & 0xfff) == 0 && pull_peer_lost(x, peer))
                         return pull_lost(x, peer);
@@ -1422,6 +1447,7 @@ static int ofi_setup(struct pt_xport *x)
     uint32_t n = x->n;
     x->epfd = -1;
     x->tfd = -1;
+    x->fault = (uint8_t)pt_config()->ofi_fault;
     x->probe_t = calloc(n, sizeof *x->probe_t);
     x->rd = calloc(1, sizeof *x->rd);
     x->dead_t = calloc(n, sizeof *x->dead_t);

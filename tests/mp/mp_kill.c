@@ -1,12 +1,19 @@
 /*
  * mp_kill - a rank dies by SIGKILL in the middle of a 64 MiB transfer.
  *
- *   usage (under ptlrun): mp_kill target|initiator|pdone [size]
+ *   usage (under ptlrun): mp_kill target|initiator|late|pdone [size]
  *
  * target:    rank 0 puts `size` bytes to rank 1; rank 1 raises SIGKILL as
  *            soon as it sees PUT_START (its engine is pulling the data).
  * initiator: rank 1 puts `size` bytes to rank 0 and raises SIGKILL as soon as
  *            it sees SEND_START (rank 0's engine is pulling from it).
+ * late:      as initiator, but rank 1 keeps its engine running (PtlEQPoll)
+ *            for 500 ms after SEND_START before it raises SIGKILL, so that
+ *            rank 0's pull has begun; for PTL_OFI_FAULT (transport/ofi.c,
+ *            tests only), with which that pull never ends by itself: rank 0
+ *            must give it up when it finds rank 1 lost (ofi_pull,
+ *            pull_peer_lost). Rank 0 then waits for the failed PUT_END: the
+ *            NI's failure (PtlEQPoll's PTL_FAIL) alone does not end its wait.
  * pdone:     as initiator, but rank 1 stops itself (SIGSTOP, NIC thread and
  *            all) at SEND_START and a child of it kills it 300 ms later: its
  *            part of the cooperative put (protocols/wire.h, PUSH) is never
@@ -16,7 +23,8 @@
  *            engine sees the job failed and the initiator dead
  *            (engine/target.c, coop_lost): PUT_END with PEER_DIED.
  * The survivor waits (bounded) for its events and reports what it got: it
- * exits 0 as soon as an event reports the failure, else it is terminated by
+ * exits 0 as soon as an event reports the failure (a line on stdout names
+ * the event), else it is terminated by
  * ptlrun after the grace period. Either way ptlrun must exit 137 (rank 1's
  * SIGKILL) within a few seconds. Run it through mp_driver, which checks ptlrun's exit status, time,
  * and that nothing is left behind.
@@ -38,10 +46,11 @@ int main(int argc, char **argv)
     struct mp m;
     mp_init(&m, 2);
     if (argc < 2 || (strcmp(argv[1], "target") && strcmp(argv[1], "initiator") &&
-                     strcmp(argv[1], "pdone")))
-        mp_die("usage: mp_kill target|initiator|pdone [size]");
+                     strcmp(argv[1], "late") && strcmp(argv[1], "pdone")))
+        mp_die("usage: mp_kill target|initiator|late|pdone [size]");
     bool victim_is_target = !strcmp(argv[1], "target");
     bool stop_first = !strcmp(argv[1], "pdone");
+    bool late = !strcmp(argv[1], "late");
     uint64_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 64ull << 20;
     uint8_t *buf = malloc(size);
     if (!buf)
@@ -92,6 +101,13 @@ int main(int argc, char **argv)
                 mp_die("write: %s", strerror(errno));
             raise(SIGSTOP);
         }
+        if (late) {
+            /* rank 0's pull is under way; keep serving its reads meanwhile
+             * (host mode: only inside a Ptl call) */
+            ptl_event_t ev;
+            for (uint64_t t0 = mp_now_ms(), t; (t = mp_now_ms() - t0) < 500;)
+                (void)mp_poll(eq, &ev, (unsigned)(500 - t));
+        }
         fprintf(stderr, "rank 1: raising SIGKILL mid-transfer\n");
         fflush(stderr);
         raise(SIGKILL);
@@ -100,22 +116,34 @@ int main(int argc, char **argv)
         /* Wait for the end of the transfer; report what the library says. */
         uint64_t t0 = mp_now_ms();
         ptl_event_t ev;
+        bool ni_failed = false;
         while (mp_now_ms() - t0 < 60000) {
             int which, rc = PtlEQPoll(&eq, 1, 1000, &ev, &which);
             if (rc == PTL_EQ_EMPTY)
                 continue;
             if (rc != PTL_OK && rc != PTL_EQ_DROPPED) {
-                /* e.g. PTL_FAIL: the NI knows the job failed. Reported: good. */
-                fprintf(stderr, "rank 0: PtlEQPoll: %s\n", PtlErrorStr((unsigned)rc));
-                return 0;
+                /* e.g. PTL_FAIL: the NI knows the job failed. Reported: good
+                 * (late: the pull must still end, with its PUT_END). */
+                if (!ni_failed)
+                    fprintf(stderr, "rank 0: PtlEQPoll: %s\n", PtlErrorStr((unsigned)rc));
+                ni_failed = true;
+                if (!late)
+                    return 0;
+                struct timespec d = {0, 1000 * 1000};
+                nanosleep(&d, NULL);
+                continue;
             }
             fprintf(stderr, "rank 0: %s ni_fail_type %s mlength %llu\n",
                     PtlEventKindStr(ev.type), PtlNIFailStr(m.ni, ev.ni_fail_type),
                     (unsigned long long)ev.mlength);
-            if (ev.ni_fail_type != PTL_NI_OK)
+            if (ev.ni_fail_type != PTL_NI_OK) {
+                printf("rank 0: the failure reported by %s (%llu ms into its wait)\n",
+                       PtlEventKindStr(ev.type), (unsigned long long)(mp_now_ms() - t0));
+                fflush(stdout);
                 return 0; /* the failure was reported: what we wanted. Exit 0 so
                            * that ptlrun's status is rank 1's death (137)
                            * whichever exit it reaps first. */
+            }
         }
         return 4;
     }
