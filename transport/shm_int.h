@@ -130,6 +130,8 @@ struct pt_xport {
     uint32_t *act, nact;
     uint8_t *listed;              /* [s]: s is in act                              */
     uint32_t idle_peeks;          /* peeks in a row that found nothing (rx_drop)   */
+    uint32_t rsp_skip;            /* peeks since the last look at every response queue */
+    bool rsp_seen;                /* that look found a response (shm_peek)         */
     uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */

@@ -24,7 +24,9 @@
  * sleep and nobody polls it. reserve returns NULL when out of credits.
  *
  * Receiving: slot = peek(x, &peer, &cls) returns the next message from some
- * sender (round-robin over senders, responses first); release(x, peer, cls)
+ * sender (round-robin over senders, responses first; shm with many senders
+ * listed: at least every 16th peek, and whenever no request waits);
+ * release(x, peer, cls)
  * frees it, or defer(x, peer, cls) leaves it queued for a later peek. One
  * message is outstanding at a time.
  *
