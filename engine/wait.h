@@ -123,12 +123,13 @@ struct pt_roomwait {
     struct pt_waitword ww;
 };
 
-/* RW-DUE / RW-CLR / RW-RING, by the engine holder (drain_cmds) once `enough`
- * (half its ring is free): a producer that marked the ring is woken once
- * per mark. The XCHG is a full fence before pt_wake_all's seq bump. */
+/* RW-CLR / RW-RING, by the engine holder (drain_cmds) after RW-DUE (its
+ * relaxed load found `want` set) once `enough` (half its ring is free): a
+ * producer that marked the ring is woken once per mark. The XCHG is a full
+ * fence before pt_wake_all's seq bump. */
 static inline void pt_wait_room_due(struct pt_roomwait *rw, bool enough)
 {
-    if (PT_UNLIKELY(LD_RELAXED(&rw->want)) && enough && RMW_XCHG(&rw->want, 0))
+    if (enough && RMW_XCHG(&rw->want, 0))
         pt_wake_all(&rw->ww); /* RW-RING: seq first, so a producer that has
                                * not blocked yet does not */
 }
