@@ -39,6 +39,11 @@
  * +0 / -0 and of NaN / numbers: both members must get the same bits. Then
  * 3,000 blocking bcasts whose root runs ahead of a member that pauses (the
  * slot bcast's flow control, t_bcast_stream), every element checked.
+ * mp_coll bcast: the pipelined large bcast (PTL_COLL_BCAST_SEG, read from the
+ * environment as the library does; the CMake entries set it small): every
+ * root at one byte less than, equal to and more than 1, 2 and 3 segments,
+ * 64 segments and more (the segment grows), then 16 nonblocking pipelined
+ * bcasts in flight from rotating roots, waited in reverse order.
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -880,6 +885,56 @@ static int died(struct mp *m)
 }
 
 /* The end of a job: a last barrier on the group, free it, few drops, "OK". */
+/* mp_coll bcast: the pipelined path around its segment size (bcast_seg in
+ * coll.c: groups of 3 or more, more than one segment, at most 64). */
+static void t_bcast_pipe(ptl_handle_coll_t g)
+{
+    const char *e = getenv("PTL_COLL_BCAST_SEG");
+    size_t seg = e ? (size_t)strtoull(e, NULL, 0) : 0;
+    if (!seg) /* off (the default): the same sizes through the whole-buffer tree */
+        seg = 1000;
+    size_t ls[] = {seg - 1, seg, seg + 1, 2 * seg - 1, 2 * seg + 1, 3 * seg, 64 * seg,
+                   64 * seg + 1, 200 * seg + 7};
+    for (unsigned root = 0; root < N; root++)
+        for (size_t li = 0; li < sizeof ls / sizeof ls[0]; li++) {
+            size_t l = ls[li];
+            char *buf = xmalloc(l);
+            if (ME == root)
+                mp_fill(buf, l, root, 70 + (unsigned)li, 0);
+            else
+                memset(buf, 0, l);
+            mp_doing("pipelined bcast");
+            MP_CHECK(PtlCollBcast(g, buf, l, root));
+            int64_t bad = mp_check_pattern(buf, l, root, 70 + (unsigned)li, 0);
+            if (bad >= 0)
+                mp_die("pipelined bcast of %zu bytes from %u: byte %lld wrong", l, root,
+                       (long long)bad);
+            free(buf);
+        }
+    enum { K = 16 };
+    char *b[K];
+    ptl_handle_coll_req_t q[K];
+    size_t l = 3 * seg + 5;
+    for (int k = 0; k < K; k++) {
+        unsigned root = (unsigned)k % N;
+        b[k] = xmalloc(l);
+        if (ME == root)
+            mp_fill(b[k], l, root, 90 + (unsigned)k, 0);
+        else
+            memset(b[k], 0, l);
+        mp_doing("pipelined Ibcast");
+        MP_CHECK(PtlCollIbcast(g, b[k], l, root, &q[k]));
+    }
+    for (int k = K - 1; k >= 0; k--) {
+        MP_CHECK(PtlCollWait(q[k]));
+        int64_t bad = mp_check_pattern(b[k], l, (unsigned)k % N, 90 + (unsigned)k, 0);
+        if (bad >= 0)
+            mp_die("pipelined Ibcast %d of %zu bytes: byte %lld wrong", k, l, (long long)bad);
+        free(b[k]);
+    }
+    mp_log("pipelined bcast: every root around 1, 2, 3 and 64 segments, 16 in flight, checked");
+}
+
 static int finish(struct mp *m, ptl_handle_coll_t g, const char *name)
 {
     MP_CHECK(PtlCollBarrier(g));
@@ -903,7 +958,8 @@ int main(int argc, char **argv)
     struct mp m;
     int large = argc > 1 && !strcmp(argv[1], "large");
     int pr = argc > 1 && !strcmp(argv[1], "pairs");
-    mp_init(&m, argc > 1 && !large && !pr ? 3 : 1);
+    int bc = argc > 1 && !strcmp(argv[1], "bcast");
+    mp_init(&m, argc > 1 && !large && !pr && !bc ? 3 : 1);
     if (pr) {
         N = m.size;
         ME = m.rank;
@@ -922,6 +978,12 @@ int main(int argc, char **argv)
         MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
         t_large_edges(g);
         return finish(&m, g, "mp_coll large");
+    }
+    if (bc) {
+        mp_doing("group create");
+        MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
+        t_bcast_pipe(g);
+        return finish(&m, g, "mp_coll bcast");
     }
     mp_doing("group create");
     MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
