@@ -230,7 +230,7 @@ static int move(const struct move *m, bool trig, ptl_handle_ct_t trig_ct, ptl_si
     if (m->op == PT_CMD_ATOMIC) {
         if (!pt_atomic_valid(m->aop, m->atype))
             return PTL_ARG_INVALID;
-        if (m->length % pt_atomic_size(m->atype) || m->length > nic->eager_max)
+        if (m->length % pt_atomic_size(m->atype))
             return PTL_MD_ILLEGAL;
     }
     if (nic->xo->rank_of(nic->x, m->target.nid, m->target.pid) < 0)

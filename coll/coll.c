@@ -27,7 +27,8 @@
  * triggered reduction puts over the largest power of two, the other members
  * folded in first and served last; reduce = allreduce (root keeps it);
  * gather, scatter, allgather, alltoall = direct puts at offsets. Reduction
- * payloads are split into segments of at most PTL_EAGER_MAX bytes; from
+ * payloads are split into segments of at most PTL_COLL_RED_SEG bytes (64
+ * KiB: the target's engine pulls and combines those beyond the eager size); from
  * PTL_COLL_LARGE_MIN bytes allreduce is reduce-scatter + allgather (sched_rsag).
  *
  * Bit-identical allreduce: round k's accumulator starts at the operation's
@@ -1882,7 +1883,10 @@ static int sched_allreduce(struct req *r, const void *sendbuf, void *recvbuf, pt
 {
     struct group *g = r->g;
     ptl_size_t n = g->n, me = g->me, bytes = count * type_size(t);
-    ptl_size_t seg = (ptl_size_t)pt_config()->eager_max / type_size(t) * type_size(t);
+    ptl_size_t seg = (ptl_size_t)pt_config()->coll_red_seg;
+    if (!seg)
+        seg = (ptl_size_t)pt_config()->eager_max;
+    seg = seg / type_size(t) * type_size(t);
     if (seg == 0)
         return PTL_MD_ILLEGAL;
     ptl_size_t nseg = (bytes + seg - 1) / seg;

@@ -122,9 +122,19 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
         if (!ack)
             return PT_E_AGAIN; /* before any side effect */
     }
-    if (st->md && st->got < st->mlen) {
+    if (st->md && st->got < st->mlen && !st->afail) {
         uint64_t take = st->mlen - st->got < n ? st->mlen - st->got : n;
-        pt_mem_write(&st->md->mem, st->off + st->got, pt_wire_payload(h), (size_t)take);
+        if (PT_UNLIKELY(st->atomic)) {
+            /* A reduction put: every fragment but the last is a whole slot
+             * room (a multiple of 64 bytes, pt_slot_size_for), so each
+             * starts on an element; mlen is whole elements (checked). */
+            if ((st->got | take) % pt_atomic_size(st->acode >> 8))
+                st->afail = 1; /* a fragment no initiator of ours cuts */
+            else
+                pt_atomic_apply(&st->md->mem, st->off + st->got, pt_wire_payload(h), take,
+                                st->acode);
+        } else
+            pt_mem_write(&st->md->mem, st->off + st->got, pt_wire_payload(h), (size_t)take);
     }
     st->got += n;
     if (!last)
@@ -133,6 +143,11 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
     struct pt_md *md = st->md;
     if (!md)
         return PT_OK; /* a dropped put's data, swallowed */
+    if (PT_UNLIKELY(st->afail)) { /* a reduction whose length is no whole element count */
+        st->ev.ni_fail_type = PTL_NI_FAIL;
+        st->ack_hdr.flags |= PT_WF_FAIL;
+        st->ack_hdr.mlength = 0;
+    }
     pt_ev_post(nic, md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev);
     if (ack) {
         pt_wire_copy(ack, &st->ack_hdr);

@@ -36,8 +36,14 @@ int pt_ct_init(struct pt_nic *nic, uint32_t max_cts, uint32_t trig_slots)
 {
     (void)max_cts; /* the CT table is made with the other object tables (obj.c) */
     nic->trigs = calloc(trig_slots, sizeof *nic->trigs);
-    if (!nic->trigs)
+    nic->ascratch = malloc(PT_ATOMIC_SCRATCH); /* pages touched at first use */
+    if (!nic->trigs || !nic->ascratch) {
+        free(nic->trigs);
+        free(nic->ascratch);
+        nic->trigs = NULL;
+        nic->ascratch = NULL;
         return PT_E_NOSPACE;
+    }
     nic->trig_n = trig_slots;
     nic->trig_free = 0;
     for (uint32_t i = trig_slots; i-- > 0;) {
@@ -52,6 +58,8 @@ void pt_ct_fini(struct pt_nic *nic)
 {
     free(nic->trigs);
     nic->trigs = NULL;
+    free(nic->ascratch);
+    nic->ascratch = NULL;
 }
 
 static inline struct pt_trig *trig_at(struct pt_nic *nic, uint32_t s) { return &nic->trigs[s - 1]; }

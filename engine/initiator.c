@@ -158,8 +158,6 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     uint64_t len = c->u.mv.length;
     bool ack = c->u.mv.ack == PTL_ACK_REQ, gone = peer_gone(nic, rank);
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
-    if (PT_UNLIKELY(c->op == PT_CMD_ATOMIC) && pk != PT_PROTO_EAGER)
-        return cmd_dropped(nic); /* the API bounds reductions by the eager size */
     if (!gone && pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     bool waits = ack || pk == PT_PROTO_RNDV || gone; /* for an answer: a record */
@@ -187,13 +185,14 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
         h->flags |= PT_WF_ACK_REQ;
     /* A large CMA put to another process: offer to write part of it (wire.h,
      * PUSH; the target decides). */
-    if (pk == PT_PROTO_RNDV && nic->coop_min && len >= nic->coop_min && (uint32_t)rank != nic->xi.rank)
-        h->flags |= PT_WF_COOP;
+    if (pk == PT_PROTO_RNDV && nic->coop_min && len >= nic->coop_min &&
+        (uint32_t)rank != nic->xi.rank && c->op != PT_CMD_ATOMIC)
+        h->flags |= PT_WF_COOP; /* (a reduction is combined by the target alone) */
     uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
     pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
     if (PT_UNLIKELY(c->op == PT_CMD_ATOMIC)) {
         h->flags |= PT_WF_ATOMIC;
-        h->niov = (uint16_t)(c->u.mv.atype << 8 | c->u.mv.aop);
+        h->tgt_link = (uint32_t)(c->u.mv.atype << 8 | c->u.mv.aop);
     }
 
     pt_md_consume(nic, md); /* "send" counts at initiation (§6.4) */

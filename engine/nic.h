@@ -157,6 +157,10 @@ struct pt_op {
     /* PT_OP_COPY_SEND: stream [src_off, src_off + left) as DATA fragments */
     uint64_t src_off, left;
     uint8_t cls;
+    /* PT_OP_RNDV_PUT of a reduction put: pulled into the NI's scratch and
+     * combined into the MD (target.c, atomic_step); acode = type << 8 | op */
+    uint8_t atomic;
+    uint16_t acode;
     ptl_event_kind_t end_kind;
     struct pt_op *next;
     uint32_t gen;                 /* lives of this slot (kept by pt_op_get):
@@ -169,6 +173,11 @@ struct pt_copyin {
     uint8_t active;
     uint8_t is_reply;            /* REPLY data (RSP class) vs PUT data (REQ)  */
     uint8_t ack;                 /* PUT: an ACK is due at the end             */
+    uint8_t atomic;              /* a reduction put: fragments are combined into
+                                  * the MD (acode = type << 8 | op), not written */
+    uint8_t afail;               /* ... whose matched length is no whole number
+                                  * of elements: nothing is written, END fails */
+    uint16_t acode;
     struct pt_md *md;            /* NULL: the put was dropped; swallow data   */
     uint64_t off, mlen, rlen, got;
     ptl_event_t ev;
@@ -467,6 +476,9 @@ struct pt_nic {
     struct pt_freeq ct_fq;
     uint32_t ct_hwm, ct_cnt, ct_slots, max_cts;
     struct pt_trig *trigs;                /* [trig_n]                                 */
+    unsigned char *ascratch;              /* [PT_ATOMIC_SCRATCH]: a rendezvous reduction
+                                           * put's data, pulled before it is combined
+                                           * (target.c; allocated with the trigs)    */
     uint32_t trig_n, trig_free;           /* free list: slot + 1                      */
     uint32_t trig_rhead, trig_rtail;      /* fired, to be run (FIFO; slot + 1)       */
     _Atomic uint32_t trig_nready;         /* [E] written; read by any thread (local work) */
@@ -566,7 +578,11 @@ int pt_ct_cmd_op(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_md_cmd_ct(struct pt_nic *nic, uint32_t md_h, uint32_t ct_h, uint32_t opts);
 /* Reductions: element size of a ptl_datatype_t (0: none) and whether op
  * applies to it; the reduction itself is util/reduce.h's. */
+#define PT_ATOMIC_SCRATCH 65536u /* bytes of a rendezvous reduction put pulled per step */
 size_t pt_atomic_size(unsigned type);
+/* dst[off, off + n) = dst OP src, acode = type << 8 | op (target.c). */
+void pt_atomic_apply(const struct pt_mem *dst, uint64_t off, const void *src, uint64_t n,
+                     unsigned acode);
 bool pt_atomic_valid(unsigned op, unsigned type);
 /* PtlEQAlloc's ring, made and (on failure) freed by the API thread, outside
  * the engine (eqobj.c). NULL: count above 2^24 or no memory. */

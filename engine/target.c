@@ -56,27 +56,54 @@ static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
     return NULL;
 }
 
-/* A reduction put (PT_WF_ATOMIC, checked valid): combine its payload into
- * [off, off + mlen) of the MD, element by element, through a small buffer
- * (the MD may be an iovec list). A matched length that is not a whole
- * number of elements (truncated) fails: nothing is written. */
+/* dst[off, off + n) = dst OP src for a reduction put's acode (type << 8 |
+ * op, checked valid), element by element: in place in a contiguous MD, else
+ * through a small buffer (the MD may be an iovec list). n is a whole number
+ * of elements; [off, off + n) lies in the MD (matched). */
+void pt_atomic_apply(const struct pt_mem *dst, uint64_t off, const void *src, uint64_t n,
+                     unsigned acode)
+{
+    unsigned op = acode & 0xffu, type = acode >> 8;
+    if (dst->niov == 1 && off <= dst->len && n <= dst->len - off) {
+        pt_atomic_combine(op, type, (char *)dst->iov[0].iov_base + off, src, (size_t)n);
+        return;
+    }
+    unsigned char buf[4096]; /* a multiple of every element size */
+    for (uint64_t done = 0; done < n;) {
+        size_t k = n - done < sizeof buf ? (size_t)(n - done) : sizeof buf;
+        pt_mem_read(dst, off + done, buf, k);
+        pt_atomic_combine(op, type, buf, (const char *)src + done, k);
+        pt_mem_write(dst, off + done, buf, k);
+        done += k;
+    }
+}
+
+/* An eager reduction put: combine its payload into [off, off + mlen) of the
+ * MD. A matched length that is not a whole number of elements (truncated)
+ * fails: nothing is written. */
 static bool atomic_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst, uint64_t off,
                            uint64_t mlen)
 {
-    unsigned op = h->niov & 0xffu, type = h->niov >> 8;
-    size_t es = pt_atomic_size(type);
-    if (mlen % es)
+    if (mlen % pt_atomic_size(h->tgt_link >> 8))
         return false;
-    unsigned char buf[512]; /* a multiple of every element size */
-    const unsigned char *src = pt_wire_payload(h);
-    for (uint64_t done = 0; done < mlen;) {
-        size_t n = mlen - done < sizeof buf ? (size_t)(mlen - done) : sizeof buf;
-        pt_mem_read(dst, off + done, buf, n);
-        pt_atomic_combine(op, type, buf, src + done, n);
-        pt_mem_write(dst, off + done, buf, n);
-        done += n;
-    }
+    pt_atomic_apply(dst, off, pt_wire_payload(h), mlen, h->tgt_link);
     return true;
+}
+
+/* One step of a rendezvous reduction put: pull the next part (at most the
+ * scratch) and combine it into the MD where it belongs. A part that is not a
+ * whole number of elements (a short read) fails the transfer. */
+static long atomic_step(struct pt_nic *nic, struct pt_op *op, uint64_t seg)
+{
+    uint64_t at = op->rv.dst_off + op->rv.done;
+    long n = pt_rndv_pull_flat(&op->rv, nic->xo, nic->x, nic->ascratch,
+                               seg < PT_ATOMIC_SCRATCH ? seg : PT_ATOMIC_SCRATCH);
+    if (n <= 0)
+        return n;
+    if ((uint64_t)n % pt_atomic_size(op->acode >> 8))
+        return -EFAULT;
+    pt_atomic_apply(&op->md->mem, at, nic->ascratch, (uint64_t)n, op->acode);
+    return n;
 }
 
 /* A cooperative transfer whose own part is done waits for the initiator's
@@ -272,12 +299,12 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     bool bad_getput = h->op == PT_W_GETPUT &&
                       (rndv || copy || h->rlength != h->inline_len ||
                        h->rlength > (uint64_t)nic->limits.max_getput_md);
-    /* A reduction put is eager, whole (all its bytes inline) and names a
-     * known operation on a type it applies to. */
+    /* A reduction put names a known operation on a type it applies to; an
+     * eager one carries all its bytes inline. */
     bool atomic = h->flags & PT_WF_ATOMIC;
     if (PT_UNLIKELY(atomic) &&
-        (h->op != PT_W_PUT || rndv || copy || h->rlength != h->inline_len ||
-         !pt_atomic_valid(h->niov & 0xffu, h->niov >> 8)))
+        (h->op != PT_W_PUT || (!rndv && !copy && h->rlength != h->inline_len) ||
+         (h->tgt_link >> 16) || !pt_atomic_valid(h->tgt_link & 0xffu, h->tgt_link >> 8)))
         bad_getput = true;
     if (bad_getput) { /* lengths were bounded at dispatch entry (nic.c) */
         nic->drops_bad_header++;
@@ -352,7 +379,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     switch (h->op) {
     case PT_W_PUT:
         pt_ev_post(nic, md, PTL_EVENT_PUT_START, &ev);
-        if (PT_UNLIKELY(atomic)) {
+        if (PT_UNLIKELY(atomic) && !rndv && !copy) {
             bool ok = atomic_deliver(h, &md->mem, off, mlen);
             if (!ok)
                 ev.ni_fail_type = PTL_NI_FAIL;
@@ -373,7 +400,14 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         }
         if (!rndv) {
             PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
-            pt_eager_deliver(h, &md->mem, off, mlen);
+            bool afail = false;
+            if (PT_UNLIKELY(atomic)) { /* copy mode: the inline part, combined */
+                afail = mlen % pt_atomic_size(h->tgt_link >> 8) != 0;
+                if (!afail)
+                    pt_atomic_apply(&md->mem, off, pt_wire_payload(h),
+                                    mlen < h->inline_len ? mlen : h->inline_len, h->tgt_link);
+            } else
+                pt_eager_deliver(h, &md->mem, off, mlen);
             PT_TM_STAGE(&nic->tm, t, PT_ST_COPY);
             if (copy && h->rlength > h->inline_len) {
                 /* Copy mode: the rest follows as DATA fragments (copy.c). */
@@ -385,6 +419,9 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 st->mlen = mlen;
                 st->rlen = h->rlength;
                 st->got = h->inline_len;
+                st->atomic = atomic;
+                st->afail = afail;
+                st->acode = (uint16_t)h->tgt_link;
                 st->ev = ev;
                 if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
                     st->ack = 1;
@@ -398,12 +435,16 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 md->pending++;
                 return PT_OK;
             }
+            if (PT_UNLIKELY(afail))
+                ev.ni_fail_type = PTL_NI_FAIL;
             pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
             PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
             if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
                 rsp_init(nic, rsp, PT_W_ACK, h);
-                rsp->mlength = mlen;
+                rsp->mlength = afail ? 0 : mlen;
                 rsp->tgt_offset = off;
+                if (PT_UNLIKELY(afail))
+                    rsp->flags = PT_WF_FAIL;
                 pt_xmit(nic, peer, PT_CLS_RSP, rsp);
             } else if (ack) { /* the MD refuses ACKs: release the initiator's record */
                 rsp_init(nic, rsp, PT_W_NACK, h);
@@ -438,9 +479,13 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 op->rsp.flags |= PT_WF_ACK;
             op->rsp_peer = peer;
             op->post_end = 1;
+            op->atomic = atomic;
+            op->acode = (uint16_t)h->tgt_link;
+            if (atomic && mlen % pt_atomic_size(h->tgt_link >> 8))
+                op->failed = 1; /* truncated: nothing is written, END and FIN fail */
             PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, mlen));
             md->pending++;
-            if ((h->flags & PT_WF_COOP) && nic->coop_min && mlen >= nic->coop_min)
+            if ((h->flags & PT_WF_COOP) && nic->coop_min && mlen >= nic->coop_min && !atomic)
                 coop_split(nic, op, rsp, h, peer);
             return PT_OK;
         }
@@ -684,8 +729,9 @@ int pt_ops_progress(struct pt_nic *nic)
      * that, so the engine turns round sooner (offload bidirectional 4 MiB:
      * 11 GB/s in 1 MiB steps, 16 GB/s in 256 KiB ones; bench/results-notes.md). */
     uint64_t seg = several && nic->rndv_seg >= 16384 ? nic->rndv_seg / 4 : nic->rndv_seg;
-    long n = pt_rndv_step(&pull->rv, nic->xo, nic->x, &pull->md->mem, seg,
-                          pull->kind == PT_OP_PUSH);
+    long n = pull->atomic ? atomic_step(nic, pull, seg)
+                          : pt_rndv_step(&pull->rv, nic->xo, nic->x, &pull->md->mem, seg,
+                                         pull->kind == PT_OP_PUSH);
     if (n > 0) {
         work++;
         PT_TRACE(nic, PT_TR_XFER_STEP, PT_TV_XFER(pull->rsp_peer, pull->rv.done));

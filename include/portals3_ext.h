@@ -51,8 +51,11 @@
  * the matched region of the target MD: target = target OP data. Operations
  * PTL_SUM, PTL_MIN, PTL_MAX on every type; PTL_BAND, PTL_BOR, PTL_BXOR on the
  * integer types only (others: PTL_ARG_INVALID). length must be a multiple of
- * the type's size and at most PTL_EAGER_MAX (the payload travels inline):
- * otherwise PTL_MD_ILLEGAL. At the target it behaves as a put (same matching,
+ * the type's size: otherwise PTL_MD_ILLEGAL. Any length: up to PTL_EAGER_MAX
+ * the data travels inline; beyond, the target's engine pulls it (CMA, or the
+ * transport's RMA read) in parts of at most 64 KiB and combines each, or,
+ * where it cannot read the initiator's memory, combines the fragments of a
+ * copy-mode transfer as they arrive. At the target it behaves as a put (same matching,
  * thresholds, PUT_START/PUT_END events, ACK) except that a matched length that
  * is not a whole number of elements (truncation) fails: PUT_END (and the ACK)
  * carry PTL_NI_FAIL and nothing is written.

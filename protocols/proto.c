@@ -135,8 +135,27 @@ void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,
     r->dst_off = dst_off;
 }
 
+/* Move the next at most seg bytes of the transfer between the remote iovecs
+ * and local memory at offset loff. */
+static long rndv_move(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
+                      const struct pt_mem *local, uint64_t loff, uint64_t seg, bool push);
+
 long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
                   const struct pt_mem *local, uint64_t seg, bool push)
+{
+    return rndv_move(r, xo, x, local, r->dst_off + r->done, seg, push);
+}
+
+long pt_rndv_pull_flat(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
+                       void *buf, uint64_t n)
+{
+    struct pt_mem m;
+    pt_mem_contig(&m, buf, n);
+    return rndv_move(r, xo, x, &m, 0, n, false);
+}
+
+static long rndv_move(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
+                      const struct pt_mem *local, uint64_t loff, uint64_t seg, bool push)
 {
     if (r->done >= r->total)
         return 0;
@@ -161,7 +180,7 @@ long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xp
     if (n == 0)
         return -EFAULT;
     struct iovec lv[PT_MAX_IOV + 1];
-    int nl = pt_mem_slice(local, r->dst_off + r->done, n, lv, PT_MAX_IOV + 1);
+    int nl = pt_mem_slice(local, loff, n, lv, PT_MAX_IOV + 1);
     if (nl == 0)
         return -EFAULT; /* the MD ends before the transfer does */
     ssize_t got = push ? (xo->push ? xo->push(x, r->peer, lv, nl, rv, nr) : -ENOSYS)

@@ -96,6 +96,10 @@ void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,
  * with a failure status). */
 long pt_rndv_step(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
                   const struct pt_mem *local, uint64_t seg, bool push);
+/* The same, pulling into a flat buffer of n bytes (a reduction put's
+ * scratch: engine/target.c) instead of the MD. */
+long pt_rndv_pull_flat(struct pt_rndv *r, const struct pt_xport_ops *xo, struct pt_xport *x,
+                       void *buf, uint64_t n);
 
 /* Deliver an eager payload into MD memory: mlength bytes at dst_off. */
 static inline void pt_eager_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst,

@@ -68,8 +68,11 @@ enum pt_wire_flag {
     PT_WF_FAIL = 1u << 5,     /* FIN/RFIN: the pull failed; a FIN's mlength is the
                                * bytes delivered (the ACK's), an RFIN's the echo;
                                * ACK: the reduction put failed at the target       */
-    PT_WF_ATOMIC = 1u << 6,   /* PUT: a reduction (eager only): the target combines
-                               * the payload into its MD; niov = type << 8 | op    */
+    PT_WF_ATOMIC = 1u << 6,   /* PUT: a reduction: the target combines the data
+                               * into its MD (eager: the payload; copy mode: each
+                               * DATA fragment; rendezvous: pulled into a scratch
+                               * buffer, then combined; never cooperative);
+                               * tgt_link = type << 8 | op                        */
     PT_WF_COOP = 1u << 7,     /* PUT (rendezvous): the initiator offers to write
                                * part of the data itself (PUSH / PDONE above);
                                * PUSH: the target takes the part back if it is
@@ -103,7 +106,8 @@ struct pt_wire_hdr {
     uint32_t req;            /* requests: the initiator's record of a request that
                               * waits for its answer (0: none); responses echo it */
     uint64_t t_stamp;        /* instrumentation: sender TSC at send (0 when off)  */
-    uint32_t tgt_link;       /* rendezvous REPLY: the target's GET_START link;
+    uint32_t tgt_link;       /* reduction PUT: type << 8 | op (PT_WF_ATOMIC);
+                              * rendezvous REPLY: the target's GET_START link;
                               * the RFIN echoes it (with pt_index, match_bits,
                               * rlength, mlength, tgt_offset), so the target
                               * posts GET_END for the get it finishes and keeps

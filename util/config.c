@@ -87,6 +87,8 @@ static struct pt_tunable g_table[] = {
       "allreduce/reduce payloads of at least this many bytes (and at least one element per member of the largest power of two in the group) run as reduce-scatter + allgather (recursive halving, then doubling); smaller ones above PTL_COLL_SMALL_MAX as recursive doubling of the whole vector; 0: never; must be the same in every member"),
     T("PTL_COLL_BCAST_SEG", coll_bcast_seg, 0, 0, (int64_t)1 << 40,
       "bcasts of more than this many bytes in groups of 3 or more run pipelined: the data goes down the binomial tree in segments of this size (at most 64 of them; larger bcasts get larger segments), each forwarded by a triggered put as soon as it arrived (131072 is a start where every rank has a core of its own); 0 (the default: slower where ranks outnumber cores, docs/coll.md): the whole buffer per tree edge; must be the same in every member"),
+    T("PTL_COLL_RED_SEG", coll_red_seg, 65536, 0, (int64_t)1 << 40,
+      "per-call allreduce/reduce: the reduction puts of a block are at most this many bytes each (rounded down to whole elements; beyond PTL_EAGER_MAX the target engine pulls and combines them: fewer messages, fewer hand-overs between the members); 0: PTL_EAGER_MAX (every reduction put eager); must be the same in every member"),
     T("PTL_TRIG_SLOTS", trig_slots, 4096, 1, 1 << 20,
       "triggered operations (PtlTriggered*, portals3_ext.h) armed and not yet performed, per NI; one more gives PTL_NO_SPACE"),
     T("PTL_TIMING", timing, 0, 0, 1,

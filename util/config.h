@@ -56,6 +56,7 @@ struct pt_config {
     int64_t coll_small_max; /* PTL_COLL_SMALL_MAX: allreduce bytes on the persistent path */
     int64_t coll_large_min; /* PTL_COLL_LARGE_MIN: allreduce bytes for reduce-scatter + allgather */
     int64_t coll_bcast_seg; /* PTL_COLL_BCAST_SEG: segment of the pipelined large bcast */
+    int64_t coll_red_seg;   /* PTL_COLL_RED_SEG: bytes per reduction put of a collective */
     int64_t trig_slots;     /* PTL_TRIG_SLOTS: triggered operations armed per NI     */
     int64_t timing;         /* PTL_TIMING: per-stage instrumentation on              */
     int64_t trace;          /* PTL_TRACE: the flight recorder (util/trace.h) on      */
