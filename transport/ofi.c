@@ -45,9 +45,13 @@
  *
  *   Liveness (PMIx job). A timerfd in the sleep set fires every
  *   PTL_OFI_PROBE_MS; the engine then (peek, probe_tick) probes up to
- *   OFI_PROBE_MAX peers: a probe not completed within OFI_PROBE_LATE periods,
- *   or any failed send, makes the peer dead and, unless it said bye (its
- *   orderly close), fails the job (docs/ofi.md, "Peer death in a PMIx job").
+ *   OFI_PROBE_MAX peers. A death rests on evidence: a failed send, or (a
+ *   probe not completed for OFI_PROBE_CHECK of our own periods) the kernel
+ *   refusing a TCP connection to the peer's listening address (tcp provider;
+ *   other providers: a probe not completed for OFI_PROBE_LATE of our
+ *   periods). A dead peer fails the job unless it said bye (its orderly
+ *   close). Sends wait per peer: one peer that does not take them holds up
+ *   no other (docs/ofi.md, "Peer death in a PMIx job").
  *
  * The job region stays underneath for identity, liveness, the failure flag
  * and the trace area: those ops are shm's.
@@ -67,6 +71,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -78,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -94,13 +100,18 @@
 #define OFI_K_BYE      3u            /* PMIx job: the sender's NI closes (orderly) */
 #define OFI_K_PROBE    4u            /* PMIx job: liveness probe, no content       */
 #define OFI_PROBE_MAX  64u           /* peers probed per probe period, at most     */
-#define OFI_PROBE_LATE 4u            /* periods a probe may stay uncompleted       */
+#define OFI_PROBE_LATE 4u            /* periods (ours) a probe may stay uncompleted
+                                      * (providers without the kernel's check)    */
+#define OFI_PROBE_CHECK 2u           /* periods (ours) before the kernel's check   */
+#define OFI_CHECK_SHIFT_MAX 6u       /* checks of a live peer: 2, 4, .. 64 periods apart */
+#define OFI_BYE_MS     2000u         /* close: how long byes may take to leave     */
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
 #define OFI_FAULT_EAGAIN 1u     /* PTL_OFI_FAULT (tests only, ofi_pull): every fi_read
                                  * answered -FI_EAGAIN, nothing posted              */
 #define OFI_FAULT_NOCOMPL 2u    /* ... the reads posted, their completions not counted */
+enum { OFI_WHY_SEND = 1, OFI_WHY_REFUSED = 2, OFI_WHY_LATE = 3, OFI_WHY_LAUNCHER = 4 };
 #define OFI_IFACE_WAIT_MS 10000 /* open, peers on other hosts: how long to wait
                                  * for a non-loopback address (open_fabric)  */
 
@@ -250,8 +261,13 @@ struct pt_xport {
     uint32_t nsb, sfree;  /* free list head (UINT32_MAX: none)                    */
     char *smem;
     struct fid_mr *smr;
-    uint32_t *pend;       /* ring of send buffers not yet accepted (EAGAIN)       */
+    uint32_t *pend;       /* ring of send buffers not yet accepted (EAGAIN), in
+                           * commit order; per peer they leave in that order, but
+                           * a peer that does not take one holds up no other     */
     uint32_t npend_cap, pend_head, pend_tail;
+    uint32_t *npendp;     /* [peer]: its buffers in pend                          */
+    uint32_t *blk;        /* [peer]: flush pass in which it answered -FI_EAGAIN   */
+    uint32_t flush_pass;
 
     /* receiving */
     struct ofi_rbuf rb[OFI_NRBUF];
@@ -295,9 +311,21 @@ struct pt_xport {
     _Atomic uint32_t probe_due; /* the timer fired: peek runs probe_tick   */
     uint64_t probe_ns;       /* the period                                  */
     uint64_t *probe_t;       /* [peer]: when our outstanding probe was sent, 0 none */
+    uint32_t *probe_k;       /* [peer]: our tick when it was sent                */
+    uint32_t tick;           /* probe_tick runs: periods in which we ran          */
     uint64_t *dead_t;        /* [peer]: when it was marked dead (judged a period later) */
+    uint8_t *dead_why;       /* [peer]: OFI_WHY_*, for the log                    */
+    int *dead_err;           /* [peer]: the kernel's answer (OFI_WHY_REFUSED)     */
     uint8_t *bye;            /* [peer]: it closed its NI in order (OFI_K_BYE) */
     uint32_t probe_next, nsuspect, byes_left;
+    /* the kernel's check (kcheck: the peers' names are the TCP addresses their
+     * endpoints listen on): a non-blocking connect() to a peer whose probe is
+     * late; refused (or unreachable) is a death, accepted is a live process */
+    bool kcheck;
+    int *chk_fd;             /* [peer]: the check's socket, or -1              */
+    uint32_t *chk_next;      /* [peer]: the tick from which a new check may start */
+    uint8_t *chk_shift;      /* [peer]: checks answered "alive" in a row        */
+    uint32_t nchk;           /* checks open                                     */
     char prov[64];
 };
 
@@ -336,11 +364,20 @@ static int post_rbuf(struct pt_xport *x, uint32_t i)
     struct fi_msg m = {.msg_iov = &v, .desc = &b->desc, .iov_count = 1,
                        .addr = FI_ADDR_UNSPEC, .context = &b->c.fc};
     ssize_t rc;
+    /* A provider that keeps answering -FI_EAGAIN is not waited for without
+     * bound: PtlNIInit fails saying so; in progress() the buffer stays
+     * unposted and the next progress() tries again. */
+    uint32_t tries = 0;
     do {
         rc = fi_recvmsg(x->ep, &m, FI_MULTI_RECV);
         if (rc == -FI_EAGAIN)
             (void)fi_cq_read(x->cq, NULL, 0);
-    } while (rc == -FI_EAGAIN);
+    } while (rc == -FI_EAGAIN && ++tries < 10000);
+    if (rc == -FI_EAGAIN) {
+        pt_log_once(PT_LOG_WARN, "ofi: the provider takes no receive buffer (fi_recvmsg: %s, "
+                                 "%u tries)", fi_strerror(FI_EAGAIN), tries);
+        return (int)rc;
+    }
     if (rc) {
         log_fi("fi_recvmsg", rc);
         return (int)rc;
@@ -382,12 +419,14 @@ static uint32_t sbuf_get(struct pt_xport *x)
     return i;
 }
 
-/* A send to peer failed, or its probe was not completed in time: it is dead
- * to us. In a PMIx job the job fails with it (as the region's launcher rule
- * fails a ptlrun job), unless it said bye: judged one probe period later
- * (probe_tick), so that a bye that arrives behind the connection's error is
- * still seen. */
-static void mark_dead(struct pt_xport *x, uint32_t peer)
+/* Evidence that peer is gone (why: OFI_WHY_*): a send to it failed, the
+ * kernel refused a connection to its endpoint, or (providers without that
+ * check) its probe stayed uncompleted for OFI_PROBE_LATE of our periods: it
+ * is dead to us. In a PMIx job the job fails with it (as the region's
+ * launcher rule fails a ptlrun job), unless it said bye: judged one probe
+ * period later (probe_tick), so that a bye that arrives behind the
+ * connection's error is still seen. */
+static void mark_dead(struct pt_xport *x, uint32_t peer, uint8_t why)
 {
     if (x->dead[peer])
         return;
@@ -401,7 +440,31 @@ static void mark_dead(struct pt_xport *x, uint32_t peer)
         return;
     }
     x->dead_t[peer] = pt_now_ns();
+    x->dead_why[peer] = why;
     x->nsuspect++;
+}
+
+/* A check's socket ends with a reset, never an orderly close: libfabric
+ * 1.17's tcp provider reads an end of stream before the connection request
+ * as "try again" (a stale errno), and its listener's descriptor then stays
+ * readable for ever: the peer's engine would spin in its wait (measured:
+ * ~500,000 wake-ups a second). A reset is an error there: it closes that
+ * socket at once. */
+static void chk_abort(int fd)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+}
+
+/* The kernel's check of peer ends (its socket reset). */
+static void chk_close(struct pt_xport *x, uint32_t peer)
+{
+    if (x->chk_fd[peer] >= 0) {
+        chk_abort(x->chk_fd[peer]);
+        x->chk_fd[peer] = -1;
+        x->nchk--;
+    }
 }
 
 /* A send buffer leaves the provider (completed, failed or dropped). */
@@ -409,57 +472,95 @@ static void sbuf_done(struct pt_xport *x, uint32_t i)
 {
     struct ofi_sbuf *b = &x->sb[i];
     if (PT_UNLIKELY(b->what)) {
-        if (b->what == 1)
+        if (b->what == 1) {
+            /* the probe left: the peer took it (or it failed: mark_dead) */
             x->probe_t[b->peer] = 0;
-        else if (x->byes_left)
+            x->chk_shift[b->peer] = 0;
+            x->chk_next[b->peer] = x->tick;
+            if (x->nchk)
+                chk_close(x, b->peer);
+        } else if (x->byes_left) {
             x->byes_left--;
+        }
         b->what = 0;
     }
     sbuf_free(x, i);
 }
 
-/* Hand a filled buffer to the provider, or queue it behind earlier ones (the
- * queue keeps commit order). */
+/* Nothing more is sent to a peer that is dead to us (rxm answers -FI_EAGAIN
+ * for ever once it has dropped the connection) or that closed its NI in
+ * order (OFI_K_BYE: nobody receives there; a late send to it, a credit
+ * return or an engine's put, stayed queued for ever and held up every later
+ * send of this rank, probes included, until its live peers were taken for
+ * dead: mp_netns_livefini, mp_liveness finilate). */
+static inline bool peer_closed(const struct pt_xport *x, uint32_t peer)
+{
+    return x->dead[peer] || x->bye[peer];
+}
+
+/* Hand a filled buffer to the provider, or queue it behind the earlier ones
+ * to the same peer (per peer, the queue keeps commit order). */
 static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
 {
     struct ofi_sbuf *b = &x->sb[i];
+    uint32_t peer = b->peer;
     b->c.idx = (uint32_t)len; /* remembered for a retry */
-    if (x->pend_head == x->pend_tail) {
-        ssize_t rc = fi_send(x->ep, b->mem, len, b->desc, x->addr[b->peer], &b->c.fc);
+    if (PT_UNLIKELY(peer_closed(x, peer))) {
+        sbuf_done(x, i); /* dropped */
+        return;
+    }
+    if (PT_LIKELY(!x->npendp[peer])) {
+        ssize_t rc = fi_send(x->ep, b->mem, len, b->desc, x->addr[peer], &b->c.fc);
         if (PT_LIKELY(rc == 0))
             return;
         if (rc != -FI_EAGAIN) {
-            pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
-            mark_dead(x, b->peer);
+            pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", peer, fi_strerror((int)-rc));
+            mark_dead(x, peer, OFI_WHY_SEND);
             sbuf_done(x, i);
             return;
         }
     }
     x->pend[x->pend_head++ % x->npend_cap] = i;
+    x->npendp[peer]++;
 }
 
+/* Retry the queued sends, in commit order per peer: a peer that answers
+ * -FI_EAGAIN keeps its buffers (this pass tries no later one of it), the
+ * others go on. The ring is compacted in place. */
 static void flush_pending(struct pt_xport *x)
 {
-    while (x->pend_tail != x->pend_head) {
-        uint32_t i = x->pend[x->pend_tail % x->npend_cap];
+    uint32_t pass = ++x->flush_pass;
+    if (PT_UNLIKELY(pass == 0))
+        pass = x->flush_pass = 1; /* blk[] starts at 0: never a pass */
+    uint32_t w = x->pend_tail;
+    for (uint32_t r = x->pend_tail; r != x->pend_head; r++) {
+        uint32_t i = x->pend[r % x->npend_cap];
         struct ofi_sbuf *b = &x->sb[i];
-        if (PT_UNLIKELY(x->dead[b->peer])) {
-            /* never retried towards a dead peer (rxm answers -FI_EAGAIN for
-             * ever once it has dropped the connection): dropped */
-            x->pend_tail++;
-            sbuf_done(x, i);
+        uint32_t peer = b->peer;
+        if (PT_UNLIKELY(peer_closed(x, peer))) {
+            x->npendp[peer]--;
+            sbuf_done(x, i); /* dropped */
             continue;
         }
-        ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
-        if (rc == -FI_EAGAIN)
-            return;
-        x->pend_tail++;
-        if (rc) {
-            pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
-            mark_dead(x, b->peer);
-            sbuf_done(x, i);
+        if (x->blk[peer] != pass) {
+            ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[peer], &b->c.fc);
+            if (rc != -FI_EAGAIN) {
+                x->npendp[peer]--;
+                if (rc) {
+                    pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", peer,
+                                fi_strerror((int)-rc));
+                    mark_dead(x, peer, OFI_WHY_SEND);
+                    sbuf_done(x, i);
+                }
+                continue;
+            }
+            x->blk[peer] = pass;
         }
+        x->pend[w++ % x->npend_cap] = i; /* kept, in order */
     }
+    x->pend_head = w;
+    if (w == x->pend_tail)
+        x->pend_head = x->pend_tail = 0; /* empty: the counters never wrap */
 }
 
 /* A send buffer holding a bare prefix of `kind` from us to peer (a control
@@ -594,7 +695,7 @@ static int progress(struct pt_xport *x)
                 struct ofi_sbuf *b = (struct ofi_sbuf *)c;
                 pt_log_once(PT_LOG_WARN, "ofi: a send to rank %u failed: %s", b->peer,
                             fi_strerror(err.err));
-                mark_dead(x, b->peer);
+                mark_dead(x, b->peer, OFI_WHY_SEND);
                 sbuf_done(x, (uint32_t)(b - x->sb));
             } else if (c && c->kind == CTX_READ && c->idx == x->rd_gen) {
                 x->rd_pending--;
@@ -838,18 +939,110 @@ static bool send_ctl(struct pt_xport *x, uint32_t peer, uint16_t kind, uint8_t w
     return true;
 }
 
+/* The kernel's check (kcheck): what answers at peer's published address,
+ * the TCP address its endpoint listens on? Started when its probe is late.
+ * Accepted: a process holds the endpoint open, alive whether it runs, starves
+ * or is stopped (its probe is late because rxm's connection setup needs the
+ * peer's engine to run): checked again 2, 4, .. 64 of our periods later while
+ * the probe stays late. Refused (the kernel's reset), or unreachable: the
+ * endpoint is gone, the peer is dead unless it said bye. No answer yet: the
+ * kernel retries (its own connect timeout, minutes, is an answer). Anything
+ * else (our own resources, a filter) says nothing about the peer. */
+static void chk_answer(struct pt_xport *x, uint32_t peer, int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case ETIMEDOUT:
+        x->dead_err[peer] = err;
+        mark_dead(x, peer, OFI_WHY_REFUSED);
+        return;
+    case 0:
+        pt_log(PT_LOG_DEBUG, "ofi: rank %u: its probe is late, but its endpoint accepts "
+                             "connections: alive", peer);
+        break;
+    default:
+        pt_log_once(PT_LOG_WARN, "ofi: checking rank %u's endpoint: %s (no verdict)", peer,
+                    strerror(err));
+        break;
+    }
+    if (x->chk_shift[peer] < OFI_CHECK_SHIFT_MAX)
+        x->chk_shift[peer]++;
+    x->chk_next[peer] = x->tick + (1u << x->chk_shift[peer]);
+}
+
+static void chk_start(struct pt_xport *x, uint32_t peer)
+{
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+        char raw[256];
+    } a;
+    size_t len = sizeof a;
+    if (x->ax.lookup(x->ax.ctx, peer, &a, &len) != 0)
+        return;
+    socklen_t sl = a.sa.sa_family == AF_INET ? sizeof a.in : sizeof a.in6;
+    if ((a.sa.sa_family != AF_INET && a.sa.sa_family != AF_INET6) || len < sl) {
+        chk_answer(x, peer, EAFNOSUPPORT);
+        return;
+    }
+    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        chk_answer(x, peer, errno);
+        return;
+    }
+    int err = connect(fd, &a.sa, sl) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+        x->chk_fd[peer] = fd;
+        x->nchk++;
+        return;
+    }
+    chk_abort(fd);
+    chk_answer(x, peer, err);
+}
+
+/* The answers that came to the checks open (no wait). */
+static void chk_poll(struct pt_xport *x)
+{
+    for (uint32_t p = 0; p < x->n && x->nchk; p++) {
+        if (x->chk_fd[p] < 0)
+            continue;
+        struct pollfd pf = {.fd = x->chk_fd[p], .events = POLLOUT};
+        if (poll(&pf, 1, 0) <= 0)
+            continue;
+        int err = 0;
+        socklen_t l = sizeof err;
+        if (getsockopt(x->chk_fd[p], SOL_SOCKET, SO_ERROR, &err, &l) != 0)
+            err = errno;
+        chk_close(x, p);
+        chk_answer(x, p, err);
+    }
+}
+
 /* PMIx job, once per probe period (the timer in the sleep set; peek runs it
- * when rx_pending saw it fire): judge the peers marked dead a period ago
- * (dead unless they said bye meanwhile: the job fails), a probe not completed
- * within OFI_PROBE_LATE periods makes its peer dead, and up to OFI_PROBE_MAX
- * peers (round robin) get a new probe. A probe to a live peer completes once
- * the provider has written it to the connection, whether or not that peer's
- * engine runs; to a dead one it fails or stays queued (rxm's -FI_EAGAIN). */
+ * when rx_pending saw it fire; a starved engine that missed periods counts
+ * one): judge the peers marked dead a period ago (dead unless they said bye
+ * meanwhile: the job fails), read the kernel's checks, start one for a peer
+ * whose probe has been outstanding for OFI_PROBE_CHECK of our periods (without
+ * kcheck: make it dead after OFI_PROBE_LATE of our periods), and send a new
+ * probe to up to OFI_PROBE_MAX peers (round robin). A probe to a live peer
+ * completes once the provider has written it to the connection, whether or
+ * not that peer's engine runs (a new connection needs it to, though); to a
+ * dead one it fails or stays queued (rxm's -FI_EAGAIN, reconnecting). The
+ * periods are counted in our runs, not in time: a machine so loaded that the
+ * observer misses periods does not age the probes. */
 static void probe_tick(struct pt_xport *x)
 {
     ST_RELAXED(&x->probe_due, 0);
+    x->tick++;
     while (progress(x) == OFI_CQ_BATCH)
         ; /* completions, and byes, first */
+    if (x->nchk)
+        chk_poll(x);
     uint64_t now = pt_now_ns();
     if (x->nsuspect) {
         x->nsuspect = 0;
@@ -859,8 +1052,24 @@ static void probe_tick(struct pt_xport *x)
             if (x->bye[p]) {
                 x->dead_t[p] = 0;
             } else if (now - x->dead_t[p] >= x->probe_ns) {
-                pt_log(PT_LOG_WARN, "ofi: rank %u is dead (a send to it failed or was not "
-                                    "completed): the job fails", p);
+                char why[96];
+                switch (x->dead_why[p]) {
+                case OFI_WHY_REFUSED:
+                    snprintf(why, sizeof why, "its endpoint's address answers: %s",
+                             strerror(x->dead_err[p]));
+                    break;
+                case OFI_WHY_LATE:
+                    snprintf(why, sizeof why, "a probe to it was not completed in %u periods",
+                             OFI_PROBE_LATE);
+                    break;
+                case OFI_WHY_LAUNCHER:
+                    snprintf(why, sizeof why, "the launcher reported it");
+                    break;
+                default:
+                    snprintf(why, sizeof why, "a send to it failed");
+                    break;
+                }
+                pt_log(PT_LOG_WARN, "ofi: rank %u is dead (%s): the job fails", p, why);
                 ST_RELAXED(&x->gone[p], 1);
                 uint32_t z = 0;
                 RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
@@ -876,11 +1085,19 @@ static void probe_tick(struct pt_xport *x)
         if (p == x->me || x->dead[p] || x->bye[p])
             continue;
         if (x->probe_t[p]) {
-            if (now - x->probe_t[p] >= OFI_PROBE_LATE * x->probe_ns)
-                mark_dead(x, p);
+            uint32_t waited = x->tick - x->probe_k[p];
+            if (x->kcheck) {
+                if (waited >= OFI_PROBE_CHECK && x->chk_fd[p] < 0 &&
+                    (int32_t)(x->tick - x->chk_next[p]) >= 0)
+                    chk_start(x, p);
+            } else if (waited >= OFI_PROBE_LATE &&
+                       now - x->probe_t[p] >= OFI_PROBE_LATE * x->probe_ns) {
+                mark_dead(x, p, OFI_WHY_LATE);
+            }
             continue;
         }
         x->probe_t[p] = now;
+        x->probe_k[p] = x->tick;
         if (!send_ctl(x, p, OFI_K_PROBE, 1)) {
             x->probe_t[p] = 0;
             if (x->dead[p])
@@ -1013,7 +1230,7 @@ static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
     if (x->dead[peer] || LD_RELAXED(&x->gone[peer]))
         return true;
     if (!x->so->peer_alive(x->shm, peer)) {
-        mark_dead(x, peer);
+        mark_dead(x, peer, OFI_WHY_LAUNCHER);
         return true;
     }
     return false;
@@ -1181,9 +1398,21 @@ static void ofi_free(struct pt_xport *x)
         free(x->rd_lost);
         x->rd_lost = n;
     }
+    if (x->chk_fd)
+        for (uint32_t p = 0; p < x->n; p++)
+            if (x->chk_fd[p] >= 0)
+                chk_abort(x->chk_fd[p]);
+    free(x->chk_fd);
+    free(x->chk_next);
+    free(x->chk_shift);
     free(x->probe_t);
+    free(x->probe_k);
     free(x->dead_t);
+    free(x->dead_why);
+    free(x->dead_err);
     free(x->bye);
+    free(x->npendp);
+    free(x->blk);
     if (x->pidfd)
         for (uint32_t p = 0; p < x->n; p++)
             if (x->pidfd[p] >= 0)
@@ -1209,6 +1438,19 @@ static void ofi_free(struct pt_xport *x)
     free(x);
 }
 
+/* ofi_close, waiting for byes to leave: progress, or wait up to 1 ms for the
+ * CQ (connection setup included: rxm's CM events wake it) rather than spin. */
+static void close_wait(struct pt_xport *x)
+{
+    if (progress(x))
+        return;
+    struct fid *f = &x->cq->fid;
+    if (fi_trywait(x->fabric, &f, 1) == FI_SUCCESS) {
+        struct pollfd pf = {.fd = x->cq_fd, .events = POLLIN};
+        (void)poll(&pf, 1, 1);
+    }
+}
+
 static void ofi_close(struct pt_xport *x)
 {
     /* Sends still queued or in flight: give them a moment to leave (an answer
@@ -1218,7 +1460,10 @@ static void ofi_close(struct pt_xport *x)
     if (x->tfd >= 0) {
         /* PMIx job: a bye to every peer that has not closed (its probes to us
          * would fail once our endpoint is gone: not a death), for at most
-         * 500 ms; a peer that misses it judges us dead. */
+         * OFI_BYE_MS; a peer that misses it judges us dead. Each peer's bye
+         * waits only behind that peer's sends (a new connection needs the
+         * peer's engine to run: a busy machine may take a while). */
+        const uint64_t bye_ns = (uint64_t)OFI_BYE_MS * 1000000u;
         while (progress(x) == OFI_CQ_BATCH)
             ;
         uint64_t t0 = pt_now_ns();
@@ -1226,11 +1471,14 @@ static void ofi_close(struct pt_xport *x)
             if (p == x->me || x->dead[p] || x->bye[p])
                 continue;
             while (!send_ctl(x, p, OFI_K_BYE, 2) && !x->dead[p] && peer_addr(x, p) &&
-                   pt_now_ns() - t0 < 500000000u)
-                progress(x); /* no free buffer: completions return them */
+                   pt_now_ns() - t0 < bye_ns)
+                close_wait(x); /* no free buffer: completions return them */
         }
-        while ((x->byes_left || x->pend_head != x->pend_tail) && pt_now_ns() - t0 < 500000000u)
-            progress(x);
+        while ((x->byes_left || x->pend_head != x->pend_tail) && pt_now_ns() - t0 < bye_ns)
+            close_wait(x);
+        if (x->byes_left)
+            pt_log(PT_LOG_INFO, "ofi: %u byes not sent within %u ms: those peers will take "
+                                "this rank's exit for a death", x->byes_left, OFI_BYE_MS);
     }
     struct pt_xport *shm = x->shm;
     const struct pt_xport_ops *so = x->so;
@@ -1449,11 +1697,22 @@ static int ofi_setup(struct pt_xport *x)
     x->tfd = -1;
     x->fault = (uint8_t)pt_config()->ofi_fault;
     x->probe_t = calloc(n, sizeof *x->probe_t);
+    x->probe_k = calloc(n, sizeof *x->probe_k);
     x->rd = calloc(1, sizeof *x->rd);
     x->dead_t = calloc(n, sizeof *x->dead_t);
+    x->dead_why = calloc(n, 1);
+    x->dead_err = calloc(n, sizeof *x->dead_err);
     x->bye = calloc(n, 1);
-    if (!x->probe_t || !x->rd || !x->dead_t || !x->bye)
+    x->npendp = calloc(n, sizeof *x->npendp);
+    x->blk = calloc(n, sizeof *x->blk);
+    x->chk_fd = malloc(n * sizeof *x->chk_fd);
+    x->chk_next = calloc(n, sizeof *x->chk_next);
+    x->chk_shift = calloc(n, 1);
+    if (!x->probe_t || !x->probe_k || !x->rd || !x->dead_t || !x->dead_why || !x->dead_err ||
+        !x->bye || !x->npendp || !x->blk || !x->chk_fd || !x->chk_next || !x->chk_shift)
         return -ENOMEM;
+    for (uint32_t p = 0; p < n; p++)
+        x->chk_fd[p] = -1;
     x->addr = malloc(n * sizeof *x->addr);
     x->cred = calloc((size_t)n * 2, sizeof *x->cred);
     x->owe = calloc((size_t)n * 2, sizeof *x->owe);
@@ -1541,6 +1800,17 @@ static int ofi_setup(struct pt_xport *x)
         if (timerfd_settime(x->tfd, 0, &its, NULL) != 0 ||
             epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->tfd, &e3) != 0)
             return -errno;
+        /* The kernel's check: the tcp provider (alone or under rxm) names an
+         * endpoint by the IPv4/IPv6 address its listening socket is bound to.
+         * (verbs' names are IP addresses too, but of the RDMA CM, which no TCP
+         * connect reaches: those keep the time window.) */
+        const char *pn = x->info->fabric_attr->prov_name;
+        uint32_t af = x->info->addr_format;
+        x->kcheck = !strncmp(pn, "tcp", 3) && (pn[3] == '\0' || pn[3] == ';') &&
+                    (af == FI_SOCKADDR || af == FI_SOCKADDR_IN || af == FI_SOCKADDR_IN6);
+        pt_log(PT_LOG_INFO, "ofi: liveness probe every %lld ms; a late probe is judged %s",
+               (long long)probe_ms, x->kcheck ? "by the kernel's answer at the peer's address"
+                                               : "after 4 periods");
     }
     for (uint32_t p = 0; p < n; p++) {
         pid_t pid = p == x->me ? 0 : x->so->peer_ospid(x->shm, p);

@@ -2,7 +2,7 @@
  * mp_liveness - the last rank leaves while the others have NOTHING in flight
  * to it (issue 17, docs/ofi.md "Peer death in a PMIx job").
  *
- *   usage (3 ranks or more): mp_liveness kill|fini|busy
+ *   usage (3 ranks or more): mp_liveness kill|fini|finilate|busy|stop
  *
  * After a barrier the last rank (the victim) waits 300 ms, then
  *   kill: raises SIGKILL. Every other rank sits in PtlEQPoll on an EQ nothing
@@ -16,16 +16,33 @@
  *         rank 0 puts 8 bytes with an ACK to rank 1; rank 1 until that put
  *         has arrived (all events PTL_NI_OK). They print "rank R: no false
  *         death" and exit 0.
+ *   finilate: as fini, but the rank before the victim also puts 8 bytes (no
+ *         ACK, no events) to the victim 800 ms after the barrier, once it has
+ *         left: a late message to a rank that left in order goes nowhere, and
+ *         must not hold up that sender's traffic to the others (its probes:
+ *         over ofi one send stuck towards the departed rank blocked every
+ *         later send of the rank, which then took its live peers for dead).
+ *         The quiet time is 6 s.
  *   busy: the last rank makes no Portals call for 6 s (alive, computing);
  *         the others see no failure for 6.5 s, then all meet in a barrier
  *         and print "rank R: no false death".
+ *   stop: the last rank stops (SIGSTOP) right after PtlNIInit, before the
+ *         barrier, and a child of its own continues it (SIGCONT) 5 s later:
+ *         a stopped process is alive, not dead (docs/ofi.md: a peer that
+ *         hangs is no death). Its connections to the others were not set up
+ *         yet, so their probes stay uncompleted meanwhile (rxm's connection
+ *         setup needs the peer to run): an observer that judged by time
+ *         alone took it for dead after 2.5 s. All meet in the barrier and
+ *         print "rank R: no false death".
  */
 #include "mp_util.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PT_L (MP_PT_USER + 8)
@@ -34,11 +51,39 @@ int main(int argc, char **argv)
 {
     struct mp m;
     mp_init(&m, 3);
-    if (argc < 2 || (strcmp(argv[1], "kill") && strcmp(argv[1], "fini") && strcmp(argv[1], "busy")))
-        mp_die("usage: mp_liveness kill|fini|busy");
+    if (argc < 2 || (strcmp(argv[1], "kill") && strcmp(argv[1], "fini") &&
+                     strcmp(argv[1], "finilate") && strcmp(argv[1], "busy") &&
+                     strcmp(argv[1], "stop")))
+        mp_die("usage: mp_liveness kill|fini|finilate|busy|stop");
     bool kill_it = !strcmp(argv[1], "kill");
+    bool late = !strcmp(argv[1], "finilate");
     unsigned victim = m.size - 1;
-    uint64_t word = 0, src = 0x1234;
+    if (!strcmp(argv[1], "stop")) {
+        if (m.rank == victim) {
+            pid_t me = getpid(), c = fork();
+            if (c < 0)
+                mp_die("fork: %s", strerror(errno));
+            if (c == 0) {
+                usleep(5000000);
+                kill(me, SIGCONT);
+                _exit(0);
+            }
+            fprintf(stderr, "rank %u: stopping for 5 s\n", m.rank);
+            fflush(stderr);
+            uint64_t ts = mp_now_ms();
+            raise(SIGSTOP);
+            (void)waitpid(c, NULL, 0);
+            fprintf(stderr, "rank %u: continued after %llu ms\n", m.rank,
+                    (unsigned long long)(mp_now_ms() - ts));
+        }
+        mp_barrier(&m); /* a survivor whose NI failed dies here (PtlEQPoll) */
+        printf("rank %u: no false death\n", m.rank);
+        fflush(stdout);
+        mp_fini(&m);
+        return 0;
+    }
+    uint64_t quiet_ms = late ? 6000 : 4000;
+    uint64_t word = 0, src = 0x1234, late_src = 0x5678;
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
     ptl_handle_md_t md = PTL_INVALID_HANDLE;
@@ -47,6 +92,9 @@ int main(int argc, char **argv)
                 PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, eq, PTL_RETAIN, NULL);
     if (m.rank == 0)
         md = mp_bind(&m, &src, sizeof src, PTL_MD_THRESH_INF, 0, eq);
+    ptl_handle_md_t late_md = PTL_INVALID_HANDLE;
+    if (late && m.rank == victim - 1)
+        late_md = mp_bind(&m, &late_src, sizeof late_src, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE);
     mp_barrier(&m);
     uint64_t t0 = mp_now_ms();
 
@@ -106,6 +154,15 @@ int main(int argc, char **argv)
         return 4;
     }
 
+    if (late && m.rank == victim - 1) {
+        /* the victim left 300 ms after the barrier (its bye has come by now,
+         * unless this machine is very busy: then it comes later) */
+        while (mp_now_ms() - t0 < 800)
+            usleep(10000);
+        MP_CHECK(PtlPut(late_md, PTL_NO_ACK_REQ, m.ids[victim], PT_L, 0, 5, 0, 0));
+        fprintf(stderr, "rank %u: put 8 bytes to rank %u, which left\n", m.rank, victim);
+    }
+
     if (m.rank == 1) {
         /* no failure, then rank 0's put (it comes 4 s after the barrier) */
         bool got_start = false, got_end = false;
@@ -130,7 +187,7 @@ int main(int argc, char **argv)
             mp_die("rank 0's put came %llu ms after the barrier, before its quiet 4 s",
                    (unsigned long long)(mp_now_ms() - t0));
     } else {
-        while (mp_now_ms() - t0 < 4000) {
+        while (mp_now_ms() - t0 < quiet_ms) {
             int rc = PtlEQPoll(&eq, 1, 500, &ev, &which);
             if (rc == PTL_EQ_EMPTY)
                 continue;

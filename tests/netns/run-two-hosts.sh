@@ -43,7 +43,17 @@
 #             take an orderly exit for a death). (mp_liveness kill with 4
 #             ranks, the victim beside a survivor in the second namespace:
 #             every survivor saw the death in 3.1-3.8 s, but Open MPI 4.1.4's
-#             mpirun --enable-recovery then never ended: not a case here.) These three run under --enable-recovery and pmix_recovery.sh
+#             mpirun --enable-recovery then never ended: not a case here.)
+#   livefinilate
+#             as livefini, and rank 2 (beside rank 3) puts to rank 3 once it
+#             has left: that late send must not hold up rank 2's probes to
+#             the live ranks (mp_liveness finilate; quiet for 6 s).
+#   livestop  4 ranks (2 per namespace), mp_liveness stop: rank 3 stops
+#             (SIGSTOP) right after PtlNIInit, before its connections exist,
+#             and is continued 5 s later: a stopped process is alive, nobody
+#             may take it for dead (the probe's verdict is the kernel's answer
+#             at its address: accepted).
+#             These run under --enable-recovery and pmix_recovery.sh
 #             (tests/mp) counts the survivors' lines.
 #
 # The mode comes from PTL_OFFLOAD (passed to every rank). Namespaces and veth
@@ -185,7 +195,7 @@ kill)
     job="$job '$mpi --enable-recovery -H 10.213.0.1:1,10.213.0.2:1 -np 2 $prog;"
     job="$job echo mpirun exited \$? >&2'"
     ;;
-kill_target | kill_initiator | live | livefini)
+kill_target | kill_initiator | live | livefini | livefinilate | livestop)
     # under --enable-recovery, the survivors' lines counted by pmix_recovery.sh
     # (docs/ofi.md, "Peer death in a PMIx job")
     rec="/bin/sh $here/../mp/pmix_recovery.sh \"\$NETNS_RE\""
@@ -201,6 +211,14 @@ kill_target | kill_initiator | live | livefini)
     livefini)
         export NETNS_RE="no false death"
         rec="$rec 3 $mpi --enable-recovery $np4 $prog fini"
+        ;;
+    livefinilate)
+        export NETNS_RE="no false death"
+        rec="$rec 3 $mpi --enable-recovery $np4 $prog finilate"
+        ;;
+    livestop)
+        export NETNS_RE="no false death"
+        rec="$rec 4 $mpi --enable-recovery $np4 $prog stop"
         ;;
     esac
     job="$drv --within 60 --stdout-has \"pmix_recovery: OK\" -- $rec"
