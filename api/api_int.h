@@ -29,6 +29,9 @@ extern pthread_mutex_t g_pt_ni_lock;          /* NIInit/NIFini/PtlFini only */
 ptl_pid_t pt_rt_app_pid(void);
 /* ni.c: drop an NI this process did not create (fork; g_pt_ni_lock held). */
 void pt_api_ni_forget_locked(uint32_t idx);
+/* fork.c: register the pthread_atfork handlers that park the library's
+ * threads around a fork() (once per process; before the first NI). */
+void pt_api_fork_init(void);
 
 /* Map an internal error to the PTL_* code of the call (err.c). */
 int pt_ptl_err(int rc);

@@ -24,6 +24,7 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
         return PTL_SEGV;
     if (!iface_ok(interface))
         return PTL_IFACE_INVALID;
+    pt_api_fork_init(); /* before our first thread exists (fork.c) */
     pthread_mutex_lock(&g_pt_ni_lock);
     /* All accepted interface names are one NI: a second init returns it (REF). */
     for (uint32_t i = 0; i < PT_MAX_NI; i++) {

@@ -183,8 +183,99 @@ static int drain_rx(struct pt_nic *nic)
 
 static void fail_dead_peers(struct pt_nic *nic, bool all);
 
+/* ---- fork() --------------------------------------------------------------
+ *
+ * A child of fork() that re-initialises (docs/architecture.md, "Processes
+ * that join a job") runs malloc and starts threads, so at the instant of the
+ * fork no thread of ours may hold a lock the child will need. Our locks are
+ * not the problem (the child drops the parent's NI unread), the allocator's
+ * are: glibc's malloc takes its own locks around fork(), but ASan's runtime
+ * before LLVM 18 (gcc 12's libasan, the ASan stage's) does not, and a NIC
+ * thread inside malloc or free at the fork (its start-up: ASan's thread
+ * start frees, and a thread's first free allocates an 8 KiB quarantine
+ * batch under the size class's region lock; later: an MD's iovec freed at
+ * unlink, /proc reads) leaves the child that lock held for ever: its first
+ * new thread blocks in its own start-up (mp_join_limit_offload; docs/
+ * architecture.md, "fork() with the library's threads running"). So the
+ * forking thread (api/fork.c, a pthread_atfork prepare handler) parks the
+ * NIC thread at a safe point, where it holds at most the engine token (the
+ * parent's own, which the child never touches) and is not inside the
+ * allocator: the top of a poll (RUN) or of the work check (S2, announced,
+ * token free), which an awake thread reaches within a poll and a sleeping
+ * one after the forker's ring. The NIC thread stays parked until the
+ * parent's handler lets it go; the fork happens in between. */
+#define PT_FORK_NAP_NS 1000000 /* the forker's wait between two rings         */
+#define PT_FORK_PARK_NS 100000000 /* the parked thread's recheck of fork_park */
+
+static void fork_signal(struct pt_nic *nic)
+{
+    FENCE_FULL(); /* the caller's store before the wake's seq bump */
+    pt_wake_all(&nic->fork_ww);
+}
+
+/* fork_park holds the generation of the fork being prepared (0: none) and
+ * fork_parked the generation the NIC thread last parked for: a thread that
+ * has just been let go (and not yet left) is never taken for parked by the
+ * next fork's prepare, and parks again for it. */
+static __attribute__((noinline, cold)) void fork_park(struct pt_nic *nic)
+{
+    struct pt_waitword *ww = &nic->fork_ww;
+    uint32_t g;
+    while ((g = LD_ACQUIRE(&nic->fork_park)) != 0) {
+        if (LD_RELAXED(&nic->fork_parked) != g) {
+            ST_RELEASE(&nic->fork_parked, g);
+            fork_signal(nic);
+        }
+        uint32_t seq = LD_ACQUIRE(&ww->seq);
+        RMW_ADD(&ww->sleepers, 1); /* full fence: seq read before the recheck */
+        if (LD_ACQUIRE(&nic->fork_park) == g)
+            pt_futex_wait(ww, seq, PT_FORK_PARK_NS);
+        RMW_SUB(&ww->sleepers, 1);
+    }
+}
+
+/* A safe point: the NIC thread parks here while a fork is being prepared. */
+static inline void fork_point(struct pt_nic *nic)
+{
+    if (PT_UNLIKELY(LD_RELAXED(&nic->fork_park)) && pt_wait_on_nic_thread())
+        fork_park(nic);
+}
+
+bool pt_nic_fork_prepare(struct pt_nic *nic, uint64_t deadline_ns)
+{
+    if (!nic->has_thread || pt_wait_on_nic_thread()) /* the NIC thread forks: it is here */
+        return true;
+    struct pt_waitword *ww = &nic->fork_ww;
+    uint32_t g = ++nic->fork_gen ? nic->fork_gen : ++nic->fork_gen;
+    ST_RELAXED(&nic->fork_park, g);
+    FENCE_FULL(); /* the request before the rings below */
+    while (LD_ACQUIRE(&nic->fork_parked) != g) {
+        if (pt_now_ns() >= deadline_ns)
+            return false;
+        uint32_t seq = LD_ACQUIRE(&ww->seq);
+        RMW_ADD(&ww->sleepers, 1);
+        /* Asleep in S3, it wakes and comes to S1 or S2. Rung again at every
+         * nap: S2 skips the work check (and so the safe point) while an API
+         * thread holds the engine, and sleeps again. */
+        pt_wait_ring(&nic->w, nic->w.bell);
+        if (LD_ACQUIRE(&nic->fork_parked) != g)
+            pt_futex_wait(ww, seq, PT_FORK_NAP_NS);
+        RMW_SUB(&ww->sleepers, 1);
+    }
+    return true;
+}
+
+void pt_nic_fork_resume(struct pt_nic *nic)
+{
+    if (!nic->has_thread)
+        return;
+    ST_RELEASE(&nic->fork_park, 0);
+    fork_signal(nic);
+}
+
 int pt_nic_poll_once(struct pt_nic *nic)
 {
+    fork_point(nic);
     uint32_t jf = nic->xo->job_failed(nic->x); /* one relaxed load of the region */
     if (PT_UNLIKELY(jf)) {
         if (!LD_RELAXED(&nic->failed))
@@ -264,6 +355,7 @@ void pt_nic_drain(struct pt_nic *nic, int max)
 
 bool pt_nic_has_work(struct pt_nic *nic)
 {
+    fork_point(nic); /* S2 (and the backstop's check): the NIC thread, token free */
     return nic->xo->rx_pending(nic->x) || pt_nic_local_work(nic);
 }
 
@@ -457,6 +549,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->nomatch_ns = (uint64_t)cfg->nomatch_us * 1000;
     nic->eq_room_ns = (uint64_t)cfg->eq_room_us * 1000;
     nic->ev_eq_h = PTL_EQ_NONE;
+    pt_waitword_init(&nic->fork_ww, false);
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,
                  nic->xi.ranks_here);

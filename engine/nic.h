@@ -370,6 +370,10 @@ struct pt_nic {
 
     PT_ALIGNED uint32_t ni_index;
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
+    _Atomic uint32_t fork_park;           /* fork (pt_nic_fork_prepare): non-zero (the
+                                           * fork's generation) while the forking thread
+                                           * wants the NIC thread parked; read at every
+                                           * poll by the NIC thread                    */
     ptl_interface_t iface;
     ptl_process_id_t id;                  /* [A] immutable after init                  */
     ptl_uid_t uid;
@@ -489,6 +493,11 @@ struct pt_nic {
 
     PT_ALIGNED pthread_t thread;
     bool has_thread;
+    /* fork(): the NIC thread parked at a safe point (pt_nic_fork_prepare) and
+     * the private word both sides sleep on (cold). */
+    _Atomic uint32_t fork_parked;         /* the generation it parked for last    */
+    uint32_t fork_gen;                    /* the forker's (under g_pt_ni_lock)     */
+    struct pt_waitword fork_ww;
 
     struct pt_timing tm;                  /* [E] NIC-side stage timing                */
 };
@@ -540,6 +549,18 @@ void pt_nic_dump(struct pt_nic *nic, int what, FILE *f);
 void pt_nic_progress(struct pt_nic *nic);
 /* The NIC thread's start: pinning (nic.c; called by wait.c). */
 void pt_nic_thread_start(struct pt_nic *nic);
+/* fork() (api/fork.c, the forking thread, g_pt_ni_lock held): park the NIC
+ * thread at a safe point, where it holds no lock a child could need and is
+ * not inside malloc or free, waiting until deadline_ns (pt_now_ns) at most;
+ * false if it did not park by then (it still parks when it gets there).
+ * Every prepare is followed by a resume (the parent's handler). No-ops for
+ * an NI without a NIC thread. */
+bool pt_nic_fork_prepare(struct pt_nic *nic, uint64_t deadline_ns);
+void pt_nic_fork_resume(struct pt_nic *nic);
+/* ... and the lock of the threads' exit handler, held across the fork
+ * (lock true: take it, after g_pt_ni_lock; false: release it, in the parent
+ * and in the child). */
+void pt_nic_life_fork_lock(bool lock);
 
 /* The job failed (a peer died): fail what depends on dead peers, wake waiters. */
 void pt_nic_fail(struct pt_nic *nic, uint32_t code);

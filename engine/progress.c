@@ -56,6 +56,17 @@ static void thread_exit(void *unused)
 
 static void key_init(void) { pthread_key_create(&g_key, thread_exit); }
 
+/* fork() (api/fork.c): held across it, so that a child never inherits it
+ * held by a thread that was exiting (thread_exit) at the fork; its PtlNIInit
+ * takes it (pt_nic_register_live). Taken after g_pt_ni_lock, as NIInit does. */
+void pt_nic_life_fork_lock(bool lock)
+{
+    if (lock)
+        pthread_mutex_lock(&g_life_lock);
+    else
+        pthread_mutex_unlock(&g_life_lock);
+}
+
 void pt_nic_register_live(struct pt_nic *nic, bool live)
 {
     pthread_mutex_lock(&g_life_lock);

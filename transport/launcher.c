@@ -12,9 +12,13 @@
  * asks kill(pid, 0) every 100 ms instead.
  *
  * Not on any hot path; the thread holds no lock and touches no shared state.
+ * Past its start-up it never allocates; a fork() waits until it is past it
+ * (pt_launcher_fork_settle: ASan's runtime allocates in a thread's start,
+ * and a child of a fork at that instant could inherit the allocator's lock).
  */
 #include "xport.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <errno.h>
@@ -37,6 +41,10 @@ static pid_t g_started_in;  /* the process that started the watch: a child of
                              * fork() has no watch thread, and starts its own */
 static pid_t g_launcher;
 static int g_pidfd = -1;
+/* 1 from the watch thread's creation until it runs its own code (its
+ * start-up is over); the futex word fork() waits on (settle). */
+static _Atomic uint32_t g_starting;
+static struct pt_waitword g_up_ww;
 
 static void launcher_gone(void)
 {
@@ -48,6 +56,9 @@ static void launcher_gone(void)
 static void *watch(void *arg)
 {
     (void)arg;
+    ST_RELEASE(&g_starting, 0);
+    FENCE_FULL(); /* the store before the wake's seq bump */
+    pt_wake_all(&g_up_ww);
     if (g_pidfd >= 0) {
         struct pollfd p = {.fd = g_pidfd, .events = POLLIN};
         for (;;) {
@@ -96,7 +107,10 @@ static void start(void)
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 64 * 1024);
     pthread_t t;
+    ST_RELAXED(&g_starting, 1);
     int rc = pthread_create(&t, &a, watch, NULL);
+    if (rc)
+        ST_RELAXED(&g_starting, 0);
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc)
@@ -112,4 +126,21 @@ void pt_launcher_watch(void)
         start();
     }
     pthread_mutex_unlock(&g_lock);
+}
+
+bool pt_launcher_fork_settle(uint64_t deadline_ns)
+{
+    pthread_mutex_lock(&g_lock);
+    bool ours = g_started_in == getpid(); /* a copy of our parent's flag is not */
+    pthread_mutex_unlock(&g_lock);
+    while (ours && LD_ACQUIRE(&g_starting)) {
+        if (pt_now_ns() >= deadline_ns)
+            return false;
+        uint32_t seq = LD_ACQUIRE(&g_up_ww.seq);
+        RMW_ADD(&g_up_ww.sleepers, 1); /* full fence: seq read before the recheck */
+        if (LD_ACQUIRE(&g_starting))
+            pt_futex_wait(&g_up_ww, seq, 1000000);
+        RMW_SUB(&g_up_ww.sleepers, 1);
+    }
+    return true;
 }

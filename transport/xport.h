@@ -184,6 +184,10 @@ uint32_t pt_xport_guest_pid(void);
 /* A rank started by ptlrun (PTL_LAUNCHER_PID) ends when ptlrun is gone,
  * even behind a wrapper process (launcher.c). Idempotent. */
 void pt_launcher_watch(void);
+/* fork() (api/fork.c): wait, until deadline_ns (pt_now_ns) at most, for a
+ * watch thread this process started to be past its start-up (where ASan's
+ * runtime allocates); after it, it only sleeps. False on timeout. */
+bool pt_launcher_fork_settle(uint64_t deadline_ns);
 
 /* Slot geometry, computed in one place for the engine (pt_nic_create) and the
  * launcher (ptlrun), which must agree before any rank starts:
