@@ -285,23 +285,30 @@ static void t_reduce(ptl_handle_coll_t g)
 static const size_t lens[] = {0, 1, 8, EAGER, EAGER + 1, RNDV};
 #define NLENS (sizeof lens / sizeof lens[0])
 
-static void t_bcast(ptl_handle_coll_t g)
+/* A blocking bcast of each of the n lengths from every root, checked. */
+static void bcast_sizes(ptl_handle_coll_t g, const size_t *ls, size_t n, unsigned tag0,
+                        const char *what)
 {
     for (unsigned root = 0; root < N; root++)
-        for (size_t li = 0; li < NLENS; li++) {
-            size_t l = lens[li];
+        for (size_t li = 0; li < n; li++) {
+            size_t l = ls[li];
             char *buf = xmalloc(l);
             if (ME == root)
-                mp_fill(buf, l, root, 40 + (unsigned)li, 0);
+                mp_fill(buf, l, root, tag0 + (unsigned)li, 0);
             else
                 memset(buf, 0, l);
-            mp_doing("bcast");
+            mp_doing(what);
             MP_CHECK(PtlCollBcast(g, buf, l, root));
-            int64_t bad = mp_check_pattern(buf, l, root, 40 + (unsigned)li, 0);
+            int64_t bad = mp_check_pattern(buf, l, root, tag0 + (unsigned)li, 0);
             if (bad >= 0)
-                mp_die("bcast of %zu bytes from %u: byte %lld wrong", l, root, (long long)bad);
+                mp_die("%s of %zu bytes from %u: byte %lld wrong", what, l, root, (long long)bad);
             free(buf);
         }
+}
+
+static void t_bcast(ptl_handle_coll_t g)
+{
+    bcast_sizes(g, lens, NLENS, 40, "bcast");
     mp_log("bcast: every root and size checked");
 }
 
@@ -895,22 +902,7 @@ static void t_bcast_pipe(ptl_handle_coll_t g)
         seg = 1000;
     size_t ls[] = {seg - 1, seg, seg + 1, 2 * seg - 1, 2 * seg + 1, 3 * seg, 64 * seg,
                    64 * seg + 1, 200 * seg + 7};
-    for (unsigned root = 0; root < N; root++)
-        for (size_t li = 0; li < sizeof ls / sizeof ls[0]; li++) {
-            size_t l = ls[li];
-            char *buf = xmalloc(l);
-            if (ME == root)
-                mp_fill(buf, l, root, 70 + (unsigned)li, 0);
-            else
-                memset(buf, 0, l);
-            mp_doing("pipelined bcast");
-            MP_CHECK(PtlCollBcast(g, buf, l, root));
-            int64_t bad = mp_check_pattern(buf, l, root, 70 + (unsigned)li, 0);
-            if (bad >= 0)
-                mp_die("pipelined bcast of %zu bytes from %u: byte %lld wrong", l, root,
-                       (long long)bad);
-            free(buf);
-        }
+    bcast_sizes(g, ls, sizeof ls / sizeof ls[0], 70, "pipelined bcast");
     enum { K = 16 };
     char *b[K];
     ptl_handle_coll_req_t q[K];
