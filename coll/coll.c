@@ -298,6 +298,15 @@ static int r_recv(struct req *r, void *buf, ptl_size_t len, long from, unsigned 
     return PtlMDBindCT(md, ct, PTL_CT_COMM);
 }
 
+/* The count of dst's RTRs (from[dst]) that says it posted this call's MEs;
+ * counted for this call at its first use. */
+static ptl_size_t r_ready_thr(struct req *r, ptl_size_t dst)
+{
+    if (!r->cum[dst])
+        r->cum[dst] = ++r->g->expect[dst];
+    return r->cum[dst];
+}
+
 /* The trigger of a send to member dst that also waits for cond >= cthr
  * (cond may be PTL_CT_NONE): *t, *thr. */
 static int r_gate(struct req *r, ptl_size_t dst, ptl_handle_ct_t cond, ptl_size_t cthr,
@@ -305,8 +314,8 @@ static int r_gate(struct req *r, ptl_size_t dst, ptl_handle_ct_t cond, ptl_size_
 {
     struct group *g = r->g;
     int need_ready = dst != g->me;
-    if (need_ready && !r->cum[dst])
-        r->cum[dst] = ++g->expect[dst];
+    if (need_ready)
+        r_ready_thr(r, dst);
     if (!need_ready && cond == PTL_CT_NONE) {
         /* fires at once: any counter at threshold 0 */
         *t = r->sent;
@@ -1176,10 +1185,7 @@ static int sched_bcast_pipe(struct req *r, void *buf, ptl_size_t len, ptl_size_t
     if (rc == PTL_OK && nk)
         rc = r_ct(r, &ready);
     for (int i = 0; rc == PTL_OK && i < nk; i++) {
-        ptl_size_t k = kids[i];
-        if (!r->cum[k])
-            r->cum[k] = ++g->expect[k];
-        rc = PtlTriggeredCTInc(ready, one, g->from[k], r->cum[k]);
+        rc = PtlTriggeredCTInc(ready, one, g->from[kids[i]], r_ready_thr(r, kids[i]));
     }
     if (rc == PTL_OK)
         rc = r_ct(r, &all);

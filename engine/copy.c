@@ -128,7 +128,7 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
             /* A reduction put: every fragment but the last is a whole slot
              * room (a multiple of 64 bytes, pt_slot_size_for), so each
              * starts on an element; mlen is whole elements (checked). */
-            if ((st->got | take) % pt_atomic_size(st->acode >> 8))
+            if (!pt_atomic_whole(st->acode, st->got | take))
                 st->afail = 1; /* a fragment no initiator of ours cuts */
             else
                 pt_atomic_apply(&st->md->mem, st->off + st->got, pt_wire_payload(h), take,

@@ -601,6 +601,13 @@ int pt_md_cmd_ct(struct pt_nic *nic, uint32_t md_h, uint32_t ct_h, uint32_t opts
  * applies to it; the reduction itself is util/reduce.h's. */
 #define PT_ATOMIC_SCRATCH 65536u /* bytes of a rendezvous reduction put pulled per step */
 size_t pt_atomic_size(unsigned type);
+/* n bytes are a whole number of elements of a reduction put's acode (type
+ * << 8 | op): a matched length that is not (truncated) fails, nothing is
+ * written; so does a fragment or pulled part that is not. */
+static inline bool pt_atomic_whole(unsigned acode, uint64_t n)
+{
+    return n % pt_atomic_size(acode >> 8) == 0;
+}
 /* dst[off, off + n) = dst OP src, acode = type << 8 | op (target.c). */
 void pt_atomic_apply(const struct pt_mem *dst, uint64_t off, const void *src, uint64_t n,
                      unsigned acode);

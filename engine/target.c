@@ -78,17 +78,6 @@ void pt_atomic_apply(const struct pt_mem *dst, uint64_t off, const void *src, ui
     }
 }
 
-/* An eager reduction put: combine its payload into [off, off + mlen) of the
- * MD. A matched length that is not a whole number of elements (truncated)
- * fails: nothing is written. */
-static bool atomic_deliver(struct pt_wire_hdr *h, const struct pt_mem *dst, uint64_t off,
-                           uint64_t mlen)
-{
-    if (mlen % pt_atomic_size(h->tgt_link >> 8))
-        return false;
-    pt_atomic_apply(dst, off, pt_wire_payload(h), mlen, h->tgt_link);
-    return true;
-}
 
 /* One step of a rendezvous reduction put: pull the next part (at most the
  * scratch) and combine it into the MD where it belongs. A part that is not a
@@ -100,7 +89,7 @@ static long atomic_step(struct pt_nic *nic, struct pt_op *op, uint64_t seg)
                                seg < PT_ATOMIC_SCRATCH ? seg : PT_ATOMIC_SCRATCH);
     if (n <= 0)
         return n;
-    if ((uint64_t)n % pt_atomic_size(op->acode >> 8))
+    if (!pt_atomic_whole(op->acode, (uint64_t)n))
         return -EFAULT;
     pt_atomic_apply(&op->md->mem, at, nic->ascratch, (uint64_t)n, op->acode);
     return n;
@@ -379,30 +368,11 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     switch (h->op) {
     case PT_W_PUT:
         pt_ev_post(nic, md, PTL_EVENT_PUT_START, &ev);
-        if (PT_UNLIKELY(atomic) && !rndv && !copy) {
-            bool ok = atomic_deliver(h, &md->mem, off, mlen);
-            if (!ok)
-                ev.ni_fail_type = PTL_NI_FAIL;
-            pt_ev_post(nic, md, PTL_EVENT_PUT_END, &ev);
-            if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
-                rsp_init(nic, rsp, PT_W_ACK, h);
-                rsp->mlength = ok ? mlen : 0;
-                rsp->tgt_offset = off;
-                if (!ok)
-                    rsp->flags = PT_WF_FAIL;
-                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
-            } else if (ack) {
-                rsp_init(nic, rsp, PT_W_NACK, h);
-                pt_xmit(nic, peer, PT_CLS_RSP, rsp);
-            }
-            pt_md_check_unlink(nic, md, &ev);
-            return PT_OK;
-        }
         if (!rndv) {
             PT_TM_STAGE(&nic->tm, t, PT_ST_EVENT);
             bool afail = false;
-            if (PT_UNLIKELY(atomic)) { /* copy mode: the inline part, combined */
-                afail = mlen % pt_atomic_size(h->tgt_link >> 8) != 0;
+            if (PT_UNLIKELY(atomic)) { /* eager, or copy mode's inline part: combined */
+                afail = !pt_atomic_whole(h->tgt_link, mlen);
                 if (!afail)
                     pt_atomic_apply(&md->mem, off, pt_wire_payload(h),
                                     mlen < h->inline_len ? mlen : h->inline_len, h->tgt_link);
@@ -481,7 +451,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             op->post_end = 1;
             op->atomic = atomic;
             op->acode = (uint16_t)h->tgt_link;
-            if (atomic && mlen % pt_atomic_size(h->tgt_link >> 8))
+            if (atomic && !pt_atomic_whole(h->tgt_link, mlen))
                 op->failed = 1; /* truncated: nothing is written, END and FIN fail */
             PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, mlen));
             md->pending++;

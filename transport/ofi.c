@@ -498,6 +498,23 @@ static inline bool peer_closed(const struct pt_xport *x, uint32_t peer)
     return x->dead[peer] || x->bye[peer];
 }
 
+/* Hand buffer i (b->c.idx bytes) to the provider. False: -FI_EAGAIN, it
+ * stays the caller's to queue. True: it left, or the send failed (the peer
+ * is dead to us, the buffer done). */
+static bool try_send(struct pt_xport *x, uint32_t i)
+{
+    struct ofi_sbuf *b = &x->sb[i];
+    ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
+    if (PT_LIKELY(rc == 0))
+        return true;
+    if (rc == -FI_EAGAIN)
+        return false;
+    pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", b->peer, fi_strerror((int)-rc));
+    mark_dead(x, b->peer, OFI_WHY_SEND);
+    sbuf_done(x, i);
+    return true;
+}
+
 /* Hand a filled buffer to the provider, or queue it behind the earlier ones
  * to the same peer (per peer, the queue keeps commit order). */
 static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
@@ -509,17 +526,8 @@ static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
         sbuf_done(x, i); /* dropped */
         return;
     }
-    if (PT_LIKELY(!x->npendp[peer])) {
-        ssize_t rc = fi_send(x->ep, b->mem, len, b->desc, x->addr[peer], &b->c.fc);
-        if (PT_LIKELY(rc == 0))
-            return;
-        if (rc != -FI_EAGAIN) {
-            pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", peer, fi_strerror((int)-rc));
-            mark_dead(x, peer, OFI_WHY_SEND);
-            sbuf_done(x, i);
-            return;
-        }
-    }
+    if (PT_LIKELY(!x->npendp[peer]) && try_send(x, i))
+        return;
     x->pend[x->pend_head++ % x->npend_cap] = i;
     x->npendp[peer]++;
 }
@@ -543,15 +551,8 @@ static void flush_pending(struct pt_xport *x)
             continue;
         }
         if (x->blk[peer] != pass) {
-            ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[peer], &b->c.fc);
-            if (rc != -FI_EAGAIN) {
+            if (try_send(x, i)) {
                 x->npendp[peer]--;
-                if (rc) {
-                    pt_log_once(PT_LOG_WARN, "ofi: fi_send to rank %u: %s", peer,
-                                fi_strerror((int)-rc));
-                    mark_dead(x, peer, OFI_WHY_SEND);
-                    sbuf_done(x, i);
-                }
                 continue;
             }
             x->blk[peer] = pass;
