@@ -11,8 +11,11 @@
  *     PMIX_HOSTNAME, as the rank itself sees it, published beside its
  *     endpoint name), pid = the rank (as ptlrun's default map);
  *   - endpoint names: PMIx_Put + PMIx_Commit of our name, a collecting
- *     PMIx_Fence, then PMIx_Get of every peer's, once, at open (no PMIx call
- *     after open but the event handler and PMIx_Finalize);
+ *     fence bounded by PTL_PMIX_TIMEOUT_S (a rank that never reaches its
+ *     PtlNIInit fails the others' instead of holding them until the launcher
+ *     kills the job), then PMIx_Get of every peer's from the data the fence
+ *     brought, once, at open (no PMIx call after open but the event handler
+ *     and PMIx_Finalize);
  *   - where the ranks are: all on this node (PMIX_LOCAL_SIZE is the job
  *     size) or not; only then may ofi take a loopback address (ofi.c,
  *     open_fabric);
@@ -23,10 +26,12 @@
  *     probe and failed sends find a dead peer and fail the job themselves.
  *
  * Threads: the event handler runs on PMIx's progress thread; it writes only
- * `failed`, `dead[]` (relaxed atomics) and the eventfd.
+ * `failed`, `dead[]` (relaxed atomics) and the eventfd. The fence's callback
+ * runs there too, on a struct fence_op of its own.
  */
 #include "pmix_job.h"
 
+#include "config.h"
 #include "log.h"
 #include "pt_atomic.h"
 
@@ -38,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PMIX_EP_KEY "ptl.ofi.ep"
@@ -205,6 +211,164 @@ static uint32_t node_of(struct pt_xport *x, uint32_t rank)
     return nid;
 }
 
+/* ---- the wire-up fence, bounded (PTL_PMIX_TIMEOUT_S) -------------------------- */
+
+/* The extra time we give a server that has PMIX_TIMEOUT to answer the fence
+ * itself (PMIX_ERR_TIMEOUT) before we stop waiting: it then releases our part
+ * of the collective, and no late callback is left. */
+#define FENCE_GRACE_S 1
+
+/* One fence in flight, shared by the rank that waits and PMIx's callback. The
+ * callback may come after the waiter gave up, or never: whichever of the two
+ * lets go last frees it, so a late callback still finds it; one that never
+ * comes leaves it allocated (under 2 KiB, once: one fence per process). The
+ * proc and the info array live here too: nothing promises that PMIx is done
+ * with them before its callback (openpmix packs them within the call). */
+struct fence_op {
+    pmix_proc_t all;
+    pmix_info_t info[2];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;     /* CLOCK_MONOTONIC */
+    bool done;             /* under mu */
+    pmix_status_t status;  /* under mu, once done */
+    _Atomic uint32_t refs; /* the waiter and the callback */
+};
+
+static void fence_op_put(struct fence_op *f)
+{
+    if (RMW_SUB(&f->refs, 1) != 1)
+        return;
+    PMIX_INFO_DESTRUCT(&f->info[0]);
+    PMIX_INFO_DESTRUCT(&f->info[1]);
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static struct fence_op *fence_op_new(const pmix_proc_t *all, int timeout_s)
+{
+    struct fence_op *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&f->mu, NULL);
+    f->refs = 2;
+    f->all = *all;
+    bool yes = true;
+    PMIX_INFO_LOAD(&f->info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&f->info[1], PMIX_TIMEOUT, &timeout_s, PMIX_INT);
+    return f;
+}
+
+/* PMIx's progress thread: the fence ended (or the server gave up on it). The
+ * waiter may be gone; the reference this callback holds keeps f valid. */
+static void fence_done(pmix_status_t status, void *cbdata)
+{
+    struct fence_op *f = cbdata;
+    pthread_mutex_lock(&f->mu);
+    f->done = true;
+    f->status = status;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    fence_op_put(f);
+}
+
+/* Wait for the fence until timeout_s (+ the grace) from now: true and its
+ * status when it ended, false when it did not. */
+static bool fence_wait(struct fence_op *f, int timeout_s, pmix_status_t *status_p)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout_s + FENCE_GRACE_S;
+    pthread_mutex_lock(&f->mu);
+    int e = 0;
+    while (!f->done && e != ETIMEDOUT)
+        e = pthread_cond_timedwait(&f->cv, &f->mu, &dl);
+    bool done = f->done;
+    *status_p = f->status;
+    pthread_mutex_unlock(&f->mu);
+    return done;
+}
+
+/* Every rank of the job publishes, then all read: a collecting fence. A rank
+ * that never reaches its PtlNIInit (stuck or slow before it) would hold every
+ * other rank's here until the launcher killed the job: the fence is bounded by
+ * PTL_PMIX_TIMEOUT_S, ours and, where the server has PMIX_TIMEOUT, its own.
+ * 0, -ENOMEM, or -EIO (message logged). */
+static int fence_bounded(struct pt_xport *x)
+{
+    int timeout_s = (int)pt_config()->pmix_timeout_s;
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, x->me.nspace, PMIX_RANK_WILDCARD);
+    struct fence_op *f = fence_op_new(&all, timeout_s);
+    if (!f)
+        return -ENOMEM;
+    pmix_status_t rc = PMIx_Fence_nb(&f->all, 1, f->info, 2, fence_done, f);
+    bool done;
+    if (rc == PMIX_SUCCESS) {
+        done = fence_wait(f, timeout_s, &rc);
+    } else {
+        /* Completed at once, or refused: no callback will come (its
+         * reference goes here). */
+        done = true;
+        fence_op_put(f);
+        if (rc == PMIX_OPERATION_SUCCEEDED)
+            rc = PMIX_SUCCESS;
+    }
+    fence_op_put(f);
+    if (!done || rc == PMIX_ERR_TIMEOUT) {
+        pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u of %u: the fence of PtlNIInit did not "
+                           "complete within PTL_PMIX_TIMEOUT_S (%d s): a rank of the job did "
+                           "not reach PtlNIInit (stuck or slow before it); PtlNIInit fails",
+               x->rank, x->n, timeout_s);
+        return -EIO;
+    }
+    if (rc != PMIX_SUCCESS) {
+        /* (PMIX_ERR_PARTIAL_SUCCESS: a rank of the job left without it) */
+        pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u of %u: the fence of PtlNIInit failed: %s",
+               x->rank, x->n, PMIx_Error_string(rc));
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Rank r's nid and endpoint name, from what the fence brought (info: how to
+ * Get them). 0, or -EIO (message logged). */
+static int read_rank(struct pt_xport *x, uint32_t r, const pmix_info_t *info)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, x->me.nspace, r);
+    pmix_value_t *pv = NULL;
+    pmix_status_t rc = PMIx_Get(&p, PMIX_NID_KEY, info, 1, &pv);
+    if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_UINT32) {
+        pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's nid: %s", r,
+               rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a uint32");
+        if (pv)
+            PMIX_VALUE_RELEASE(pv);
+        return -EIO;
+    }
+    x->nids[r] = pv->data.uint32;
+    PMIX_VALUE_RELEASE(pv);
+    pv = NULL;
+    rc = PMIx_Get(&p, PMIX_EP_KEY, info, 1, &pv);
+    if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_BYTE_OBJECT ||
+        pv->data.bo.size == 0 || pv->data.bo.size > PT_PMIX_NAME_MAX) {
+        pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's endpoint name: %s", r,
+               rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a name");
+        if (pv)
+            PMIX_VALUE_RELEASE(pv);
+        return -EIO;
+    }
+    memcpy(x->names + (size_t)r * PT_PMIX_NAME_MAX, pv->data.bo.bytes, pv->data.bo.size);
+    x->name_len[r] = (uint16_t)pv->data.bo.size;
+    PMIX_VALUE_RELEASE(pv);
+    return 0;
+}
+
 static int pj_publish(void *ctx, const void *name, size_t len)
 {
     struct pt_xport *x = ctx;
@@ -230,47 +394,19 @@ static int pj_publish(void *ctx, const void *name, size_t len)
         pt_log(PT_LOG_ERR, "PMIx_Put/Commit of the endpoint name: %s", PMIx_Error_string(rc));
         return -EIO;
     }
-    /* Every rank of the job publishes, then all read: a collecting fence. */
-    pmix_proc_t all;
-    PMIX_LOAD_PROCID(&all, x->me.nspace, PMIX_RANK_WILDCARD);
-    pmix_info_t coll;
+    int ret = fence_bounded(x);
+    if (ret)
+        return ret;
+    /* The fence brought every rank's data here: a Get that did not find it
+     * locally would ask the server and wait (for a rank that never put it:
+     * for ever), so it is an error at once (PMIX_OPTIONAL). */
+    pmix_info_t local;
     bool yes = true;
-    PMIX_INFO_LOAD(&coll, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence(&all, 1, &coll, 1);
-    PMIX_INFO_DESTRUCT(&coll);
-    if (rc != PMIX_SUCCESS) {
-        pt_log(PT_LOG_ERR, "PMIx_Fence: %s", PMIx_Error_string(rc));
-        return -EIO;
-    }
-    for (uint32_t r = 0; r < x->n; r++) {
-        pmix_proc_t p;
-        PMIX_LOAD_PROCID(&p, x->me.nspace, r);
-        pmix_value_t *pv = NULL;
-        rc = PMIx_Get(&p, PMIX_NID_KEY, NULL, 0, &pv);
-        if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_UINT32) {
-            pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's nid: %s", r,
-                   rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a uint32");
-            if (pv)
-                PMIX_VALUE_RELEASE(pv);
-            return -EIO;
-        }
-        x->nids[r] = pv->data.uint32;
-        PMIX_VALUE_RELEASE(pv);
-        pv = NULL;
-        rc = PMIx_Get(&p, PMIX_EP_KEY, NULL, 0, &pv);
-        if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_BYTE_OBJECT ||
-            pv->data.bo.size == 0 || pv->data.bo.size > PT_PMIX_NAME_MAX) {
-            pt_log(PT_LOG_ERR, "PMIx_Get of rank %u's endpoint name: %s", r,
-                   rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a name");
-            if (pv)
-                PMIX_VALUE_RELEASE(pv);
-            return -EIO;
-        }
-        memcpy(x->names + (size_t)r * PT_PMIX_NAME_MAX, pv->data.bo.bytes, pv->data.bo.size);
-        x->name_len[r] = (uint16_t)pv->data.bo.size;
-        PMIX_VALUE_RELEASE(pv);
-    }
-    return 0;
+    PMIX_INFO_LOAD(&local, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    for (uint32_t r = 0; ret == 0 && r < x->n; r++)
+        ret = read_rank(x, r, &local);
+    PMIX_INFO_DESTRUCT(&local);
+    return ret;
 }
 
 static int pj_lookup(void *ctx, uint32_t rank, void *name, size_t *len)

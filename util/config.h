@@ -66,6 +66,7 @@ struct pt_config {
     int64_t transport;      /* PTL_TRANSPORT: 0 shm (the job region), 1 ofi (libfabric) */
     char ofi_provider[64];  /* PTL_OFI_PROVIDER: libfabric provider; "" = best found  */
     int64_t ofi_probe_ms;   /* PTL_OFI_PROBE_MS: PMIx job, liveness probe period     */
+    int64_t pmix_timeout_s; /* PTL_PMIX_TIMEOUT_S: PMIx job, bound on the wire-up fence */
     int64_t ofi_fault;      /* PTL_OFI_FAULT: tests only, a fault in ofi's pull (0 off) */
 };
 
