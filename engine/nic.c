@@ -273,7 +273,7 @@ void pt_nic_fork_resume(struct pt_nic *nic)
     fork_signal(nic);
 }
 
-int pt_nic_poll_once(struct pt_nic *nic)
+static int poll_once(struct pt_nic *nic, bool rx)
 {
     fork_point(nic);
     uint32_t jf = nic->xo->job_failed(nic->x); /* one relaxed load of the region */
@@ -284,7 +284,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
             fail_dead_peers(nic, false); /* a peer that died after the first */
     }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
-    work += drain_rx(nic);
+    if (rx)
+        work += drain_rx(nic);
     if (nic->trig_rhead)
         work += pt_trig_run(nic);   /* triggered operations that fired (ct.c) */
     if (nic->ops)
@@ -297,6 +298,16 @@ int pt_nic_poll_once(struct pt_nic *nic)
         nic->rx_done(nic->x, fenced); /* R-FENCE (D6's if it ran) .. R-RING */
     }
     return work;
+}
+
+int pt_nic_poll_once(struct pt_nic *nic)
+{
+    return poll_once(nic, true);
+}
+
+int pt_nic_poll_send(struct pt_nic *nic)
+{
+    return poll_once(nic, ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0);
 }
 
 /* Everything in flight with a dead peer ends now, failed with

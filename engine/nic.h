@@ -399,6 +399,7 @@ struct pt_nic {
     const uint32_t *stall_ctr;
     bool cstall;
     void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
+    uint32_t send_polls;                  /* pt_nic_poll_send's count [E]        */
     bool rx_released;                     /* drain_rx released: rx_done due [E]  */
 
     /* objects [E] */
@@ -518,6 +519,10 @@ void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent)
 /* One pass over every work source, bounded. Returns the amount of work done.
  * Caller holds the token. */
 int pt_nic_poll_once(struct pt_nic *nic);
+/* pt_nic_poll_once after a command: the receive side only every
+ * PT_NIC_SEND_RX_EVERY calls (wait.h, pt_wait_progress_cmd). */
+#define PT_NIC_SEND_RX_EVERY 16
+int pt_nic_poll_send(struct pt_nic *nic);
 /* Poll until a pass finds nothing to do, at most max passes (token holder). */
 void pt_nic_drain(struct pt_nic *nic, int max);
 /* Is there anything for the engine to do? Any thread. */

@@ -156,10 +156,7 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
         struct pt_cmd c;
         memcpy(&c, cmd, sizeof c);
         if (pt_cmd_dispatch(nic, &c) != PT_E_AGAIN) {
-            /* progress as every host-mode call does */
-            for (int i = 0; i < PT_WAIT_QUIET_POLLS && pt_nic_poll_once(nic) > 1; i++)
-                ;
-            pt_wait_release(nic); /* D3 */
+            pt_wait_cmd_done(nic); /* as pt_wait_progress_cmd, then D3 */
             return PT_OK;
         }
         pt_wait_release(nic); /* out of credits: queue it like any other */
@@ -215,7 +212,7 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
      * run the command, or the holder's release (D3) sees it. */
     FENCE_FULL();
     if (nic->has_thread)
-        pt_wait_progress(nic); /* inline when free: no NIC wake-up for a command */
+        pt_wait_progress_cmd(nic); /* inline when free: no NIC wake-up for a command */
     else if (!cmd->done)
         pt_wait_progress_host(nic, ring_pending, q);
     return PT_OK;

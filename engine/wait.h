@@ -308,6 +308,17 @@ void pt_wait_release(struct pt_nic *nic);
 /* Run the engine once if nobody does (take, poll until quiet, D3 release).
  * After a command commit this is D2's reader half. */
 void pt_wait_progress(struct pt_nic *nic);
+/* The same after a command (PtlPut, PtlGet, PtlMEAttach, ...): the first poll runs
+ * the command and looks at the receive side only every PT_NIC_SEND_RX_EVERY
+ * calls (pt_nic_poll_send); it polls until quiet only if that poll did more.
+ * What arrived meanwhile is taken by the next wait, the NIC thread, or this
+ * release's D3 kick when an engine sleeper would be left with it (model:
+ * submit's `so`). A streaming sender's receive-side look was a third of its
+ * instructions per message. */
+void pt_wait_progress_cmd(struct pt_nic *nic);
+/* Its second half, for a holder that ran its command directly (host mode's
+ * direct dispatch, pt_nic_submit): the poll as above, then D3. */
+void pt_wait_cmd_done(struct pt_nic *nic);
 /* Host matching: as above, but a caller whose own command is queued keeps
  * trying until the command has been taken (bounded by the holder's poll). */
 void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), void *arg);

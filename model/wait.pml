@@ -294,7 +294,7 @@ inline poll(r, n) {
         atomic {
             assert(token[r] == ME);
             if
-            :: getq[Q(r, j)] > 0 ->
+            :: getq[Q(r, j)] > 0 && !so ->   /* so: pt_nic_poll_send, no receive side */
                 getq[Q(r, j)]--;
                 p = 1 - r;
                 n++;
@@ -322,8 +322,9 @@ inline poll(r, n) {
         assert(token[r] == ME);
         j = 0;
         do
-        :: j < NAPP ->
+        :: j < NAPP && !so ->
             if :: rxq[Q(r, j)] > 0 -> rxq[Q(r, j)]--; evq[Q(r, j)]++; posted = posted | (1 << j); n++ :: else fi; j++
+        :: j < NAPP && so -> j = NAPP
         :: j >= NAPP -> break
         od;
         j = 0; p = 0
@@ -437,7 +438,20 @@ inline submit(r, a) {
     :: else
     fi;
 #endif
-    if :: got -> poll_quiet(r); release(r) :: else fi;
+    /* pt_wait_progress_cmd / the direct dispatch: the first poll sends our
+     * command and looks at the receive side only every 16th time
+     * (pt_nic_poll_send: so = 1); polls until quiet if it did more than
+     * that. The receive side left for later is found by whoever polls next,
+     * or by the kick of our release (D3: has_work looks at the queues). */
+    if
+    :: got ->
+        if :: so = 1 :: so = 0 fi;
+        poll(r, n);
+        so = 0;
+        if :: n > 1 -> poll_quiet(r) :: else fi;
+        release(r)
+    :: else
+    fi;
     got = 0; lt = 0; n = 0
 }
 
@@ -593,6 +607,7 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
 proctype App(byte r; byte a)
 {
     byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw;
+    bool so;             /* poll's send-only flag (submit) */
     bool holding, wanted, polling, drained, lg, lu;
     byte round = 0;
     do
@@ -623,6 +638,7 @@ proctype App(byte r; byte a)
 proctype Nic(byte r)
 {
     byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw;
+    bool so;             /* poll's send-only flag: never set here */
     bool drained, handed, tmd, ll;
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
