@@ -35,6 +35,23 @@
 static unsigned char *tmem, *want, *src, *tpiece[3];
 static const size_t tplen[3] = {1001, 524287, TMEM - 1001 - 524287};
 
+/* An ME with match bits `bits` on PT_RED and a 3-piece iovec MD on it. */
+static void attach_iov3(struct mp *m, ptl_match_bits_t bits, unsigned char *const piece[3],
+                        const size_t len[3], unsigned opts, ptl_handle_eq_t eq)
+{
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t me;
+    ptl_handle_md_t md;
+    MP_CHECK(PtlMEAttach(m->ni, PT_RED, any, bits, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
+    ptl_md_iovec_t iov[3];
+    for (int k = 0; k < 3; k++) {
+        iov[k].iov_base = piece[k];
+        iov[k].iov_len = len[k];
+    }
+    ptl_md_t d = {iov, 3, PTL_MD_THRESH_INF, 0, opts | PTL_MD_IOVEC, NULL, eq};
+    MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
+}
+
 static size_t tsize(ptl_datatype_t t)
 {
     return t == PTL_INT32_T || t == PTL_FLOAT ? 4 : 8;
@@ -427,17 +444,7 @@ static int threads_mode(struct mp *m)
         unsigned opts = PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE;
         mp_post(m, PT_RED, TH_BITS_TM, tm, TH_TM_LEN, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN,
                 NULL);
-        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-        ptl_handle_me_t me;
-        ptl_handle_md_t md;
-        MP_CHECK(PtlMEAttach(m->ni, PT_RED, any, TH_BITS_IOV, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
-        ptl_md_iovec_t iov[3];
-        for (int k = 0; k < 3; k++) {
-            iov[k].iov_base = piece[k];
-            iov[k].iov_len = th_plen[k];
-        }
-        ptl_md_t d = {iov, 3, PTL_MD_THRESH_INF, 0, opts | PTL_MD_IOVEC, NULL, eq};
-        MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
+        attach_iov3(m, TH_BITS_IOV, piece, th_plen, opts, eq);
     }
     mp_barrier(m);
 
@@ -551,17 +558,7 @@ int main(int argc, char **argv)
     if (r == 1) {
         unsigned opts = PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE;
         mp_post(&m, PT_RED, 1, tmem, TMEM, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN, NULL);
-        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-        ptl_handle_me_t me;
-        ptl_handle_md_t md;
-        MP_CHECK(PtlMEAttach(m.ni, PT_RED, any, 2, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
-        ptl_md_iovec_t iov[3];
-        for (int k = 0; k < 3; k++) {
-            iov[k].iov_base = tpiece[k];
-            iov[k].iov_len = tplen[k];
-        }
-        ptl_md_t d = {iov, 3, PTL_MD_THRESH_INF, 0, opts | PTL_MD_IOVEC, NULL, eq};
-        MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
+        attach_iov3(&m, 2, tpiece, tplen, opts, eq);
         /* truncation: the MD ends 4 bytes into the last element */
         mp_post(&m, PT_RED, 3, tmem, ROFF + TRUNC_LEN - 4, PTL_MD_THRESH_INF,
                 opts | PTL_MD_TRUNCATE, eq, PTL_RETAIN, NULL);
