@@ -284,8 +284,10 @@ static int poll_once(struct pt_nic *nic, bool rx)
             fail_dead_peers(nic, false); /* a peer that died after the first */
     }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
-    if (rx)
+    if (rx || nic->rx_self) {
+        nic->rx_self = false;
         work += drain_rx(nic);
+    }
     if (nic->trig_rhead)
         work += pt_trig_run(nic);   /* triggered operations that fired (ct.c) */
     if (nic->ops)

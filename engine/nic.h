@@ -400,6 +400,8 @@ struct pt_nic {
     bool cstall;
     void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
     uint32_t send_polls;                  /* pt_nic_poll_send's count [E]        */
+    bool rx_self;                         /* sent to ourselves since the last
+                                           * look at the receive side [E]       */
     bool rx_released;                     /* drain_rx released: rx_done due [E]  */
 
     /* objects [E] */
@@ -520,7 +522,10 @@ void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent)
  * Caller holds the token. */
 int pt_nic_poll_once(struct pt_nic *nic);
 /* pt_nic_poll_once after a command: the receive side only every
- * PT_NIC_SEND_RX_EVERY calls (wait.h, pt_wait_progress_cmd). */
+ * PT_NIC_SEND_RX_EVERY calls (wait.h, pt_wait_progress_cmd), or when the
+ * command sent a message to ourselves: a put to self is received before the
+ * call returns, as it always was (what the process does next, such as
+ * binding a counter to the target MD, comes after it). */
 #define PT_NIC_SEND_RX_EVERY 16
 int pt_nic_poll_send(struct pt_nic *nic);
 /* Poll until a pass finds nothing to do, at most max passes (token holder). */
@@ -756,6 +761,8 @@ static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
 {
     PT_TRACE(nic, PT_TR_SEND, PT_TV_MSG(peer, cls, h->op));
     nic->xo->commit(nic->x, peer, cls, pt_wire_len(h));
+    if (peer == nic->xi.rank)
+        nic->rx_self = true; /* pt_nic_poll_send receives it in the same poll */
 }
 
 /* in-flight ops */
