@@ -309,7 +309,8 @@ int pt_nic_poll_once(struct pt_nic *nic)
 
 int pt_nic_poll_send(struct pt_nic *nic)
 {
-    return poll_once(nic, ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0);
+    return poll_once(nic, nic->xo->tx_needs_peek ||
+                              ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0);
 }
 
 /* Everything in flight with a dead peer ends now, failed with

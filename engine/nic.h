@@ -522,7 +522,8 @@ void pt_nic_stop_thread(struct pt_nic *nic); /* join the NIC thread (idempotent)
  * Caller holds the token. */
 int pt_nic_poll_once(struct pt_nic *nic);
 /* pt_nic_poll_once after a command: the receive side only every
- * PT_NIC_SEND_RX_EVERY calls (wait.h, pt_wait_progress_cmd), or when the
+ * PT_NIC_SEND_RX_EVERY calls (wait.h, pt_wait_progress_cmd), always on a
+ * transport whose sends move in peek (tx_needs_peek: ofi), or when the
  * command sent a message to ourselves: a put to self is received before the
  * call returns, as it always was (what the process does next, such as
  * binding a counter to the target MD, comes after it). */

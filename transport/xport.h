@@ -79,6 +79,11 @@ struct pt_xport_info {
 
 struct pt_xport_ops {
     const char *name;
+    /* Sends move only while peek runs (a provider's progress: ofi): the
+     * engine's run after a command must not leave out the receive side
+     * (pt_nic_poll_send), or a message queued by commit waits for the next
+     * wait, and a process that exits after its SEND_END loses it. */
+    bool tx_needs_peek;
     /* Sending (token holder). */
     void *(*reserve)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
     /* len: the bytes of the slot the message uses (a hint: small messages
