@@ -133,6 +133,8 @@ struct pt_xport {
     uint32_t rsp_skip;            /* peeks since the last look at every response queue */
     bool rsp_seen;                /* that look found a response (shm_peek)         */
     uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
+    uint32_t fast_s, fast_c;      /* peek: the ring the last full look served ...   */
+    uint32_t fast_left;           /* ... and how many more stream_next may serve    */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */
     /* Fast boxes. Receiving: the boxes of our block we listed, fbrx_of[s]
