@@ -45,6 +45,9 @@
  * without the full look (stream_next), so other senders, responses, newly
  * listed senders and boxes wait at most that many messages. */
 #define PT_SHM_STREAM_PEEKS 16
+/* shm_peek: with at most this many senders listed, a peek first asks
+ * whether anything at all is there (rx_quiet) before the full look. */
+#define PT_SHM_QUIET_LISTED 8
 
 #define PT_XPORT_PF_BYTES (3u * PT_CACHELINE) /* "small": what the prefetch covers */
 
@@ -634,6 +637,28 @@ static void rx_drop(struct pt_xport *x)
     }
 }
 
+/* Both ways of peeking (stream_next, the full look in shm_peek) end here:
+ * sender s's message `slot`, stamp `ord`, from its ring or (q->lane) its
+ * box's lane in class c, is the one returned. */
+static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint32_t ord,
+                                void *slot, uint32_t *peer_p, enum pt_cls *cls_p)
+{
+    struct shm_rx *q = &x->in[s * 2 + c];
+    q->ord = ord;
+    if (!q->lane && q->ctail - q->head > 1) {
+        /* Streaming: the next message's buffer while the engine handles
+         * this one (checked again when it is peeked). */
+        uint32_t nb = LD_RELAXED(&q->ring->ent[(q->head + 1) & x->mask]);
+        if (nb < x->l.pool_n[c])
+            __builtin_prefetch(q->pool + (size_t)nb * x->slot_size);
+    }
+    x->idle_peeks = 0;
+    x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
+    *peer_p = s;
+    *cls_p = (enum pt_cls)c;
+    return slot;
+}
+
 /* A streaming sender: the ring the last full look served still holds
  * messages that look saw published (its cached tail: A-TAIL came before),
  * and the first of them is the one due next from that sender (xport.h,
@@ -658,18 +683,59 @@ static void *stream_next(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_
     uint32_t ord = *slot_ord(slot);
     if (ord != x->rxo[s].next)
         return NULL;
-    q->ord = ord;
     q->lane = 0;
-    if (q->ctail - q->head > 1) { /* the next buffer while the engine handles this one */
-        uint32_t nb = LD_RELAXED(&q->ring->ent[(q->head + 1) & x->mask]);
-        if (nb < x->l.pool_n[c])
-            __builtin_prefetch(q->pool + (size_t)nb * x->slot_size);
+    return peek_served(x, s, c, ord, slot, peer_p, cls_p);
+}
+
+/* Nothing for the full look to find: no summary bit (a sender not listed
+ * that committed), no box claimed since fb_pickup, and every listed
+ * sender's two rings and box lanes empty, loaded as ring_look and fb_look
+ * load them (A-TAIL, FB-SEQ-A). Anything else, held or faulty senders
+ * included, is left to the full look. An empty peek of a waiter or a NIC
+ * thread cost ~350 instructions through the full look with one sender
+ * listed (rx_pickup twice, rx_look per class; callgrind), ~60 here: the
+ * time from a message's commit to its peek is half an empty poll on
+ * average. What arrives after these loads, the next peek finds (as after
+ * the full look's). */
+static bool rx_quiet(struct pt_xport *x)
+{
+    for (uint32_t k = 0; k < x->l.nsum; k++)
+        if (LD_RELAXED(&x->sum[k]))
+            return false;
+    if (LD_RELAXED(&x->fbdir->nclaimed) != x->fb_seen)
+        return false;
+    for (uint32_t i = 0; i < x->nact; i++) {
+        uint32_t s = x->act[i];
+        const struct shm_rx *q = &x->in[s * 2];
+        if (q[0].head != q[0].ctail || q[1].head != q[1].ctail ||
+            LD_ACQUIRE(&q[0].ring->tail) != q[0].head || /* A-TAIL, as ring_look */
+            LD_ACQUIRE(&q[1].ring->tail) != q[1].head)
+            return false;
+        uint32_t bi = x->fbrx_of[s];
+        if (bi) {
+            const struct shm_fbrx *b = &x->fbrx[bi - 1];
+            for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+                uint32_t h = b->head[c];
+                if (b->dec[c] || /* FB-SEQ-A, as fb_look */
+                    LD_ACQUIRE(&b->box->lane[c][h & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(h))
+                    return false;
+            }
+        }
     }
-    x->idle_peeks = 0;
-    x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
-    *peer_p = s;
-    *cls_p = (enum pt_cls)c;
-    return slot;
+    return true;
+}
+
+/* A peek that found nothing: unlist idle senders only after a streak of
+ * empty peeks (or at once when many are listed): a sender that stays
+ * listed keeps its bit set and commits with a load of it, while one
+ * dropped and listed again costs an RMW on each side per message (a
+ * ping-pong would pay that on every message). */
+static void peek_idle(struct pt_xport *x)
+{
+    if (x->nact > PT_SHM_DROP_LISTED + x->nfbrx || ++x->idle_peeks >= PT_SHM_DROP_PEEKS) {
+        x->idle_peeks = 0;
+        rx_drop(x);
+    }
 }
 
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
@@ -678,6 +744,10 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
         void *slot = stream_next(x, peer_p, cls_p);
         if (slot)
             return slot;
+    }
+    if (x->nact <= PT_SHM_QUIET_LISTED && rx_quiet(x)) {
+        peek_idle(x);
+        return NULL;
     }
     if (PT_UNLIKELY(LD_RELAXED(&x->fbdir->nclaimed) != x->fb_seen))
         fb_pickup(x); /* boxes claimed since we last looked */
@@ -726,37 +796,16 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                     c = order_pick(x, s, c, ord, &slot);
                     ord = *slot_ord(slot);
                 }
-                struct shm_rx *q = &x->in[s * 2 + c];
-                q->ord = ord;
-                if (!q->lane && q->ctail - q->head > 1) {
-                    /* Streaming: the next message's buffer while the engine
-                     * handles this one (checked again when it is peeked). */
-                    uint32_t nb = LD_RELAXED(&q->ring->ent[(q->head + 1) & x->mask]);
-                    if (nb < x->l.pool_n[c])
-                        __builtin_prefetch(q->pool + (size_t)nb * x->slot_size);
-                }
                 x->rr[c0] = i;
                 if (c0 == PT_CLS_RSP)
                     x->rsp_seen = true;
                 x->fast_s = s; /* stream_next: this ring, while it streams */
                 x->fast_c = (uint32_t)c;
-                x->fast_left = q->lane ? 0 : PT_SHM_STREAM_PEEKS;
-                x->idle_peeks = 0;
-                x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
-                *peer_p = s;
-                *cls_p = (enum pt_cls)c;
-                return slot;
+                x->fast_left = x->in[s * 2 + c].lane ? 0 : PT_SHM_STREAM_PEEKS;
+                return peek_served(x, s, (uint32_t)c, ord, slot, peer_p, cls_p);
             }
         }
-        /* Unlist idle senders only after a streak of empty peeks (or at
-         * once when many are listed): a sender that stays listed keeps its
-         * bit set and commits with a load of it, while one dropped and
-         * listed again costs an RMW on each side per message (a ping-pong
-         * would pay that on every message). */
-        if (x->nact > PT_SHM_DROP_LISTED + x->nfbrx || ++x->idle_peeks >= PT_SHM_DROP_PEEKS) {
-            x->idle_peeks = 0;
-            rx_drop(x);
-        }
+        peek_idle(x);
         if (!rx_pickup(x)) /* senders that came while we looked: once more */
             break;
     }
