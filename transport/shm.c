@@ -30,25 +30,6 @@
 
 /* ---- the rank's transport ------------------------------------------------- */
 
-/* rx_drop's hysteresis: idle senders are unlisted after this many empty
- * peeks in a row, or at every empty peek while more than DROP_LISTED are
- * listed (a long active list costs every peek) beside the fast-box senders
- * (listed for good, at most PT_SHM_FBOXES). */
-#define PT_SHM_DROP_PEEKS  64
-#define PT_SHM_DROP_LISTED 8
-/* shm_peek: with more senders listed than this, the response queues are
- * looked at first only at every PT_SHM_RSP_EVERY-th peek (or while they
- * yield responses), else after the requests (docs/architecture.md). */
-#define PT_SHM_RSP_ALWAYS  8
-#define PT_SHM_RSP_EVERY   16
-/* shm_peek: a streaming sender's ring is served this many times in a row
- * without the full look (stream_next), so other senders, responses, newly
- * listed senders and boxes wait at most that many messages. */
-#define PT_SHM_STREAM_PEEKS 16
-/* shm_peek: with at most this many senders listed, a peek first asks
- * whether anything at all is there (rx_quiet) before the full look. */
-#define PT_SHM_QUIET_LISTED 8
-
 #define PT_XPORT_PF_BYTES (3u * PT_CACHELINE) /* "small": what the prefetch covers */
 
 /* Take back the buffers receiver r has moved past on ring t of class c (A-HEAD
