@@ -26,18 +26,26 @@ static int overflow_round(int n)
 {
     for (int i = 0; i < n; i++)
         CHECK(PtlPut(src, PTL_NO_ACK_REQ, me, 4, 0, 7, 0, 0));
-    /* Let the engine deliver everything without a Portals call (offload:
-     * the NIC thread; host mode: PtlPut ran the engine itself). */
-    usleep(200000);
     /* Requests whose events do not fit wait for the reader for a while
-     * (engine/event.c, pt_ev_room); in host mode they are still queued. A
-     * call that runs the engine without reading first delivers them now,
-     * past that wait, and overflows the EQ. */
+     * (PTL_EQ_ROOM_WAIT_US, engine/event.c pt_ev_room), then the engine
+     * delivers them and the EQ overflows: in offload mode the NIC thread,
+     * in host mode the next call that runs the engine (PtlEQPeek runs it and
+     * reads nothing). Peek until the overflow shows, so that the reads
+     * below come after it: a fixed sleep was not enough for a NIC thread
+     * kept off the cores by a loaded machine (it then posted while we read,
+     * the reader kept up and nothing dropped). */
     ptl_event_t peek;
-    int prc = PtlEQPeek(eq, &peek);
-    if (prc != PTL_OK && prc != PTL_EQ_DROPPED) {
-        printf("PtlEQPeek: %s\n", PtlErrorStr(prc));
-        exit(1);
+    int prc;
+    for (int tries = 0; (prc = PtlEQPeek(eq, &peek)) != PTL_EQ_DROPPED; tries++) {
+        if (prc != PTL_OK && prc != PTL_EQ_EMPTY) {
+            printf("PtlEQPeek: %s\n", PtlErrorStr(prc));
+            exit(1);
+        }
+        if (tries == 3000) { /* 30 s: the 20 ms wait is long over */
+            printf("FAIL: no overflow 30 s after %d puts into an EQ of 4\n", n);
+            exit(1);
+        }
+        usleep(10000);
     }
     int drops = 0;
     for (;;) {
