@@ -25,7 +25,7 @@
  *   evw.seq/sleepers  nic     event sleepers / the engine  the engine / event sleepers
  *   fdless            nic     NIC thread (relaxed; F1)     token releasers (D5)
  *   lease             nic     API waiters, NIC thread      API waiters, NIC thread
- *                             (CAS 0->1 L1, CAS 1->0 L2)
+ *                             (CAS 0->stamp L1, CAS stamp->0 L2)
  *   untimed           nic     NIC thread (relaxed; T1)     leaving waiters (L1)
  *   eqo.watchers      nic     event sleepers (RMW; W2W)    the engine (D6)
  *   watch_all         nic     event sleepers (RMW; W2W)    the engine (D6)
@@ -67,12 +67,12 @@
  *   L1  (the poll lease, offload; PTL_WAIT_LEASE_US) a waiter that leaves
  *       with what it waited for, or a spinner's look (PtlEQGet, PtlEQPoll(0):
  *       pt_wait_look), may leave its count in bell.polled up as the
- *       NI's one lease: CAS lease 0->1 (fence), then reads `untimed`; if set,
- *       it takes the lease back (CAS 1->0) and lowers polled (D4)  <->  T1:
+ *       NI's one lease: CAS lease 0->stamp (fence), then reads `untimed`; if set,
+ *       it takes the lease back (CAS stamp->0) and lowers polled (D4)  <->  T1:
  *       the NIC thread stores untimed = 1 before S2's fence and reads `lease`
  *       after it; it sleeps without a timeout only if it saw no lease.
- *   L2  whoever ends the lease owns its count: the next waiter (CAS 1->0 in
- *       W1: it polls on that count) or the NIC thread (CAS 1->0 after a timed
+ *   L2  whoever ends the lease owns its count: the next waiter (CAS stamp->0 in
+ *       W1: it polls on that count) or the NIC thread (CAS stamp->0 after a timed
  *       sleep, then polled-- as D4, then S2's recheck, since it is awake).
  *   RW  (the room wait, offload) an API thread whose command ring is full
  *       marks the ring (RW-ARM: want = 1), announces itself on the ring's

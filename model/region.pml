@@ -107,7 +107,7 @@ inline ring() {          /* pt_wake_all: seq bump + FUTEX_WAKE */
  * ST_RELEASE: R-TAIL, one step. */
 #define R_TAIL(s, m) d_step { ent[(s) * M + tail[s]] = (m); tail[s]++ }
 
-/* shm_commit, then wake_if_sleeping_fenced (D1). */
+/* shm_commit, then pt_wake_if_sleeping_fenced (D1). */
 inline commit(s, m) {
 #ifdef MUT_FSND
     lb = word & B(s);                  /* loaded before R-TAIL is visible */

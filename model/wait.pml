@@ -236,7 +236,7 @@ inline d1_check(p) {
     :: p < 2 && FDWAIT -> skip   /* the publish made the descriptor readable */
     :: p < 2 && !FDWAIT ->
 #ifndef MUT_D1
-        /* D1: FENCE_FULL (pt_wake_if_sleeping), then its loads */
+        /* D1: FENCE_FULL (shm_commit's F-SND), then pt_wake_if_sleeping_fenced's loads */
         ls = sleepers[p];
         lp = polled[p];
 #endif

@@ -143,7 +143,8 @@
  * bounded by dead-peer detection when s dies). p's gen makes a word reused
  * for a later transfer differ from every earlier PUSH's OPEN.
  *
- * Doorbell: commit's pt_wake_if_sleeping (D1, engine/wait.h) comes after
+ * Doorbell: commit's pt_wake_if_sleeping_fenced (util/futex.h; D1,
+ * engine/wait.h) comes after F-SND and
  * B-SET/S-SET; a sleeper announces itself and then calls rx_pending, which
  * reads the summary words and, for every bit set in the words, the two
  * rings: a message committed before the sleeper's recheck is seen by it

@@ -34,12 +34,13 @@ void pt_waitword_init(struct pt_waitword *w, bool process_shared);
 void pt_wake_all(struct pt_waitword *w);
 
 /* D1 (engine/wait.h), a peer's half: after publishing a message, wake the
- * receiver's engine sleepers unless somebody polls its engine. Includes the
- * fence (pairs with the sleeper's S2 RMW and the poller's D4 RMW). */
+ * receiver's engine sleepers unless somebody polls its engine. The caller
+ * has executed FENCE_FULL (or a seq_cst RMW) after its publish: that fence
+ * pairs with the sleeper's S2 RMW and the poller's D4 RMW (shm_commit:
+ * F-SND, transport/shm_region.h). */
 #define PT_POLLED_MAX 4096u /* more pollers than a process has threads: the word was forged */
-static inline void pt_wake_if_sleeping(struct pt_waitword *w)
+static inline void pt_wake_if_sleeping_fenced(struct pt_waitword *w)
 {
-    FENCE_FULL(); /* orders the caller's publish before reading sleepers */
     if (LD_RELAXED(&w->sleepers)) {
         uint32_t p = LD_RELAXED(&w->polled);
         if (p == 0 || p > PT_POLLED_MAX)
