@@ -154,6 +154,13 @@ static inline uint32_t *slot_ord(void *slot)
 
 static inline uint32_t fb_seqv(uint32_t pos) { return pos * 2u + 1u; }
 
+/* FB-SEQ-A (pairs with the sender's FB-SEQ): line `pos` of a lane holds a
+ * message's first line, published. */
+static inline bool fb_published(const struct pt_shm_fbline *lane, uint32_t pos)
+{
+    return LD_ACQUIRE(&lane[pos & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(pos);
+}
+
 /* A further line's 60 bytes: everything after its sequence word. */
 static inline unsigned char *fb_cont(struct pt_shm_fbline *ln)
 {
@@ -402,7 +409,7 @@ static void *fb_look(struct pt_xport *x, struct shm_fbrx *b, uint32_t c)
     struct pt_shm_fbline *lane = b->box->lane[c];
     uint32_t pos = b->head[c];
     struct pt_shm_fbline *ln = &lane[pos & lm];
-    if (LD_ACQUIRE(&ln->seq) != fb_seqv(pos)) /* FB-SEQ-A pairs with FB-SEQ */
+    if (!fb_published(lane, pos))
         return NULL;
     uint32_t mask = ln->mask, len = ln->len, nl = ln->nlines, ord = ln->ord;
     uint32_t nw = pt_fb_pop(mask);
@@ -477,7 +484,7 @@ static uint32_t fb_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
         struct pt_shm_fbox *box = pt_shm_fbox(x->base, &x->l, x->me, k);
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
             uint32_t h = LD_RELAXED(&box->rx_head[c]);
-            if (LD_ACQUIRE(&box->lane[c][h & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(h)) {
+            if (fb_published(box->lane[c], h)) {
                 if (peers)
                     peers[n] = o - 1;
                 n++;
@@ -686,9 +693,7 @@ static bool rx_quiet(struct pt_xport *x)
         if (bi) {
             const struct shm_fbrx *b = &x->fbrx[bi - 1];
             for (uint32_t c = 0; c < PT_CLS_NR; c++) {
-                uint32_t h = b->head[c];
-                if (b->dec[c] || /* FB-SEQ-A, as fb_look */
-                    LD_ACQUIRE(&b->box->lane[c][h & (PT_SHM_FBLINES - 1)].seq) == fb_seqv(h))
+                if (b->dec[c] || fb_published(b->box->lane[c], b->head[c])) /* as fb_look */
                     return false;
             }
         }
