@@ -33,7 +33,8 @@
 #define SHM_NOBUF 0xffffu  /* a ring position whose buffer we do not take back */
 
 /* Receiving: the peek's limits (shm.c; tests/mp/mp_xorder.c checks the
- * bound that PT_SHM_STREAM_PEEKS and PT_SHM_RSP_ALWAYS give). rx_drop's hysteresis: idle senders are unlisted after this many empty
+ * bound that PT_SHM_STREAM_PEEKS and PT_SHM_RSP_ALWAYS give).
+ * rx_drop's hysteresis: idle senders are unlisted after this many empty
  * peeks in a row, or at every empty peek while more than DROP_LISTED are
  * listed (a long active list costs every peek) beside the fast-box senders
  * (listed for good, at most PT_SHM_FBOXES). */

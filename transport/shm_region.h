@@ -44,7 +44,8 @@
  *
  * Per process the region grows by 2 * ring_bytes + 8 bytes + 1 bit per peer
  * (a job region is linear in P, not quadratic as the per-pair slot queues of
- * version 3 were); the pools are fixed (docs/architecture.md, "Transports and the job region").
+ * version 3 were); the pools are fixed (docs/architecture.md, "Transports
+ * and the job region").
  *
  * Guests (docs/architecture.md, "Processes that join a job"). A guest slot
  * is free when its ospid is 0 (never used, or its last owner detached) or

@@ -69,6 +69,7 @@
  *         (under ptlrun -n 3 or more): mp_xorder [messages per sender] [seed]
  *   prints "mp_xorder: OK ..." on rank 0
  */
+#include "mp_util.h"     /* mp_map_job_region */
 #include "shm_int.h"    /* the peek's limits (the burst mode's bound) */
 #include "shm_region.h" /* struct pt_shm_hdr: the burst mode's words lie in its padding */
 #include "xport.h"
@@ -80,7 +81,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #define DEFER_EVERY 8
@@ -251,16 +251,26 @@ _Static_assert(sizeof(struct board) == PT_CACHELINE, "a board line is a cache li
 _Static_assert(BOARD_OFF + (1 + MAX_SENDERS) * sizeof(struct board) <= PT_SHM_PAGE,
                "the board fits the header page's padding");
 
-/* The header page of the job region (PTL_JOB_FD, the memfd ptlrun made). */
-static const struct pt_shm_hdr *map_header(void)
+/* Rank `who`'s board line has reached phase ph (LD_ACQUIRE; pairs with its
+ * ST_RELEASE): bounded by WAIT_S, and by `who` being alive. */
+static void wait_phase(struct board *bd, uint32_t who, uint32_t ph, const char *what)
 {
-    const char *fds = getenv("PTL_JOB_FD");
-    if (!fds || !*fds)
-        die("the burst mode needs ptlrun's memfd job region (PTL_JOB_FD), not a named one");
-    void *p = mmap(NULL, PT_SHM_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, atoi(fds), 0);
-    if (p == MAP_FAILED)
-        die("cannot map the job region's header (PTL_JOB_FD=%s)", fds);
-    return p;
+    double w0 = now_s();
+    while (LD_ACQUIRE(&bd[who].phase) < ph) {
+        if (!xo->peer_alive(xp, who))
+            die("phase %u: rank %u is gone", ph, who);
+        if (now_s() - w0 > WAIT_S)
+            die("phase %u: rank %u has not %s after %.0f s (its word says phase %u)", ph, who,
+                what, WAIT_S, LD_RELAXED(&bd[who].phase));
+        sched_yield();
+    }
+}
+
+/* A message's payload length from a draw of the generator: 4 bytes in three
+ * of four, else 4 to 1,003 (more than a lane message holds, for most). */
+static uint32_t draw_len(uint64_t v)
+{
+    return (v >> 41 & 3) ? 4 : 4 + (uint32_t)(v >> 44) % 1000;
 }
 
 /* Message i of sender s: its index, its sender in the top byte. */
@@ -286,7 +296,7 @@ static void draw_burst(uint64_t seed, uint32_t s, long n, uint8_t *cls, uint32_t
         uint64_t v = rng(&g);
         cls[i] = c;
         left--;
-        len[i] = (v >> 41 & 3) ? 4 : 4 + (uint32_t)(v >> 44) % 1000;
+        len[i] = draw_len(v);
     }
 }
 
@@ -317,15 +327,7 @@ static void burst_sender(struct board *bd, long n, uint64_t seed, double t0)
         }
         ST_RELAXED(&bd[me].committed, (uint32_t)i);
         ST_RELEASE(&bd[me].phase, ph);
-        double w0 = now_s();
-        while (LD_ACQUIRE(&bd[0].phase) < ph) {
-            if (!xo->peer_alive(xp, 0))
-                die("phase %u: rank 0 is gone", ph);
-            if (now_s() - w0 > WAIT_S)
-                die("phase %u: rank 0 has not drained it after %.0f s (its word says phase %u)",
-                    ph, WAIT_S, LD_RELAXED(&bd[0].phase));
-            sched_yield();
-        }
+        wait_phase(bd, 0, ph, "drained it");
         if (i == n)
             break;
     }
@@ -355,6 +357,14 @@ struct snd {
 };
 
 static long waiting(const struct snd *d, int c) { return d->end[c] - d->at[c]; }
+
+/* unhold_all, as the engine calls it at the end of a poll: nobody is held. */
+static void unhold(struct snd *sd, uint32_t ns)
+{
+    xo->unhold_all(xp);
+    for (uint32_t s = 1; s <= ns; s++)
+        sd[s].held = false;
+}
 
 /* Whether sender s's message, peeked now, counts towards a run (RUN_BOUND):
  * returns a sender t that is not held and has a response waiting, or has
@@ -407,15 +417,7 @@ static void burst_receiver(struct board *bd, uint32_t depth, long n, uint64_t se
         for (uint32_t s = 1; s <= ns; s++) {
             struct snd *d = &sd[s];
             if (d->committed < n) {
-                double w0 = now_s();
-                while (LD_ACQUIRE(&bd[s].phase) < ph) {
-                    if (!xo->peer_alive(xp, s))
-                        die("phase %u: rank %u is gone", ph, s);
-                    if (now_s() - w0 > WAIT_S)
-                        die("phase %u: rank %u has not committed its batch after %.0f s (its "
-                            "word says phase %u)", ph, s, WAIT_S, LD_RELAXED(&bd[s].phase));
-                    sched_yield();
-                }
+                wait_phase(bd, s, ph, "committed its batch");
                 long k = (long)LD_RELAXED(&bd[s].committed);
                 if (k < d->committed || k > n)
                     die("phase %u: rank %u says it has committed %ld messages (%ld before)", ph,
@@ -437,9 +439,7 @@ static void burst_receiver(struct board *bd, uint32_t depth, long n, uint64_t se
             void *slot = xo->peek(xp, &peer, &c);
             if (!slot) {
                 if (holding) { /* only held senders have messages: the engine's end of a poll */
-                    xo->unhold_all(xp);
-                    for (uint32_t s = 1; s <= ns; s++)
-                        sd[s].held = false;
+                    unhold(sd, ns);
                     nheld = hold_left = 0;
                     empty_held++;
                     continue;
@@ -522,9 +522,7 @@ static void burst_receiver(struct board *bd, uint32_t depth, long n, uint64_t se
                 if (holding && hold_left)
                     hold_left--;
                 if (!hold_left) { /* ... and at the end of its poll */
-                    xo->unhold_all(xp);
-                    for (uint32_t s = 1; s <= ns; s++)
-                        sd[s].held = false;
+                    unhold(sd, ns);
                     nheld = 0;
                 }
             }
@@ -557,7 +555,7 @@ static int burst(long n, uint64_t seed)
             MAX_SENDERS, info.nranks - 1);
     if (n >= 1l << 24)
         die("the burst mode sends fewer than 16777216 messages per sender, not %ld", n);
-    const struct pt_shm_hdr *h = map_header();
+    const struct pt_shm_hdr *h = (const struct pt_shm_hdr *)mp_map_job_region();
     struct board *bd = (struct board *)((char *)h + BOARD_OFF);
     double t0 = now_s();
     if (info.rank == 0)
@@ -591,7 +589,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++) {
         uint64_t v = rng(&s);
         cls[i] = (uint8_t)(v >> 40 & 1); /* PT_CLS_REQ 0, PT_CLS_RSP 1 */
-        g_len[i] = (v >> 41 & 3) ? 4 : 4 + (uint32_t)(v >> 44) % 1000;
+        g_len[i] = draw_len(v);
     }
     g_len[n] = 4; /* rank 0's "done" */
     double t0 = now_s();
