@@ -5,8 +5,11 @@
  * Model. Every ordered pair (sender s, receiver r) has two single-producer
  * single-consumer queues of slots, owned by r's engine on the consuming side
  * and by s's engine on the producing side:
- *   PT_CLS_REQ  requests (put, get, getput, and their data fragments)
- *   PT_CLS_RSP  responses (ack, reply, fin, nack, rfin); a response never
+ *   PT_CLS_REQ  requests (put, get, getput; data: a copy-mode put's
+ *               fragments)
+ *   PT_CLS_RSP  responses (ack, reply, fin, nack, rfin, and the cooperative
+ *               rendezvous's push and pdone; data: a copy-mode reply's
+ *               fragments; protocols/wire.h); a response never
  *               waits for a request, so responses can drain and the
  *               request/response dependency cannot deadlock (see "Order").
  * A queue's free room is the sender's credits towards that receiver: a
