@@ -104,6 +104,7 @@ static int md_update(struct pt_nic *nic, uint32_t h, ptl_md_t *oldmd, const ptl_
     free(md->iov);
     md->iov = tmp.iov;
     md->umd = tmp.umd;
+    md->ev_kinds = tmp.ev_kinds;
     md->mem = tmp.mem;
     if (md->iov)
         md->mem.iov = md->iov;

@@ -17,7 +17,18 @@ static const unsigned end_kinds = KIND_BIT(PTL_EVENT_GET_END) | KIND_BIT(PTL_EVE
 _Static_assert(PTL_EVENT_UNLINK < 32, "event kinds fit the masks");
 
 static bool is_start(ptl_event_kind_t k) { return (unsigned)k < 32 && (start_kinds >> k & 1); }
-static bool is_end(ptl_event_kind_t k) { return (unsigned)k < 32 && (end_kinds >> k & 1); }
+
+uint16_t pt_md_ev_kinds(const ptl_md_t *umd)
+{
+    if (umd->eq_handle == PTL_EQ_NONE)
+        return 0;
+    unsigned opt = umd->options, all = (1u << (PTL_EVENT_UNLINK + 1)) - 1;
+    bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
+    if (sd && ed)
+        return 0; /* ACK and UNLINK too (REF) */
+    return (uint16_t)(all & ~(sd ? start_kinds : 0) & ~(ed ? end_kinds : 0));
+}
+_Static_assert(PTL_EVENT_UNLINK < 16, "the kinds fit pt_md.ev_kinds");
 
 /* The EQ an MD names is looked up at every post (an EQ freed under an MD is a
  * user error the spec allows: its events are then lost, memory is not
@@ -35,18 +46,13 @@ static inline struct pt_eqo *ev_eqo(struct pt_nic *nic, uint32_t h)
     return e;
 }
 
-/* The EQ an event of this kind on md goes to, or NULL: none, or disabled. */
+/* The EQ an event of this kind on md goes to, or NULL: none, or disabled
+ * (md->ev_kinds, one test). */
 static inline struct pt_eqo *ev_dest(struct pt_nic *nic, const struct pt_md *md,
                                      ptl_event_kind_t kind)
 {
-    if (md->umd.eq_handle == PTL_EQ_NONE)
+    if (!((unsigned)md->ev_kinds >> (unsigned)kind & 1))
         return NULL;
-    unsigned opt = md->umd.options;
-    if (PT_UNLIKELY(opt & (PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE))) {
-        bool sd = opt & PTL_MD_EVENT_START_DISABLE, ed = opt & PTL_MD_EVENT_END_DISABLE;
-        if ((is_start(kind) && sd) || (is_end(kind) && ed) || (sd && ed))
-            return NULL;
-    }
     return ev_eqo(nic, md->umd.eq_handle);
 }
 

@@ -47,6 +47,7 @@ int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_u
     md->umd = *umd;
     if (md->umd.threshold < 0 && md->umd.threshold != PTL_MD_THRESH_INF)
         md->umd.threshold = 0; /* REF: any other negative value means inactive */
+    md->ev_kinds = pt_md_ev_kinds(&md->umd);
     if (iov || (umd->options & PTL_MD_IOVEC))
         pt_mem_iovec(&md->mem, iov, (uint32_t)umd->length);
     else

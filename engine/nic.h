@@ -70,6 +70,8 @@ struct pt_md {
     ptl_event_t unlink_ev;        /* template of the event that caused the unlink */
     uint32_t ct_h;                /* PtlMDBindCT: the CT it counts into (0: none) */
     uint8_t ct_opts;              /* PTL_CT_* kinds it counts                */
+    uint16_t ev_kinds;            /* event kinds it posts: bit k for kind k
+                                   * (pt_md_ev_kinds of umd; 0: no EQ)       */
     uint32_t next_free;
 };
 
@@ -713,6 +715,9 @@ void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t 
 int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_unlink_t op);
 
 /* events (event.c) */
+/* The event kinds an MD described by umd posts (bit k: kind k), from its EQ
+ * and its START/END disable options; set with umd (md.c, PtlMDUpdate). */
+uint16_t pt_md_ev_kinds(const ptl_md_t *umd);
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
 /* The link a START event of this kind on md, posted next, will carry (its
  * EQ's sequence; 0 when it would not be posted): for a sender that posts
