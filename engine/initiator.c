@@ -32,7 +32,7 @@ static void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
 
 static void send_ev_init(struct pt_nic *nic, ptl_event_t *ev, const struct pt_cmd *c, uint64_t len)
 {
-    memset(ev, 0, sizeof *ev);
+    pt_ev_clear(ev);
     ev->initiator = nic->id;
     ev->uid = nic->uid;
     ev->jid = nic->jid;
@@ -301,7 +301,7 @@ int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
 
 static void rsp_ev_init(ptl_event_t *ev, const struct pt_wire_hdr *h)
 {
-    memset(ev, 0, sizeof *ev);
+    pt_ev_clear(ev);
     ev->initiator.nid = h->src_nid; /* the target that answered */
     ev->initiator.pid = h->src_pid;
     ev->uid = h->uid;

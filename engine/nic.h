@@ -28,6 +28,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
 
 #define PT_MAX_CMDQ 128        /* API threads per NI with their own ring      */
 #define PT_CMD_BATCH 16        /* commands taken per ring per poll            */
@@ -718,6 +720,20 @@ int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_u
 /* The event kinds an MD described by umd posts (bit k: kind k), from its EQ
  * and its START/END disable options; set with umd (md.c, PtlMDUpdate). */
 uint16_t pt_md_ev_kinds(const ptl_md_t *umd);
+/* Zero an event the engine is about to fill, all but its md member (48 of
+ * its 144 bytes): pt_ev_post writes md, md_handle and type before any event
+ * leaves the engine (templates kept for later, unlink_ev and the copy-in's,
+ * are posted through it too). The padding words are zeroed with the rest.
+ * The whole-event memset was the largest line of the receive path (37 of
+ * ~600 instructions per 8 B put, callgrind). */
+static inline void pt_ev_clear(ptl_event_t *ev)
+{
+    memset(ev, 0, offsetof(ptl_event_t, md));
+    memset((char *)ev + offsetof(ptl_event_t, hdr_data), 0,
+           sizeof *ev - offsetof(ptl_event_t, hdr_data));
+}
+_Static_assert(offsetof(ptl_event_t, hdr_data) == offsetof(ptl_event_t, md) + sizeof(ptl_md_t),
+               "pt_ev_clear: md is the only member it leaves");
 void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev);
 /* The link a START event of this kind on md, posted next, will carry (its
  * EQ's sequence; 0 when it would not be posted): for a sender that posts

@@ -243,7 +243,7 @@ static void drop(struct pt_nic *nic, const struct pt_wire_hdr *h)
 static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t mlen,
                          uint64_t off, uint64_t hdr_data)
 {
-    memset(ev, 0, sizeof *ev);
+    pt_ev_clear(ev);
     ev->initiator.nid = h->src_nid;
     ev->initiator.pid = h->src_pid;
     ev->uid = h->uid;

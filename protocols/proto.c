@@ -39,32 +39,16 @@ void pt_mem_iovec(struct pt_mem *m, const struct iovec *iov, uint32_t niov)
         }                                                                          \
     } while (0)
 
-/* A non-empty range inside a one-piece MD (the common case, and every 8-byte
- * message): one memcpy, no walk. With one piece, len is that piece's length.
- * Empty copies take the walk, which never calls memcpy (a zero-length MD may
- * have no buffer). */
-static inline bool mem_one_piece(const struct pt_mem *m, uint64_t off, size_t n)
+/* The walks: any range of any MD (the one-piece case is inline, proto.h). */
+size_t pt_mem_write_walk(const struct pt_mem *m, uint64_t off, const void *src, size_t n)
 {
-    return m->niov == 1 && n && off <= m->len && n <= m->len - off;
-}
-
-size_t pt_mem_write(const struct pt_mem *m, uint64_t off, const void *src, size_t n)
-{
-    if (mem_one_piece(m, off, n)) {
-        memcpy((char *)m->iov[0].iov_base + off, src, n);
-        return n;
-    }
     size_t done = 0;
     MEM_WALK(m, off, n, { memcpy(p, (const char *)src + done, take); done += take; });
     return done;
 }
 
-size_t pt_mem_read(const struct pt_mem *m, uint64_t off, void *dst, size_t n)
+size_t pt_mem_read_walk(const struct pt_mem *m, uint64_t off, void *dst, size_t n)
 {
-    if (mem_one_piece(m, off, n)) {
-        memcpy(dst, (const char *)m->iov[0].iov_base + off, n);
-        return n;
-    }
     size_t done = 0;
     MEM_WALK(m, off, n, { memcpy((char *)dst + done, p, take); done += take; });
     return done;
