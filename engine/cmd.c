@@ -56,7 +56,7 @@ static int md_unlink(struct pt_nic *nic, uint32_t h)
     struct pt_md *md = pt_md_lookup(nic, h);
     if (!md)
         return PT_E_BADMD;
-    if (md->pending)
+    if (md->pending || pt_cmdq_names_md(nic, h))
         return PT_E_MDINUSE;
     pt_md_destroy(nic, md); /* explicit unlink: no event (§6.4) */
     return PT_OK;
@@ -93,7 +93,7 @@ static int md_update(struct pt_nic *nic, uint32_t h, ptl_md_t *oldmd, const ptl_
     }
     if (!newmd)
         return PT_OK;
-    if ((teq && !pt_eq_empty(teq->q)) || md->pending)
+    if ((teq && !pt_eq_empty(teq->q)) || md->pending || pt_cmdq_names_md(nic, h))
         return PT_E_NOUPDATE;
     /* Build into a scratch MD so a refused description leaves this one intact. */
     struct pt_md tmp;

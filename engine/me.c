@@ -91,7 +91,7 @@ int pt_me_cmd_unlink(struct pt_nic *nic, uint32_t h)
     if (!me)
         return PT_E_BADME;
     struct pt_md *md = me->md;
-    if (md && md->pending)
+    if (md && (md->pending || pt_cmdq_names_md(nic, pt_md_handle(nic, md))))
         return PT_E_MEINUSE;
     if (md) { /* the spec: the MD goes with the ME (REF only did so for PTL_UNLINK MDs) */
         md->me = NULL;

@@ -98,6 +98,45 @@ static int drain_cmds(struct pt_nic *nic)
     return work;
 }
 
+/* Does a command queued in any ring, not yet taken, move data from or into
+ * the MD with handle h? An unlink or update must not pull an MD from under
+ * a put that PtlPut already accepted: each thread has its own ring and the
+ * engine serves the rings in turn, so thread B's PtlMDUnlink may run before
+ * thread A's queued PtlPut even when A's call returned before B's began (the
+ * put then found no MD and was dropped without an event). Such an MD is in
+ * use (§6.12). Token holder only (the consumer indexes are ours); a head read
+ * by acquire (A1) shows every command committed before the caller's command
+ * was (its producer's R1, then whatever ordered the two calls). Not hot:
+ * unlinks and updates only, and a ring holds a few commands at most. */
+bool pt_cmdq_names_md(struct pt_nic *nic, uint32_t h)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        if (!q)
+            continue;
+        uint32_t end = LD_ACQUIRE(&q->ring.head); /* A1 pairs with R1 */
+        for (uint32_t k = LD_RELAXED(&q->ring.tail); k != end; k++) {
+            const struct pt_cmd *c = spsc_slot(&q->ring, q->slots, k);
+            switch (c->op) {
+            case PT_CMD_PUT:
+            case PT_CMD_GET:
+            case PT_CMD_ATOMIC:
+                if (c->h == h)
+                    return true;
+                break;
+            case PT_CMD_GETPUT:
+                if (c->h == h || c->u.mv.md2 == h)
+                    return true;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    return false;
+}
+
 int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls)
 {
     int pt_req_handle(struct pt_nic *, struct pt_wire_hdr *, uint32_t);

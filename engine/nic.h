@@ -716,6 +716,10 @@ static inline void pt_md_consume(struct pt_nic *nic, struct pt_md *md)
 void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause);
 int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_unlink_t op);
 
+/* A command queued but not yet taken names MD handle h as its source or
+ * destination (nic.c): the MD is in use (unlink, update). Token holder. */
+bool pt_cmdq_names_md(struct pt_nic *nic, uint32_t h);
+
 /* events (event.c) */
 /* The event kinds an MD described by umd posts (bit k: kind k), from its EQ
  * and its START/END disable options; set with umd (md.c, PtlMDUpdate). */
