@@ -693,29 +693,64 @@ void pt_nic_stop_thread(struct pt_nic *nic)
     nic->has_thread = false;
 }
 
+/* A peer may still read or write our memory: a rendezvous put of ours it has
+ * not pulled (its FIN), a get of ours whose reply has not come, a reply of
+ * ours it has not pulled (its RFIN), any transfer in progress (an op: a pull,
+ * a cooperative part). PtlNIFini waits for these: once it returns, the
+ * application may reuse or free that memory, and a peer that pulled it
+ * afterwards got whatever was there, reported as PTL_NI_OK (an adversarial
+ * client's 1 MiB put: the target received bytes written after PtlNIFini
+ * returned); a part we claimed but never finished left its target waiting
+ * for ever. Not hot: the flush only. */
+static bool peers_in_memory(struct pt_nic *nic)
+{
+    if (nic->ops)
+        return true;
+    for (uint32_t p = 0; p < nic->xi.nprocs; p++)
+        for (uint32_t s = nic->ireq_head[p]; s; s = nic->ireqs[s - 1].next) {
+            const struct pt_ireq *r = &nic->ireqs[s - 1];
+            if (r->kind == PT_IRQ_GET || r->send_end)
+                return true;
+        }
+    for (uint32_t pt = 0; pt < nic->npt; pt++)
+        for (const struct pt_me *me = nic->portals[pt].head; me; me = me->next)
+            if (me->md && me->md->pending)
+                return true;
+    return false;
+}
+
+static bool flush_due(struct pt_nic *nic)
+{
+    return pt_nic_local_work(nic) || LD_RELAXED(&nic->nops_idle) || peers_in_memory(nic);
+}
+
 /* PtlNIFini must not lose what was posted: a put whose command is still in a
  * ring (the NIC thread had the token when PtlPut returned) or whose data is
- * still moving. Run the engine here until nothing local is left, bounded by
- * PTL_PEER_TIMEOUT_MS (credits may never come back from a dead peer). A
+ * still moving, nor leave a peer in our memory (peers_in_memory). Run the
+ * engine here until none of that is left, bounded by PTL_PEER_TIMEOUT_MS
+ * (credits or answers may never come from a dead or stopped peer). A
  * cooperative transfer whose part a peer claimed (nops_idle) waits for its
- * PDONE too: the peer writes into our MD's memory until then, and the
- * application may free that memory once we return. */
+ * PDONE too: the peer writes into our MD's memory until then. When nothing
+ * is left, one more pass answers requests that arrived meanwhile (ACKs,
+ * replies); if that pass started something (a PUSH we claimed, a pull), it
+ * is waited for as well. */
 static void flush(struct pt_nic *nic)
 {
     uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
-    while ((pt_nic_local_work(nic) || LD_RELAXED(&nic->nops_idle)) && !LD_RELAXED(&nic->failed) &&
-           !nic->xo->job_failed(nic->x) && pt_now_ns() - t0 < limit) {
+    bool last = false;
+    for (;;) {
+        bool due = flush_due(nic);
+        if (!due && last)
+            break;
+        if (due && (LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x) ||
+                    pt_now_ns() - t0 >= limit))
+            break;
+        last = !due;
         if (pt_wait_try_take(&nic->w)) {
             pt_nic_poll_once(nic);
             pt_wait_give(&nic->w); /* single-threaded: the NIC thread has ended */
         }
         CPU_RELAX();
-    }
-    /* Responses we owe (ACKs, replies) went out during the polls above;
-     * one more pass answers requests that arrived meanwhile. */
-    if (pt_wait_try_take(&nic->w)) {
-        pt_nic_poll_once(nic);
-        pt_wait_give(&nic->w);
     }
 }
 
