@@ -46,14 +46,143 @@ _Static_assert(PT_XPORT_W_PUT == PT_W_PUT && PT_XPORT_W_REPLY == PT_W_REPLY &&
  * moves, so no command is ever recorded as stalled. */
 static const uint32_t g_no_stalls = 0;
 
-/* Rings are served round-robin: each poll starts after the last ring that
- * got a command through. When credits towards a target are short, the ring
- * served first takes them; a fixed start gave ring 0's thread every credit
- * while the others waited (and timed out with PTL_NO_SPACE though the target
- * drained). */
-static int drain_cmds(struct pt_nic *nic)
+/* A ring's bookkeeping after a poll took what it could from it: the credit
+ * wait's record (stall: 1 + the consumer index of a head stalled with a mark
+ * armed, or 0) and the room wait. */
+static void ring_after(struct pt_nic *nic, struct pt_cmdq *q, uint32_t stall)
+{
+    if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
+        ST_RELAXED(&q->stall_at, stall);
+    /* RW-DUE: its producer waits for room (wait.h RW); a hint here (no
+     * fence), made certain by the sleepers' rechecks (local_work) */
+    if (PT_UNLIKELY(LD_RELAXED(&q->room.want)))
+        pt_wait_room_due(&q->room, pt_cmdq_half_free(q));
+    if (PT_UNLIKELY(stall))
+        nic->cstall = true; /* every pass that armed: stall_clear next */
+}
+
+/* One ring (one posting thread): its FIFO is the order. */
+static int drain_one(struct pt_nic *nic, struct pt_cmdq *q)
 {
     int work = 0;
+    uint32_t stall = 0;
+    for (int b = 0; b < PT_CMD_BATCH; b++) {
+        struct pt_cmd *c = spsc_peek(&q->ring, q->slots);
+        if (!c)
+            break;
+        uint32_t arms = *nic->stall_ctr;
+        if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
+            /* head-of-line: retried next poll, order kept. Stalled on
+             * credits with a mark armed (the counter moved): recorded for
+             * has_work (the credit wait, docs/waiting.md). */
+            if (PT_UNLIKELY(*nic->stall_ctr != arms))
+                stall = LD_RELAXED(&q->ring.tail) + 1;
+            break;
+        }
+        PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, q->index));
+        spsc_release(&q->ring);
+        work++;
+    }
+    ring_after(nic, q, stall);
+    return work;
+}
+
+/* Does command a come before b in the NI's order? Unstamped commands were
+ * posted while there was one ring (pt_nic_submit): before any stamped one
+ * that must follow them. */
+static inline bool cmd_before(const struct pt_cmd *a, const struct pt_cmd *b)
+{
+    if (!(a->flags & PT_CF_SEQ) || !(b->flags & PT_CF_SEQ))
+        return !(a->flags & PT_CF_SEQ) && (b->flags & PT_CF_SEQ);
+    return (int32_t)(a->seq - b->seq) < 0;
+}
+
+/* A command that moves data to a target now, whose order with the others to
+ * that target counts (an armed triggered one is ordered when it fires). */
+static inline bool cmd_to_target(const struct pt_cmd *c)
+{
+    return (c->op == PT_CMD_PUT || c->op == PT_CMD_GET || c->op == PT_CMD_GETPUT ||
+            c->op == PT_CMD_ATOMIC) && !(c->flags & PT_CF_TRIG);
+}
+
+#define PT_ORDER_BLOCKED 8 /* targets whose oldest command stalled, per pass */
+
+/* Several rings: their heads are taken oldest first (cmd_seq, nic.h), so two
+ * operations that threads initiated one after the other start at the target
+ * in that order (§6.15); with the rings served in turn, a put that thread B
+ * posted after thread A's PtlPut returned reached the target first in up to
+ * half of 20,000 pairs (an adversarial client). A head that stalls (AGAIN)
+ * stops its ring for this poll, and the heads of other rings that go to the
+ * same target wait behind it (a stall with a credit mark armed: they wait on
+ * that mark too, stall_at), while commands to other targets go on. */
+static int drain_merged(struct pt_nic *nic, uint32_t n)
+{
+    struct pt_cmdq *qs[PT_MAX_CMDQ];
+    uint32_t stall[PT_MAX_CMDQ];
+    bool open[PT_MAX_CMDQ];
+    ptl_process_id_t blocked[PT_ORDER_BLOCKED];
+    uint32_t blocked_stall[PT_ORDER_BLOCKED], nblocked = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        qs[i] = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
+        stall[i] = 0;
+        open[i] = qs[i] != NULL;
+    }
+    int work = 0;
+    for (uint32_t budget = PT_CMD_BATCH * n; budget; budget--) {
+        struct pt_cmd *c = NULL;
+        uint32_t at = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!open[i])
+                continue;
+            struct pt_cmd *h = spsc_peek(&qs[i]->ring, qs[i]->slots);
+            if (!h) {
+                open[i] = false; /* empty: looked at again next poll */
+                continue;
+            }
+            if (!c || cmd_before(h, c)) {
+                c = h;
+                at = i;
+            }
+        }
+        if (!c)
+            break;
+        struct pt_cmdq *q = qs[at];
+        if (cmd_to_target(c)) {
+            uint32_t b = 0;
+            while (b < nblocked && (blocked[b].nid != c->u.mv.target.nid ||
+                                    blocked[b].pid != c->u.mv.target.pid))
+                b++;
+            if (b < nblocked) { /* behind an older command to the same target */
+                open[at] = false;
+                stall[at] = blocked_stall[b] ? LD_RELAXED(&q->ring.tail) + 1 : 0;
+                continue;
+            }
+        }
+        uint32_t arms = *nic->stall_ctr;
+        if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
+            open[at] = false;
+            if (PT_UNLIKELY(*nic->stall_ctr != arms))
+                stall[at] = LD_RELAXED(&q->ring.tail) + 1;
+            if (cmd_to_target(c)) {
+                if (nblocked == PT_ORDER_BLOCKED)
+                    break; /* too many stalled targets: the rest next poll */
+                blocked[nblocked] = c->u.mv.target;
+                blocked_stall[nblocked++] = stall[at];
+            }
+            continue;
+        }
+        PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, at));
+        spsc_release(&q->ring);
+        work++;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (qs[i])
+            ring_after(nic, qs[i], stall[i]);
+    return work;
+}
+
+static int drain_cmds(struct pt_nic *nic)
+{
     uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
     if (PT_UNLIKELY(nic->cstall)) { /* the stalls are retried: a new set of marks */
         nic->cstall = false;
@@ -61,41 +190,11 @@ static int drain_cmds(struct pt_nic *nic)
     }
     if (!n)
         return 0;
-    uint32_t first = nic->cmd_first < n ? nic->cmd_first : 0, last = first;
-    for (uint32_t k = 0, i = first; k < n; k++, i = i + 1 < n ? i + 1 : 0) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
-        if (!q)
-            continue;
-        uint32_t stall = 0;
-        for (int b = 0; b < PT_CMD_BATCH; b++) {
-            struct pt_cmd *c = spsc_peek(&q->ring, q->slots);
-            if (!c)
-                break;
-            uint32_t arms = *nic->stall_ctr;
-            if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
-                /* head-of-line: retried next poll, order kept. Stalled on
-                 * credits with a mark armed (the counter moved): recorded
-                 * for has_work (the credit wait, docs/waiting.md). */
-                if (PT_UNLIKELY(*nic->stall_ctr != arms))
-                    stall = LD_RELAXED(&q->ring.tail) + 1;
-                break;
-            }
-            PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, i));
-            spsc_release(&q->ring);
-            work++;
-            last = i;
-        }
-        if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
-            ST_RELAXED(&q->stall_at, stall);
-        /* RW-DUE: its producer waits for room (wait.h RW); a hint here (no
-         * fence), made certain by the sleepers' rechecks (local_work) */
-        if (PT_UNLIKELY(LD_RELAXED(&q->room.want)))
-            pt_wait_room_due(&q->room, pt_cmdq_half_free(q));
-        if (PT_UNLIKELY(stall))
-            nic->cstall = true; /* every pass that armed: stall_clear next */
+    if (PT_LIKELY(n == 1)) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[0]); /* A-Q pairs with R-Q (progress.c) */
+        return q ? drain_one(nic, q) : 0;
     }
-    nic->cmd_first = last + 1 < n ? last + 1 : 0;
-    return work;
+    return drain_merged(nic, n);
 }
 
 /* Does a command queued in any ring, not yet taken, move data from or into

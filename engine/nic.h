@@ -241,6 +241,9 @@ enum pt_cmd_op {
 /* pt_cmd.flags */
 #define PT_CF_TRIG 0x1u  /* arm the command on trig_ct at trig_thr instead of
                           * running it (the API reserved a slot: trig_used) */
+#define PT_CF_SEQ 0x2u   /* seq is set: posted while the NI had several rings
+                          * (pt_nic_submit; drain_cmds takes the rings' heads
+                          * in seq order) */
 
 /* Completion of a synchronous command: the engine fills rc and the outputs,
  * then ST_RELEASE(done, 1) (R-DONE); the caller LD_ACQUIREs done (A-DONE). */
@@ -275,6 +278,7 @@ struct pt_cmd {
     struct pt_done *done;        /* NULL for asynchronous commands          */
     uint64_t t_post;             /* instrumentation                         */
     uint32_t trig_ct;            /* PT_CF_TRIG: the CT it is armed on        */
+    uint32_t seq;                /* PT_CF_SEQ: its place in the NI's order   */
     uint64_t trig_thr;           /* PT_CF_TRIG: its success threshold        */
     union {
         struct {                 /* PUT / GET / GETPUT (by value: async)    */
@@ -395,8 +399,16 @@ struct pt_nic {
     /* command rings */
     struct pt_cmdq *_Atomic cmdq[PT_MAX_CMDQ]; /* [A] published with ST_RELEASE        */
     _Atomic uint32_t ncmdq;
-    uint32_t cmdq_slots;
-    uint32_t cmd_first;                        /* [E] ring served first next poll    */
+    /* The order of commands posted by several threads (§6.15: two operations
+     * one process initiates on another start there in initiation order, also
+     * when two threads initiate them one after the other): each command
+     * posted while the NI has more than one ring takes the next value, a
+     * relaxed RMW. Two posts ordered by happens-before take increasing
+     * values (their RMWs are in that order in the counter's modification
+     * order); concurrent ones take some order. Written by posting threads
+     * only; its own line. */
+    PT_ALIGNED _Atomic uint32_t cmd_seq;
+    PT_ALIGNED uint32_t cmdq_slots;
     /* The credit wait: the transport's counter of armed reserve failures
      * (xport.h stall_counter; a constant 0 without the ops), and whether
      * the last drain_cmds recorded a stall [E]. */

@@ -150,7 +150,13 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
     struct pt_cmdq *q = my_ring(nic);
     if (!q)
         return PT_E_NOSPACE;
-    if (!nic->has_thread && !spsc_nonempty(&q->ring) && pt_wait_try_take(&nic->w)) {
+    /* Several rings (threads): the command takes its place in the NI's order
+     * (cmd_seq, nic.h; drain_cmds). One ring: its FIFO is the order. A ring
+     * made after this load is another thread's, whose commands are then
+     * stamped; any of ours it must follow were posted before it existed,
+     * unstamped, and unstamped heads go first (drain_cmds). */
+    bool multi = LD_RELAXED(&nic->ncmdq) > 1;
+    if (!nic->has_thread && !multi && !spsc_nonempty(&q->ring) && pt_wait_try_take(&nic->w)) {
         /* Host matching, nothing of ours queued, engine free: run the command
          * now instead of through the ring (same order, one copy less). */
         struct pt_cmd c;
@@ -206,6 +212,11 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
         }
     }
     memcpy(slot, cmd, sizeof *cmd);
+    if (multi) {
+        struct pt_cmd *c = slot;
+        c->flags |= PT_CF_SEQ;
+        c->seq = RMW_ADD(&nic->cmd_seq, 1);
+    }
     spsc_commit(&q->ring);
     PT_PERTURB();
     /* D2: our commit before reading the token. Either we take the engine and
