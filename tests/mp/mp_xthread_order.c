@@ -17,6 +17,7 @@
 #include "mp_util.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ static void take_turn(int want)
     while (atomic_load(&turn) != want)
         if (mp_now_ms() - t0 > 20000)
             mp_die("waited 20 s for turn %d", want);
+        else
+            sched_yield(); /* 2 cores: let the other threads run */
 }
 
 static void initiate(int t)

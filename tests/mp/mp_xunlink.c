@@ -15,6 +15,7 @@
 #include "mp_util.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ static void wait_stage(int want)
     while (atomic_load(&stage) != want)
         if (mp_now_ms() - t0 > 20000)
             mp_die("waited 20 s for the other thread (stage %d)", want);
+        else
+            sched_yield(); /* 2 cores: let the other threads run */
 }
 
 static void *unlinker(void *arg)
