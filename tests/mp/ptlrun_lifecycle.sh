@@ -19,6 +19,19 @@ gone() { # pid: not running (or a zombie)
   ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
 }
 children_of() { cat /proc/"$1"/task/*/children 2>/dev/null; }
+# pids...: true once every one is gone, looking for up to 5 s (the ranks die of
+# their parent-death signal; on a loaded machine, load average ~30, a single
+# look 0.5 s after ptlrun's SIGKILL failed once)
+all_gone() {
+  local i k ok
+  for i in $(seq 1 50); do
+    ok=1
+    for k in "$@"; do gone "$k" || ok=0; done
+    [ $ok = 1 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 # 1. SIGTERM
 "$PTLRUN" -n 2 -- /bin/sleep 30 &
@@ -40,16 +53,7 @@ kids=$(children_of $p)
 [ -n "$kids" ] || fail "no ranks under ptlrun $p"
 kill -KILL $p
 wait $p
-# The ranks die of their parent-death signal; on a loaded machine (load
-# average ~30: a fixed 0.5 s wait failed once) that can take a while: look
-# for up to 5 s, as case 4 does.
-for i in $(seq 1 50); do
-  ok=1
-  for k in $kids; do gone "$k" || ok=0; done
-  [ $ok = 1 ] && break
-  sleep 0.1
-done
-for k in $kids; do gone "$k" || fail "rank $k survived ptlrun's SIGKILL (5 s)"; done
+all_gone $kids || fail "ranks $kids survived ptlrun's SIGKILL by 5 s"
 ls /dev/shm | grep -q "^ptl-$uid-$p" && fail "/dev/shm entry of job $p left behind"
 
 # 3. stale named segments
@@ -98,14 +102,7 @@ done
 sleep 0.5 # attached and passing the token
 kill -KILL $p
 wait $p 2>/dev/null
-ok=0
-for i in $(seq 1 50); do
-  ok=1
-  for k in $grand; do gone "$k" || ok=0; done
-  [ $ok = 1 ] && break
-  sleep 0.1
-done
-if [ $ok != 1 ]; then
+if ! all_gone $grand; then
   kill -KILL $grand 2>/dev/null
   fail "ranks behind a wrapper survived ptlrun's SIGKILL by 5 s"
 fi
