@@ -50,8 +50,7 @@ int main(int argc, char **argv)
         ptl_handle_md_t md = mp_bind(&m, buf, len, PTL_MD_THRESH_INF, 0, eq);
         MP_CHECK(get ? PtlGet(md, m.ids[1], PT_IN, 0, 1, 0)
                      : PtlPut(md, PTL_ACK_REQ, m.ids[1], PT_IN, 0, 1, 0, 0));
-        MP_CHECK(PtlNIFini(m.ni));
-        PtlFini();
+        mp_fini_alone(&m);
         memset(buf, 0xA5, len); /* ours again: a peer must not read this */
         if (get) {                /* nor write after PtlNIFini returned */
             usleep(500 * 1000);
@@ -62,6 +61,7 @@ int main(int argc, char **argv)
             usleep(1500 * 1000); /* alive: a late pull would still read memory */
         }
         printf("mp_finiflight: rank 0 OK\n");
+        free(buf);
         return 0;
     }
     ptl_event_kind_t end = get ? PTL_EVENT_GET_END : PTL_EVENT_PUT_END;
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     }
     printf("mp_finiflight: OK %s of %zu B ended %llu ms after the start\n", argv[1], len,
            (unsigned long long)(mp_now_ms() - t0));
-    MP_CHECK(PtlNIFini(m.ni));
-    PtlFini();
+    mp_fini_alone(&m);
+    free(buf);
     return 0;
 }

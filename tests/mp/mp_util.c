@@ -373,10 +373,17 @@ void mp_barrier(struct mp *m)
 void mp_fini(struct mp *m)
 {
     mp_barrier(m);
+    mp_fini_alone(m);
+}
+
+void mp_fini_alone(struct mp *m)
+{
     MP_CHECK(PtlNIFini(m->ni));
     PtlFini();
     free(m->ids);
     free(m->seen);
+    m->ids = NULL;
+    m->seen = NULL;
 }
 
 char *mp_map_job_region(void)

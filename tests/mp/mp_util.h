@@ -66,6 +66,8 @@ void mp_init_epoch(struct mp *m, unsigned min_size, unsigned epoch);
 void mp_barrier(struct mp *m);
 /* Barrier, then PtlNIFini and PtlFini. */
 void mp_fini(struct mp *m);
+/* The same without the barrier: a rank that leaves while the others go on. */
+void mp_fini_alone(struct mp *m);
 
 /* Next event on eq within ms (PtlEQPoll); false on timeout. PTL_EQ_DROPPED
  * and any other error are fatal. */

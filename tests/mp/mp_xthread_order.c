@@ -125,5 +125,10 @@ int main(int argc, char **argv)
     }
     mp_barrier(&m);
     mp_fini(&m);
+    free(a);
+    free(b);
+    free(r);
+    free(nb);
+    free(nr);
     return 0;
 }

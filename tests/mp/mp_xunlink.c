@@ -123,5 +123,7 @@ int main(int argc, char **argv)
     }
     mp_barrier(&m);
     mp_fini(&m);
+    free(sbuf);
+    free(rbuf);
     return 0;
 }
