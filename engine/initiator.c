@@ -121,11 +121,12 @@ static struct pt_ireq *ireq_of(struct pt_nic *nic, const struct pt_wire_hdr *h, 
     return r->live && r->id == h->req && r->peer == peer && r->md == h->init_md ? r : NULL;
 }
 
-/* Is the target of a command known dead? One relaxed load while the job
- * has not failed. */
+/* Is the target of a command known dead, or gone after leaving the job in
+ * order? Two relaxed loads while the job has not failed and no peer left. */
 static bool peer_gone(struct pt_nic *nic, int rank)
 {
-    return PT_UNLIKELY(LD_RELAXED(&nic->failed)) && !nic->xo->peer_alive(nic->x, (uint32_t)rank);
+    return PT_UNLIKELY(LD_RELAXED(&nic->failed) || LD_RELAXED(&nic->departed_seen)) &&
+           !nic->xo->peer_alive(nic->x, (uint32_t)rank);
 }
 
 static void ireq_fail(struct pt_nic *nic, struct pt_ireq *r);

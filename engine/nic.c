@@ -61,8 +61,10 @@ static void ring_after(struct pt_nic *nic, struct pt_cmdq *q, uint32_t stall)
         nic->cstall = true; /* every pass that armed: stall_clear next */
 }
 
-/* One ring (one posting thread): its FIFO is the order. */
-static int drain_one(struct pt_nic *nic, struct pt_cmdq *q)
+/* One ring (one posting thread): its FIFO is the order. A stamped command
+ * means more rings than the count we read showed (its poster saw them):
+ * *merge is set and the rest is drain_merged's. */
+static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
 {
     int work = 0;
     uint32_t stall = 0;
@@ -70,6 +72,10 @@ static int drain_one(struct pt_nic *nic, struct pt_cmdq *q)
         struct pt_cmd *c = spsc_peek(&q->ring, q->slots);
         if (!c)
             break;
+        if (PT_UNLIKELY(c->flags & PT_CF_SEQ)) {
+            *merge = true;
+            break;
+        }
         uint32_t arms = *nic->stall_ctr;
         if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
             /* head-of-line: retried next poll, order kept. Stalled on
@@ -107,67 +113,107 @@ static inline bool cmd_to_target(const struct pt_cmd *c)
 
 #define PT_ORDER_BLOCKED 8 /* targets whose oldest command stalled, per pass */
 
+/* The rings the engine serves, as one poll sees them (drain_merged). */
+struct ring_set {
+    uint32_t n;
+    struct pt_cmdq *q[PT_MAX_CMDQ];
+    uint32_t stall[PT_MAX_CMDQ]; /* for ring_after                          */
+    bool held[PT_MAX_CMDQ];      /* its head stalled, or waits behind an older
+                                  * command to its target: not for this poll */
+};
+
+/* Rings registered since the set was read (their commands may be older than
+ * a head the set already showed: see oldest_head). */
+static void ring_set_grow(struct pt_nic *nic, struct ring_set *rs)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
+    if (n > PT_MAX_CMDQ)
+        n = PT_MAX_CMDQ;
+    for (uint32_t i = rs->n; i < n; i++) {
+        rs->q[i] = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
+        rs->stall[i] = 0;
+        rs->held[i] = false;
+    }
+    if (n > rs->n)
+        rs->n = n;
+}
+
+/* The oldest head of the rings not held, or NULL. The look at every ring
+ * (and at the rings registered meanwhile) is repeated until the same head is
+ * the oldest twice: the look that found a head (the acquire on its ring's
+ * head, A1, or an earlier one) makes every command posted before it visible
+ * to the loads that follow, but not to the looks made before it. Thread A's
+ * command, posted before thread B's, may have looked absent in A's ring,
+ * read first, while B's was found, and a ring registered after the poll
+ * read the count holds commands older than later ones of the others (a get
+ * or put from B then started before A's: `mp_xthread_order`, in 1 pair of
+ * 2,000, and in the first pair of 4 runs in 10). The next look finds A's. */
+static struct pt_cmd *oldest_head(struct pt_nic *nic, struct ring_set *rs, uint32_t *at_p)
+{
+    struct pt_cmd *c = NULL;
+    for (;;) {
+        struct pt_cmd *best = NULL;
+        uint32_t at = 0;
+        for (uint32_t i = 0; i < rs->n; i++) {
+            if (rs->held[i] || !rs->q[i])
+                continue;
+            struct pt_cmd *h = spsc_peek(&rs->q[i]->ring, rs->q[i]->slots);
+            if (h && (!best || cmd_before(h, best))) {
+                best = h;
+                at = i;
+            }
+        }
+        if (best == c) /* a head stays put until the engine takes it */
+            return c;
+        c = best;
+        *at_p = at;
+        ring_set_grow(nic, rs);
+    }
+}
+
 /* Several rings: their heads are taken oldest first (cmd_seq, nic.h), so two
  * operations that threads initiated one after the other start at the target
  * in that order (§6.15); with the rings served in turn, a put that thread B
  * posted after thread A's PtlPut returned reached the target first in up to
  * half of 20,000 pairs (an adversarial client). A head that stalls (AGAIN)
- * stops its ring for this poll, and the heads of other rings that go to the
+ * holds its ring for this poll, and the heads of other rings that go to the
  * same target wait behind it (a stall with a credit mark armed: they wait on
  * that mark too, stall_at), while commands to other targets go on. */
-static int drain_merged(struct pt_nic *nic, uint32_t n)
+static int drain_merged(struct pt_nic *nic)
 {
-    struct pt_cmdq *qs[PT_MAX_CMDQ];
-    uint32_t stall[PT_MAX_CMDQ];
-    bool open[PT_MAX_CMDQ];
+    struct ring_set rs;
+    rs.n = 0;
+    ring_set_grow(nic, &rs);
     ptl_process_id_t blocked[PT_ORDER_BLOCKED];
     uint32_t blocked_stall[PT_ORDER_BLOCKED], nblocked = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        qs[i] = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
-        stall[i] = 0;
-        open[i] = qs[i] != NULL;
-    }
     int work = 0;
-    for (uint32_t budget = PT_CMD_BATCH * n; budget; budget--) {
-        struct pt_cmd *c = NULL;
+    for (uint32_t budget = PT_CMD_BATCH * rs.n; budget; budget--) {
         uint32_t at = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            if (!open[i])
-                continue;
-            struct pt_cmd *h = spsc_peek(&qs[i]->ring, qs[i]->slots);
-            if (!h) {
-                open[i] = false; /* empty: looked at again next poll */
-                continue;
-            }
-            if (!c || cmd_before(h, c)) {
-                c = h;
-                at = i;
-            }
-        }
+        struct pt_cmd *c = oldest_head(nic, &rs, &at);
         if (!c)
             break;
-        struct pt_cmdq *q = qs[at];
+        struct pt_cmdq *q = rs.q[at];
         if (cmd_to_target(c)) {
             uint32_t b = 0;
             while (b < nblocked && (blocked[b].nid != c->u.mv.target.nid ||
                                     blocked[b].pid != c->u.mv.target.pid))
                 b++;
             if (b < nblocked) { /* behind an older command to the same target */
-                open[at] = false;
-                stall[at] = blocked_stall[b] ? LD_RELAXED(&q->ring.tail) + 1 : 0;
+                rs.held[at] = true;
+                rs.stall[at] = blocked_stall[b] ? LD_RELAXED(&q->ring.tail) + 1 : 0;
                 continue;
             }
         }
         uint32_t arms = *nic->stall_ctr;
         if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
-            open[at] = false;
+            rs.held[at] = true;
             if (PT_UNLIKELY(*nic->stall_ctr != arms))
-                stall[at] = LD_RELAXED(&q->ring.tail) + 1;
+                rs.stall[at] = LD_RELAXED(&q->ring.tail) + 1;
             if (cmd_to_target(c)) {
                 if (nblocked == PT_ORDER_BLOCKED)
                     break; /* too many stalled targets: the rest next poll */
                 blocked[nblocked] = c->u.mv.target;
-                blocked_stall[nblocked++] = stall[at];
+                blocked_stall[nblocked++] = rs.stall[at];
             }
             continue;
         }
@@ -175,9 +221,9 @@ static int drain_merged(struct pt_nic *nic, uint32_t n)
         spsc_release(&q->ring);
         work++;
     }
-    for (uint32_t i = 0; i < n; i++)
-        if (qs[i])
-            ring_after(nic, qs[i], stall[i]);
+    for (uint32_t i = 0; i < rs.n; i++)
+        if (rs.q[i])
+            ring_after(nic, rs.q[i], rs.stall[i]);
     return work;
 }
 
@@ -192,9 +238,11 @@ static int drain_cmds(struct pt_nic *nic)
         return 0;
     if (PT_LIKELY(n == 1)) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[0]); /* A-Q pairs with R-Q (progress.c) */
-        return q ? drain_one(nic, q) : 0;
+        bool merge = false;
+        int work = q ? drain_one(nic, q, &merge) : 0;
+        return merge ? work + drain_merged(nic) : work;
     }
-    return drain_merged(nic, n);
+    return drain_merged(nic);
 }
 
 /* Does a command queued in any ring, not yet taken, move data from or into
@@ -421,6 +469,14 @@ static int poll_once(struct pt_nic *nic, bool rx)
         else if (nic->ireq_live)
             fail_dead_peers(nic, false); /* a peer that died after the first */
     }
+    /* A peer left the job in order and ended: what we still wait for from
+     * it will never come (a get to a rank that had finished waited for
+     * ever). The count lies beside job_failed (no extra line). */
+    uint32_t dp = nic->xo->departures(nic->x);
+    if (PT_UNLIKELY(dp != LD_RELAXED(&nic->departed_seen))) {
+        ST_RELAXED(&nic->departed_seen, dp);
+        fail_dead_peers(nic, true);
+    }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     if (rx || nic->rx_self) {
         nic->rx_self = false;
@@ -453,10 +509,12 @@ int pt_nic_poll_send(struct pt_nic *nic)
 
 /* Everything in flight with a dead peer ends now, failed with
  * PTL_NI_PEER_DIED: the streams it was sending us (`all`: the first look,
- * when the job failed) and the requests we sent it that wait for an answer.
- * Only after the job failed: then every poll looks again, at the peers with
- * requests outstanding (a peer that died after the first; peer_alive asks
- * the kernel at most every 10 ms per peer). */
+ * when the job failed or a peer departed) and the requests we sent it that
+ * wait for an answer. Only after the job failed (then every poll looks again,
+ * at the peers with requests outstanding: a peer that died after the first;
+ * peer_alive asks the kernel at most every 10 ms per peer), or when the
+ * launcher counted a departure (a peer that left in order and ended: once
+ * per change of the count, poll_once). */
 static void fail_dead_peers(struct pt_nic *nic, bool all)
 {
     for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
@@ -508,7 +566,8 @@ void pt_nic_drain(struct pt_nic *nic, int max)
 bool pt_nic_has_work(struct pt_nic *nic)
 {
     fork_point(nic); /* S2 (and the backstop's check): the NIC thread, token free */
-    return nic->xo->rx_pending(nic->x) || pt_nic_local_work(nic);
+    return nic->xo->rx_pending(nic->x) || pt_nic_local_work(nic) ||
+           nic->xo->departures(nic->x) != LD_RELAXED(&nic->departed_seen);
 }
 
 /* Work a sleeping NIC thread would not otherwise hear about: commands and

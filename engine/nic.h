@@ -373,6 +373,10 @@ struct pt_nic {
                                            * depended on the dead peers (R-FAIL), so a
                                            * waiter that LD_ACQUIREs it finds their
                                            * END events posted (A-FAIL, wait.c)         */
+    /* [E] written by the token holder, read by any thread (has_work): the
+     * transport's count of peers that left the job in order and ended
+     * (xport op departures) as the engine last acted on it (poll_once). */
+    _Atomic uint32_t departed_seen;
     _Atomic uint32_t dead;                /* [A] PtlNIFini began: ST_RELEASE 1 by it, before
                                            * its wake-up; waiters read it after theirs */
 

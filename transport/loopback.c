@@ -117,6 +117,7 @@ static void lo_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_
 }
 
 static uint32_t lo_job_failed(struct pt_xport *x) { return 0; }
+static uint32_t lo_departures(struct pt_xport *x) { (void)x; return 0; }
 
 static void lo_close(struct pt_xport *x)
 {
@@ -141,6 +142,7 @@ static const struct pt_xport_ops g_loopback_ops = {
     .rank_of = lo_rank_of,
     .id_of = lo_id_of,
     .job_failed = lo_job_failed,
+    .departures = lo_departures,
     .close = lo_close,
 };
 

@@ -1367,6 +1367,10 @@ static uint32_t ofi_job_failed(struct pt_xport *x)
     uint32_t f = x->so->job_failed(x->shm);
     return f ? f : LD_RELAXED(&x->failed);
 }
+static uint32_t ofi_departures(struct pt_xport *x)
+{
+    return x->so->departures(x->shm);
+}
 
 static void ofi_free(struct pt_xport *x)
 {
@@ -1504,6 +1508,7 @@ static const struct pt_xport_ops g_ofi_ops = {
     .rank_of = ofi_rank_of,
     .id_of = ofi_id_of,
     .job_failed = ofi_job_failed,
+    .departures = ofi_departures,
     .close = ofi_close,
     .wait_fd = ofi_wait_fd,
 };

@@ -143,6 +143,8 @@ static void pj_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_
 }
 
 static uint32_t pj_job_failed(struct pt_xport *x) { return LD_RELAXED(&x->failed); }
+/* No launcher counts departures here (ofi's liveness probe finds the dead). */
+static uint32_t pj_departures(struct pt_xport *x) { (void)x; return 0; }
 
 static void pj_free(struct pt_xport *x)
 {
@@ -176,6 +178,7 @@ static const struct pt_xport_ops g_pj_ops = {
     .rank_of = pj_rank_of,
     .id_of = pj_id_of,
     .job_failed = pj_job_failed,
+    .departures = pj_departures,
     .close = pj_close,
 };
 

@@ -1055,6 +1055,11 @@ static uint32_t shm_job_failed(struct pt_xport *x)
     return LD_RELAXED(&x->hdr->job_failed); /* monotonic flag; see shm_region.h */
 }
 
+static uint32_t shm_departures(struct pt_xport *x)
+{
+    return LD_RELAXED(&x->hdr->departed); /* monotonic count; see shm_region.h */
+}
+
 void pt_shm_xport_free(struct pt_xport *x)
 {
     if (x->peer_bytes)
@@ -1096,6 +1101,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .rank_of = shm_rank_of,
     .id_of = shm_id_of,
     .job_failed = shm_job_failed,
+    .departures = shm_departures,
     .close = shm_close,
     .stall_counter = shm_stall_counter,
     .stall_clear = shm_stall_clear,

@@ -64,6 +64,15 @@ bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus)
         ST_RELAXED(&rec->dead, 1); /* before the RMW in fail_job: a rank that sees
                                     * job_failed and then asks peer_alive finds it */
         fail_job(r, PTL_NI_PEER_DIED, (int32_t)rank);
+    } else {
+        /* Gone in order: not a failure, but nothing sent to it now will be
+         * answered (a get to a rank that finished waited for ever). Its
+         * process has ended (we reaped it), so peer_alive says so. */
+        struct pt_shm_hdr *h = r->base;
+        RMW_ADD(&h->departed, 1);
+        FENCE_FULL(); /* the count before the sleepers' loads (D1's pairing) */
+        for (uint32_t i = 0; i < r->l.nprocs; i++)
+            pt_wake_if_sleeping_fenced(&pt_shm_rankrec(r->base, &r->l, i)->bell);
     }
     return failed;
 }

@@ -242,7 +242,14 @@ struct pt_shm_hdr {
      * LD_ACQUIRE by receivers when a poll found nothing, to extend the
      * senders they scan (always clamped to nguests). */
     _Atomic uint32_t guests_hwm;
-    uint8_t pad_[PT_SHM_PAGE - 3 * PT_CACHELINE - 4 * sizeof(uint32_t)];
+    /* Departures: the launcher RMW_ADDs 1 when a rank's process ended after
+     * its PtlNIFini (a clean exit; a failed one fails the job instead), then
+     * rings every sleeping doorbell. Read LD_RELAXED by engines (xport op
+     * departures, once per poll, beside job_failed): a change makes them
+     * fail what they still wait for from peers that are gone, and fail at
+     * once what they initiate to one. Monotonic; publishes no other data. */
+    _Atomic uint32_t departed;
+    uint8_t pad_[PT_SHM_PAGE - 3 * PT_CACHELINE - 5 * sizeof(uint32_t)];
 };
 _Static_assert(sizeof(struct pt_shm_hdr) == PT_SHM_PAGE, "pt_shm_hdr is exactly one page");
 _Static_assert(offsetof(struct pt_shm_hdr, ready) == 2 * PT_CACHELINE,

@@ -138,6 +138,11 @@ struct pt_xport_ops {
      * job died or the launcher declared the job failed; the value is the
      * PTL_NI_* failure code to report (PTL_NI_PEER_DIED). */
     uint32_t (*job_failed)(struct pt_xport *x);
+    /* Any thread, cheap (one relaxed load): how many of the job's processes
+     * have left it in order and ended (the launcher counts them; 0 where no
+     * launcher does). A change means: ask peer_alive about the peers still
+     * owing us something. */
+    uint32_t (*departures)(struct pt_xport *x);
     /* Mark this rank as finished (orderly PtlNIFini) and detach. */
     void (*close)(struct pt_xport *x);
     /* Sleeping (engine/wait.c). A transport whose arrivals do not ring the
