@@ -247,11 +247,11 @@ static int drain_cmds(struct pt_nic *nic)
 
 /* Does a command queued in any ring, not yet taken, move data from or into
  * the MD with handle h? An unlink or update must not pull an MD from under
- * a put that PtlPut already accepted: each thread has its own ring and the
- * engine serves the rings in turn, so thread B's PtlMDUnlink may run before
- * thread A's queued PtlPut even when A's call returned before B's began (the
- * put then found no MD and was dropped without an event). Such an MD is in
- * use (§6.12). Token holder only (the consumer indexes are ours); a head read
+ * a put that PtlPut already accepted: each thread has its own ring, and
+ * thread B's PtlMDUnlink may run while thread A's put, whose call returned
+ * before B's began, still waits in A's ring (stalled on credits; when the
+ * rings were served in turn, also without a stall): the put then found no MD
+ * and was dropped without an event. Such an MD is in use (§6.12). Token holder only (the consumer indexes are ours); a head read
  * by acquire (A1) shows every command committed before the caller's command
  * was (its producer's R1, then whatever ordered the two calls). Not hot:
  * unlinks and updates only, and a ring holds a few commands at most. */
