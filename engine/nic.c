@@ -877,9 +877,25 @@ static bool peers_in_memory(struct pt_nic *nic)
     return false;
 }
 
+/* Commands not yet taken, in any ring: also those stalled on credits, which
+ * pt_nic_local_work leaves out on purpose (a sleeper waits for the peer's
+ * ring, not for them); the flush must send them (an adversarial client: 40
+ * puts accepted, PtlNIFini returned at once, 3-8 of them arrived). */
+static uint32_t cmds_queued(struct pt_nic *nic)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq), queued = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+        if (q)
+            queued += LD_ACQUIRE(&q->ring.head) - LD_RELAXED(&q->ring.tail); /* A1 */
+    }
+    return queued;
+}
+
 static bool flush_due(struct pt_nic *nic)
 {
-    return pt_nic_local_work(nic) || LD_RELAXED(&nic->nops_idle) || peers_in_memory(nic);
+    return cmds_queued(nic) || pt_nic_local_work(nic) || LD_RELAXED(&nic->nops) ||
+           peers_in_memory(nic);
 }
 
 /* PtlNIFini must not lose what was posted: a put whose command is still in a
@@ -910,6 +926,11 @@ static void flush(struct pt_nic *nic)
         }
         CPU_RELAX();
     }
+    uint32_t left = cmds_queued(nic);
+    if (left)
+        pt_log(PT_LOG_WARN, "PtlNIFini: %u operations posted to this NI were never sent (no "
+                            "credits from their target within PTL_PEER_TIMEOUT_MS, or the job "
+                            "failed)", left);
 }
 
 bool pt_nic_quiesce(struct pt_nic *nic)

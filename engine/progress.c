@@ -80,8 +80,15 @@ static struct pt_cmdq *ring_claim(struct pt_nic *nic)
     for (uint32_t i = 0; i < n; i++) {
         struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
         uint32_t z = 0;
-        if (q && LD_RELAXED(&q->owner) == 0 && RMW_CAS(&q->owner, &z, 1))
-            return q; /* a ring left by an exited thread */
+        /* A ring left by an exited thread, once the engine has taken all it
+         * held: its last commands may wait for a peer's credits, and a new
+         * owner's, synchronous ones too, would wait behind them without
+         * bound (an adversarial client: a thread's PtlEQAlloc hung behind
+         * its predecessor's puts to a stopped rank). The old owner commits
+         * nothing more; the engine drains the ring meanwhile. */
+        if (q && LD_RELAXED(&q->owner) == 0 && !spsc_nonempty(&q->ring) &&
+            RMW_CAS(&q->owner, &z, 1))
+            return q;
     }
     struct pt_cmdq *q = aligned_alloc(PT_CACHELINE, sizeof *q);
     void *slots = aligned_alloc(PT_CACHELINE, (size_t)nic->cmdq_slots * PT_CMD_SLOT);

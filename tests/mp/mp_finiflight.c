@@ -11,7 +11,14 @@
  * rendezvous reply it had not pulled, left rank 1 waiting for ever
  * (an adversarial client, both modes).
  *
- *   usage (under ptlrun -n 2): mp_finiflight put|get bytes
+ * "burst": rank 0 posts 40 puts (ACK asked) of `bytes` each and at once
+ * calls PtlNIFini; rank 1 stays out of the library for 300 ms, then counts
+ * them. Run with PTL_QUEUE_SLOTS=4, most of the puts still wait in rank 0's
+ * command ring for credits when PtlNIFini begins: the flush sends them all
+ * (before, it left out commands stalled on credits: 3-8 of 40 arrived,
+ * PtlNIFini returned PTL_OK at once).
+ *
+ *   usage (under ptlrun -n 2): mp_finiflight put|get|burst bytes
  */
 #include "mp_util.h"
 
@@ -22,14 +29,61 @@
 
 #define PT_IN (MP_PT_USER + 0)
 
+#define BURST 40
+
+static int burst(struct mp *m, size_t len)
+{
+    unsigned char *buf = malloc(len * BURST);
+    if (!buf || !len)
+        mp_die("bad length or out of memory");
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m->ni, 4 * BURST + 64, PTL_EQ_HANDLER_NONE, &eq));
+    if (m->rank == 1) {
+        memset(buf, 0, len * BURST);
+        mp_post(m, PT_IN, 1, buf, len * BURST, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN,
+                NULL);
+    } else {
+        mp_fill(buf, len * BURST, 0, 1, 0);
+    }
+    mp_barrier(m);
+    if (m->rank == 0) {
+        ptl_handle_md_t md = mp_bind(m, buf, len * BURST, PTL_MD_THRESH_INF, 0, PTL_EQ_NONE);
+        for (int i = 0; i < BURST; i++)
+            MP_CHECK(PtlPutRegion(md, len * (size_t)i, len, PTL_ACK_REQ, m->ids[1], PT_IN, 0, 1,
+                                  len * (size_t)i, 0));
+        mp_fini_alone(m); /* every put accepted: all must arrive */
+        usleep(500 * 1000);
+        printf("mp_finiflight: rank 0 OK\n");
+        free(buf);
+        return 0;
+    }
+    usleep(300 * 1000); /* out of the library: in host mode our engine does not run */
+    int n = 0;
+    ptl_event_t ev;
+    while (n < BURST && mp_poll(eq, &ev, 10000))
+        n += ev.type == PTL_EVENT_PUT_END;
+    if (n < BURST)
+        mp_die("%d of the %d puts rank 0 made before its PtlNIFini arrived", n, BURST);
+    int64_t bad = mp_check_pattern(buf, len * BURST, 0, 1, 0);
+    if (bad >= 0)
+        mp_die("byte %lld of the puts differs", (long long)bad);
+    printf("mp_finiflight: OK burst of %d puts of %zu B, all arrived\n", BURST, len);
+    mp_fini_alone(m);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
     mp_init(&m, 2);
-    if (argc < 3 || (strcmp(argv[1], "put") && strcmp(argv[1], "get")))
-        mp_die("usage: mp_finiflight put|get bytes");
+    if (argc < 3 || (strcmp(argv[1], "put") && strcmp(argv[1], "get") && strcmp(argv[1], "burst")))
+        mp_die("usage: mp_finiflight put|get|burst bytes");
     int get = !strcmp(argv[1], "get");
     size_t len = strtoul(argv[2], NULL, 0);
+    if (!strcmp(argv[1], "burst"))
+        return burst(&m, len);
     unsigned char *buf = malloc(len);
     if (!buf || !len)
         mp_die("bad length or out of memory");
