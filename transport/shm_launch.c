@@ -24,6 +24,14 @@ static void wake_all_bells(struct pt_shm_region *r)
         pt_wake_all(&pt_shm_rankrec(r->base, &r->l, i)->bell);
 }
 
+/* The same for engines that announced sleep only (D1's peer half); the
+ * caller fenced after what they must see. */
+static void wake_sleeping_bells(struct pt_shm_region *r)
+{
+    for (uint32_t i = 0; i < r->l.nprocs; i++)
+        pt_wake_if_sleeping_fenced(&pt_shm_rankrec(r->base, &r->l, i)->bell);
+}
+
 void pt_shm_set_ospid(struct pt_shm_region *r, uint32_t rank, pid_t pid)
 {
     if (rank < r->nranks)
@@ -71,8 +79,7 @@ bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus)
         struct pt_shm_hdr *h = r->base;
         RMW_ADD(&h->departed, 1);
         FENCE_FULL(); /* the count before the sleepers' loads (D1's pairing) */
-        for (uint32_t i = 0; i < r->l.nprocs; i++)
-            pt_wake_if_sleeping_fenced(&pt_shm_rankrec(r->base, &r->l, i)->bell);
+        wake_sleeping_bells(r);
     }
     return failed;
 }
