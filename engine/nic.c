@@ -122,17 +122,20 @@ struct ring_set {
                                   * command to its target: not for this poll */
 };
 
-/* Rings registered since the set was read (their commands may be older than
- * a head the set already showed: see oldest_head). */
+/* Rings registered since the set was read, and rings counted but not yet
+ * published when it was (their commands may be older than a head the set
+ * already showed: see oldest_head). */
 static void ring_set_grow(struct pt_nic *nic, struct ring_set *rs)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
-    if (n > PT_MAX_CMDQ)
-        n = PT_MAX_CMDQ;
-    for (uint32_t i = rs->n; i < n; i++) {
-        rs->q[i] = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c) */
-        rs->stall[i] = 0;
-        rs->held[i] = false;
+    uint32_t n = pt_cmdq_count(nic);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i < rs->n && rs->q[i])
+            continue;
+        rs->q[i] = pt_cmdq_at(nic, i);
+        if (i >= rs->n) {
+            rs->stall[i] = 0;
+            rs->held[i] = false;
+        }
     }
     if (n > rs->n)
         rs->n = n;
@@ -229,7 +232,7 @@ static int drain_merged(struct pt_nic *nic)
 
 static int drain_cmds(struct pt_nic *nic)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
+    uint32_t n = pt_cmdq_count(nic);
     if (PT_UNLIKELY(nic->cstall)) { /* the stalls are retried: a new set of marks */
         nic->cstall = false;
         nic->xo->stall_clear(nic->x);
@@ -237,7 +240,7 @@ static int drain_cmds(struct pt_nic *nic)
     if (!n)
         return 0;
     if (PT_LIKELY(n == 1)) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[0]); /* A-Q pairs with R-Q (progress.c) */
+        struct pt_cmdq *q = pt_cmdq_at(nic, 0);
         bool merge = false;
         int work = q ? drain_one(nic, q, &merge) : 0;
         return merge ? work + drain_merged(nic) : work;
@@ -257,11 +260,8 @@ static int drain_cmds(struct pt_nic *nic)
  * unlinks and updates only, and a ring holds a few commands at most. */
 bool pt_cmdq_names_md(struct pt_nic *nic, uint32_t h)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
-        if (!q)
-            continue;
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q) {
         uint32_t end = LD_ACQUIRE(&q->ring.head); /* A1 pairs with R1 */
         for (uint32_t k = LD_RELAXED(&q->ring.tail); k != end; k++) {
             const struct pt_cmd *c = spsc_slot(&q->ring, q->slots, k);
@@ -575,15 +575,14 @@ bool pt_nic_has_work(struct pt_nic *nic)
  * unless somebody raised `polled` (then use pt_nic_leave_polled). */
 bool pt_nic_local_work(struct pt_nic *nic)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q) {
         /* RW (wait.h): a producer asleep on its full ring that half the ring
          * would wake is work (drain_cmds rings it); the caller's fence came
          * after our consumer index stores (R2) and before this load. */
-        if (q && PT_UNLIKELY(LD_RELAXED(&q->room.want)) && pt_cmdq_half_free(q))
+        if (PT_UNLIKELY(LD_RELAXED(&q->room.want)) && pt_cmdq_half_free(q))
             return true;
-        if (q && spsc_nonempty(&q->ring)) {
+        if (spsc_nonempty(&q->ring)) {
             /* C-RECHECK (the credit wait, model/credit.pml): a ring whose
              * head is a command stalled on credits is no work while every
              * mark armed for it is still set: the peer that frees room
@@ -604,10 +603,9 @@ bool pt_nic_local_work(struct pt_nic *nic)
 
 bool pt_nic_credit_stalled(struct pt_nic *nic)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
-        if (q && LD_RELAXED(&q->stall_at))
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q) {
+        if (LD_RELAXED(&q->stall_at))
             return true;
     }
     return LD_RELAXED(&nic->nops_cstall) != 0;
@@ -883,12 +881,10 @@ static bool peers_in_memory(struct pt_nic *nic)
  * puts accepted, PtlNIFini returned at once, 3-8 of them arrived). */
 static uint32_t cmds_queued(struct pt_nic *nic)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq), queued = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
-        if (q)
-            queued += LD_ACQUIRE(&q->ring.head) - LD_RELAXED(&q->ring.tail); /* A1 */
-    }
+    uint32_t queued = 0;
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q)
+        queued += LD_ACQUIRE(&q->ring.head) - LD_RELAXED(&q->ring.tail); /* A1 */
     return queued;
 }
 
@@ -981,13 +977,12 @@ void pt_nic_destroy(struct pt_nic *nic)
             pt_eq_destroy(nic->eqs[i].q);
     pt_eq_reclaim(nic, true);
     pt_eq_trash_drain(nic);
-    uint32_t n = LD_RELAXED(&nic->ncmdq);
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_RELAXED(&nic->cmdq[i]);
-        if (q) {
-            free(q->slots);
-            free(q);
-        }
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q) {
+        if (q->shared)
+            pthread_mutex_destroy(&q->plock);
+        free(q->slots);
+        free(q);
     }
     free(nic->ops_pool);
     pt_ireq_fini(nic);

@@ -27,11 +27,13 @@
 #include <portals3.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
-#define PT_MAX_CMDQ 128        /* API threads per NI with their own ring      */
+#define PT_MAX_CMDQ 128        /* command rings per NI: PT_MAX_CMDQ - 1 threads
+                                * have their own, the rest share the last one  */
 #define PT_CMD_BATCH 16        /* commands taken per ring per poll            */
 #define PT_RX_BATCH 32         /* messages handled per poll                   */
 #define PT_MAX_AC 64           /* ACL entries (max_ac_index + 1)              */
@@ -351,6 +353,13 @@ struct pt_cmdq {
     /* The room wait (wait.h RW): the producer asleep on its full ring, the
      * engine holder that takes half of it rings (drain_cmds). */
     struct pt_roomwait room;
+    /* The shared ring (index PT_MAX_CMDQ - 1, made for the first thread past
+     * the private rings): its producers take turns under plock, for a whole
+     * post (room wait, stamp and commit), so the ring still has one producer
+     * at a time and its stamps rise in FIFO order (drain_merged relies on
+     * both). Never handed back (owner stays 1). Set before publication. */
+    bool shared;
+    pthread_mutex_t plock;
 };
 
 /* RW-DUE's condition, any thread: half the ring free (the consumer index
@@ -524,6 +533,30 @@ struct pt_nic {
 
     struct pt_timing tm;                  /* [E] NIC-side stage timing                */
 };
+
+/* ---- the command rings, as the engine and the API walk them ---------------- */
+
+/* Rings registered so far. A thread that finds every private ring taken
+ * raises ncmdq for a moment before it takes the claim back (ring_claim), so
+ * the count is clamped: cmdq[] has PT_MAX_CMDQ entries. */
+static inline uint32_t pt_cmdq_count(struct pt_nic *nic)
+{
+    uint32_t n = LD_ACQUIRE(&nic->ncmdq); /* pairs with the RMW that registered a ring */
+    return n < PT_MAX_CMDQ ? n : PT_MAX_CMDQ;
+}
+
+/* Ring i (< pt_cmdq_count), or NULL while its registration is not published. */
+static inline struct pt_cmdq *pt_cmdq_at(struct pt_nic *nic, uint32_t i)
+{
+    return LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q (progress.c ring_claim) */
+}
+
+/* for each published ring q (index i): PT_CMDQ_EACH(nic, i, q) { ... };
+ * break and continue act on the walk. */
+#define PT_CMDQ_EACH(nic, i, q)                                                     \
+    for (uint32_t i = 0, i##_n = pt_cmdq_count(nic); i < i##_n; i++)                 \
+        if (!((q) = pt_cmdq_at((nic), i))) {                                         \
+        } else
 
 /* ---- engine API ------------------------------------------------------------ */
 

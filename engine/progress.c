@@ -8,7 +8,10 @@
  * nic->cmdq[] with ST_RELEASE (R-Q) after its init; the engine reads the
  * array with LD_ACQUIRE (A-Q). When a thread exits, its rings are handed back
  * (owner 0) and a later thread claims them with a CAS; the release/acquire on
- * `owner` passes the producer side from one thread to the next.
+ * `owner` passes the producer side from one thread to the next. Threads past
+ * the PT_MAX_CMDQ - 1 private rings share the last ring, taking turns under
+ * its producer lock (a thread per core of a large node, one NI: the 129th
+ * thread's calls failed with PTL_NO_SPACE before).
  */
 #include "nic.h"
 
@@ -46,7 +49,8 @@ static void thread_exit(void *unused)
          * may hand the new NI the old one's address, and our ring is freed.
          * The tag (generation) tells them apart; the live NI's tag is safe to
          * read under g_life_lock. */
-        if (t->q && g_live[i] == t->nic && LD_RELAXED(&t->nic->tag) == t->tag)
+        if (t->q && g_live[i] == t->nic && LD_RELAXED(&t->nic->tag) == t->tag &&
+            !t->q->shared) /* the shared ring has no owner to hand back */
             ST_RELEASE(&t->q->owner, 0); /* R-OWN pairs with the claimer's CAS */
         t->q = NULL;
         t->nic = NULL;
@@ -74,22 +78,8 @@ void pt_nic_register_live(struct pt_nic *nic, bool live)
     pthread_mutex_unlock(&g_life_lock);
 }
 
-static struct pt_cmdq *ring_claim(struct pt_nic *nic)
+static struct pt_cmdq *ring_new(struct pt_nic *nic)
 {
-    uint32_t n = LD_ACQUIRE(&nic->ncmdq);
-    for (uint32_t i = 0; i < n; i++) {
-        struct pt_cmdq *q = LD_ACQUIRE(&nic->cmdq[i]); /* A-Q pairs with R-Q */
-        uint32_t z = 0;
-        /* A ring left by an exited thread, once the engine has taken all it
-         * held: its last commands may wait for a peer's credits, and a new
-         * owner's, synchronous ones too, would wait behind them without
-         * bound (an adversarial client: a thread's PtlEQAlloc hung behind
-         * its predecessor's puts to a stopped rank). The old owner commits
-         * nothing more; the engine drains the ring meanwhile. */
-        if (q && LD_RELAXED(&q->owner) == 0 && !spsc_nonempty(&q->ring) &&
-            RMW_CAS(&q->owner, &z, 1))
-            return q;
-    }
     struct pt_cmdq *q = aligned_alloc(PT_CACHELINE, sizeof *q);
     void *slots = aligned_alloc(PT_CACHELINE, (size_t)nic->cmdq_slots * PT_CMD_SLOT);
     if (!q || !slots) {
@@ -103,13 +93,55 @@ static struct pt_cmdq *ring_claim(struct pt_nic *nic)
     q->slots = slots;
     q->nic = nic;
     ST_RELAXED(&q->owner, 1);
-    uint32_t idx = RMW_ADD(&nic->ncmdq, 1);
-    if (idx >= PT_MAX_CMDQ) {
-        RMW_SUB(&nic->ncmdq, 1);
-        free(slots);
-        free(q);
-        pt_log_once(PT_LOG_WARN, "more than %d threads use one NI: PTL_NO_SPACE", PT_MAX_CMDQ);
+    return q;
+}
+
+/* The ring of the threads past the private ones, made by the first of them.
+ * Under g_life_lock (not hot: once per thread and NI). Its count in ncmdq is
+ * added after it is published: the engine reads the count first, then the
+ * entry, and skips an entry not yet published. */
+static struct pt_cmdq *ring_shared(struct pt_nic *nic)
+{
+    pthread_mutex_lock(&g_life_lock);
+    struct pt_cmdq *q = LD_RELAXED(&nic->cmdq[PT_MAX_CMDQ - 1]);
+    if (!q && (q = ring_new(nic))) {
+        q->shared = true;
+        pthread_mutex_init(&q->plock, NULL);
+        q->index = PT_MAX_CMDQ - 1;
+        ST_RELEASE(&nic->cmdq[PT_MAX_CMDQ - 1], q); /* R-Q pairs with A-Q */
+        RMW_ADD(&nic->ncmdq, 1);
+        pt_log(PT_LOG_INFO, "more than %d threads use one NI: the rest share one command ring",
+               PT_MAX_CMDQ - 1);
+    }
+    pthread_mutex_unlock(&g_life_lock);
+    return q;
+}
+
+static struct pt_cmdq *ring_claim(struct pt_nic *nic)
+{
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q) {
+        uint32_t z = 0;
+        /* A ring left by an exited thread, once the engine has taken all it
+         * held: its last commands may wait for a peer's credits, and a new
+         * owner's, synchronous ones too, would wait behind them without
+         * bound (an adversarial client: a thread's PtlEQAlloc hung behind
+         * its predecessor's puts to a stopped rank). The old owner commits
+         * nothing more; the engine drains the ring meanwhile. */
+        if (!q->shared && LD_RELAXED(&q->owner) == 0 && !spsc_nonempty(&q->ring) &&
+            RMW_CAS(&q->owner, &z, 1))
+            return q;
+    }
+    if (!(q = ring_new(nic)))
         return NULL;
+    /* A private ring takes the next index; the last index is the shared
+     * ring's. Past them the count goes up for a moment (pt_cmdq_count). */
+    uint32_t idx = RMW_ADD(&nic->ncmdq, 1);
+    if (idx >= PT_MAX_CMDQ - 1) {
+        RMW_SUB(&nic->ncmdq, 1);
+        free(q->slots);
+        free(q);
+        return ring_shared(nic);
     }
     q->index = idx;
     ST_RELEASE(&nic->cmdq[idx], q); /* R-Q pairs with A-Q */
@@ -140,9 +172,18 @@ void pt_nic_progress(struct pt_nic *nic)
     pt_wait_progress(nic);
 }
 
-static bool ring_pending(void *q)
+/* A posted command's place: its ring and the producer index after it. */
+struct ring_pos {
+    struct pt_cmdq *q;
+    uint32_t end;
+};
+
+/* Not yet taken by the engine (on a shared ring, others' commands may follow
+ * it: "ring empty" would wait for them too). */
+static bool ring_pending(void *arg)
 {
-    return spsc_nonempty(&((struct pt_cmdq *)q)->ring);
+    const struct ring_pos *p = arg;
+    return (int32_t)(LD_ACQUIRE(&p->q->ring.tail) - p->end) < 0; /* A2 pairs with R2 */
 }
 
 /* The submitting thread (the ring's producer): a slot is free. */
@@ -151,6 +192,8 @@ static bool ring_room(void *arg)
     struct pt_cmdq *q = arg;
     return spsc_reserve(&q->ring, q->slots) != NULL;
 }
+
+static int ring_post(struct pt_nic *nic, struct pt_cmdq *q, const struct pt_cmd *cmd, bool multi);
 
 int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
 {
@@ -174,6 +217,29 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
         }
         pt_wait_release(nic); /* out of credits: queue it like any other */
     }
+    if (PT_UNLIKELY(q->shared))
+        pthread_mutex_lock(&q->plock);
+    int rc = ring_post(nic, q, cmd, multi);
+    struct ring_pos pos = {q, LD_RELAXED(&q->ring.head)}; /* the producer's own index */
+    if (PT_UNLIKELY(q->shared))
+        pthread_mutex_unlock(&q->plock);
+    if (rc)
+        return rc;
+    PT_PERTURB();
+    /* D2: our commit before reading the token. Either we take the engine and
+     * run the command, or the holder's release (D3) sees it. */
+    FENCE_FULL();
+    if (nic->has_thread)
+        pt_wait_progress_cmd(nic); /* inline when free: no NIC wake-up for a command */
+    else if (!cmd->done)
+        pt_wait_progress_host(nic, ring_pending, &pos);
+    return PT_OK;
+}
+
+/* Reserve (waiting for room), fill, stamp and commit: the ring's producer
+ * (its owner, or on the shared ring the holder of plock). */
+static int ring_post(struct pt_nic *nic, struct pt_cmdq *q, const struct pt_cmd *cmd, bool multi)
+{
     void *slot = spsc_reserve(&q->ring, q->slots);
     if (PT_UNLIKELY(!slot)) {
         /* Ring full: the engine is out of credits towards some target. Run
@@ -225,14 +291,6 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
         c->seq = RMW_ADD(&nic->cmd_seq, 1);
     }
     spsc_commit(&q->ring);
-    PT_PERTURB();
-    /* D2: our commit before reading the token. Either we take the engine and
-     * run the command, or the holder's release (D3) sees it. */
-    FENCE_FULL();
-    if (nic->has_thread)
-        pt_wait_progress_cmd(nic); /* inline when free: no NIC wake-up for a command */
-    else if (!cmd->done)
-        pt_wait_progress_host(nic, ring_pending, q);
     return PT_OK;
 }
 
