@@ -6,6 +6,7 @@
  * Engine-owned; token holder only.
  */
 #include "nic.h"
+#include "log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,10 @@ static void ireq_free(struct pt_nic *nic, struct pt_ireq *r)
         nic->ireq_head[r->peer] = r->next;
     if (r->next)
         nic->ireqs[r->next - 1].prev = r->prev;
+    if (r->op_held) { /* the reply's op, if it takes one, takes it over */
+        r->op_held = 0;
+        nic->ops_promised--;
+    }
     r->live = 0;
     r->next = nic->ireq_free;
     nic->ireq_free = s;
@@ -159,7 +164,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     uint64_t len = c->u.mv.length;
     bool ack = c->u.mv.ack == PTL_ACK_REQ, gone = peer_gone(nic, rank);
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
-    if (!gone && pk != PT_PROTO_EAGER && (!nic->ops_free || nic->copy_busy[PT_CLS_REQ][rank]))
+    if (!gone && pk != PT_PROTO_EAGER && (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     bool waits = ack || pk == PT_PROTO_RNDV || gone; /* for an answer: a record */
     if (waits && !nic->ireq_free)
@@ -244,9 +249,19 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
     if (PT_UNLIKELY(!h)) PT_TRACE(nic, PT_TR_NOCREDIT, PT_TV_MSG(rank, PT_CLS_REQ, 0));
     if (!h)
         return PT_E_AGAIN;
+    /* A reply that may come by rendezvous is promised its op now
+     * (ops_promised): with more such gets than PTL_MAX_OPS in flight the
+     * later replies failed (an adversarial client: 1,480 of 3,000 64 KiB
+     * gets, PTL_NI_FAIL). */
+    bool hold = pt_nic_choose(nic, c->u.mv.length) == PT_PROTO_RNDV;
+    if (hold && !pt_ops_promise_ok(nic))
+        return PT_E_AGAIN; /* replies end without us: retried later */
     hdr_init(nic, h, PT_W_GET, c);
     h->hdr_data = 0;
-    h->req = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c)->id;
+    struct pt_ireq *r = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c);
+    r->op_held = hold;
+    nic->ops_promised += hold;
+    h->req = r->id;
     /* No event and no threshold count at the call (REF/spec; Cray differs, §8.6).
      * The reply (or an internal NACK) always comes back: until then the MD is
      * busy, so it cannot be unlinked under the reply. */
@@ -439,7 +454,7 @@ int pt_rsp_push(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     if (!word || (open & 3u))
         return PT_OK;
     struct pt_wire_hdr *d = NULL;
-    if (!nic->ops_free) { /* we cannot write it: claim it and say so (PDONE 0),
+    if (!pt_ops_avail(nic)) { /* we cannot write it: claim it and say so (PDONE 0),
                            * so that a target that never takes back is not left
                            * waiting; the slot first, the claim cannot be undone */
         d = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
@@ -500,13 +515,29 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     struct pt_md *md = rq ? pt_md_lookup(nic, h->init_md) : NULL;
     bool expected = md && md->pending; /* a get of ours, outstanding */
     if (rndv) {
-        /* The RFIN slot must exist before we commit to anything. A reply we
-         * do not expect (late, or forged) is dropped even when the slot is
-         * not there: waiting for a sender that never drains its responses
-         * would hold that sender's queues for ever. */
-        rfin = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
-        if (!rfin && expected)
-            return PT_E_AGAIN;
+        /* An expected reply whose op was promised when the get left
+         * (ops_promised; ireq_free below gives the promise back, the op takes
+         * it over) needs no slot now: the op sends the RFIN once it has
+         * pulled, when the peer has room (op_respond). Waiting here for the
+         * slot held every later answer from the peer, and with both sides'
+         * response queues full of such replies neither moved again (two
+         * ranks, 1,500 puts and gets of 32 KiB each way, 1 run in 3; also
+         * before the promise). Otherwise the RFIN slot must exist before we
+         * commit to anything: for a reply dropped on an inactive MD, for one
+         * that found no promise (a target whose eager limit is lower than
+         * ours answered by rendezvous a get we thought eager; it waits for
+         * room in the replies' budget). A reply we do not expect (late, or
+         * forged) is dropped even when the slot is not there: waiting for a
+         * sender that never drains its responses would hold that sender's
+         * queues for ever. */
+        bool promised = expected && rq->op_held && pt_md_active(md);
+        if (!promised) {
+            rfin = nic->xo->reserve(nic->x, peer, PT_CLS_RSP);
+            if (!rfin && expected)
+                return PT_E_AGAIN;
+            if (expected && !pt_ops_promise_ok(nic))
+                return PT_E_AGAIN;
+        }
     }
     if (rq)
         ireq_free(nic, rq);
@@ -551,17 +582,23 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         pt_md_check_unlink(nic, md, &ev);
         return PT_OK;
     }
+    /* Never NULL: the replies' budget (a promise, or pt_ops_promise_ok
+     * above) keeps an op free for it (nic.h, ops_promised). */
     struct pt_op *op = pt_op_get(nic);
-    if (!op) { /* cannot track it: fail the reply, release the target */
+    if (PT_UNLIKELY(!op)) { /* (defensive) fail the reply, release the target */
+        pt_log_once(PT_LOG_WARN, "a rendezvous reply found no op: failed (PTL_MAX_OPS)");
         ev.ni_fail_type = PTL_NI_FAIL;
         pt_ev_post(nic, md, PTL_EVENT_REPLY_END, &ev);
-        rfin_fill(nic, rfin, h);
-        rfin->flags = PT_WF_FAIL;
-        pt_xmit(nic, peer, PT_CLS_RSP, rfin);
+        if (rfin || (rfin = nic->xo->reserve(nic->x, peer, PT_CLS_RSP))) {
+            rfin_fill(nic, rfin, h);
+            rfin->flags = PT_WF_FAIL;
+            pt_xmit(nic, peer, PT_CLS_RSP, rfin);
+        }
         pt_md_check_unlink(nic, md, &ev);
         return PT_OK;
     }
     op->kind = PT_OP_RNDV_REPLY;
+    nic->ops_reply++; /* the promise given back above, now an op (pt_op_put) */
     op->md = md;
     pt_rndv_init(&op->rv, h, peer, ev.mlength, h->local_offset);
     op->ev = ev;

@@ -210,6 +210,7 @@ struct pt_ireq {
     uint8_t kind;                /* enum pt_ireq_kind                           */
     uint8_t send_end;            /* PUT: SEND_END waits for the FIN (rendezvous) */
     uint8_t ack;                 /* PUT: an ACK was asked for                   */
+    uint8_t op_held;             /* GET: an op is promised to its reply           */
     uint32_t pt_index;
     uint32_t prev, next;         /* the peer's list (slot + 1; 0: none); free: next */
     uint64_t match_bits, remote_offset, local_offset, length, hdr_data;
@@ -471,6 +472,20 @@ struct pt_nic {
     struct pt_op *ops_pool;               /* the one allocation behind both lists:
                                            * ops_n (PTL_MAX_OPS, a power of two) ops    */
     uint32_t ops_n;
+    /* Two budgets in the one pool. The replies to our gets that may come by
+     * rendezvous pull with an op, and a reply cannot wait for one (later
+     * answers from that peer would queue behind it, a cooperative put's
+     * PDONE among them, which an op waits for): a get promises itself one
+     * of ops_n / 2 when it leaves (pt_ops_promise; ireq_free gives the
+     * promise back, the reply's op takes it over until pt_op_put). Everything
+     * else (a rendezvous put's pull at its target, copy streams, pushes)
+     * takes the other half, and what finds it spent waits (AGAIN): those ops
+     * end on their own, and a put that waits at its target holds only its
+     * sender's later requests. One budget for both deadlocked: each side's
+     * ops promised to gets whose requests queued behind a put the other side
+     * could not start (mp_opsfull). */
+    uint32_t ops_promised;                /* [E] gets whose reply has not come   */
+    uint32_t ops_reply;                   /* [E] ops pulling a reply now         */
     _Atomic uint32_t nops;                /* [E] written; read by any thread (has_work) */
     _Atomic uint32_t nops_idle;           /* [E] of those, ops waiting only for a peer's
                                            * message (coop PDONE): not local work      */
@@ -842,6 +857,17 @@ static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
 
 /* in-flight ops */
 struct pt_op *pt_op_get(struct pt_nic *nic);
+/* Engine holder: an op of the general budget is free (ops_promised). */
+static inline bool pt_ops_avail(struct pt_nic *nic)
+{
+    return LD_RELAXED(&nic->nops) - nic->ops_reply < nic->ops_n - nic->ops_n / 2;
+}
+
+/* Engine holder: a get may promise its reply an op (ops_promised). */
+static inline bool pt_ops_promise_ok(struct pt_nic *nic)
+{
+    return nic->ops_promised + nic->ops_reply < nic->ops_n / 2;
+}
 /* Close the claim word of a cooperative transfer we are the target of, if it
  * is still open (shm_region.h, "Claim words"): true when we closed it, and
  * the part is ours to pull; false when there is none or the initiator holds it. */

@@ -314,9 +314,19 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
     uint64_t off = 0, mlen = 0;
     struct pt_md *md = translate(nic, h, &r, &off, &mlen);
     PT_TM_STAGE(&nic->tm, t, PT_ST_MATCH);
-    if (h->op == PT_W_GET && md && pt_nic_choose(nic, mlen) != PT_PROTO_EAGER &&
-        (!nic->ops_free || nic->copy_busy[PT_CLS_RSP][peer]))
+    /* A copy-mode reply streams from an op of ours (a rendezvous reply does
+     * not: the initiator pulls, with an op promised to it, ops_promised;
+     * waiting for one here while it waits for ours, both sides' replies
+     * could wait for ever). */
+    if (h->op == PT_W_GET && md && pt_nic_choose(nic, mlen) == PT_PROTO_COPY &&
+        (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_RSP][peer]))
         return PT_E_AGAIN; /* no side effect yet: retried on a later poll */
+    /* A rendezvous put needs an op for its pull: with PTL_MAX_OPS of them in
+     * flight it waits (its sender's later responses pass it, xport.h) rather
+     * than fail (an adversarial client: 3,000 64 KiB puts to one target,
+     * up to 3,542 failed events). */
+    if (h->op == PT_W_PUT && rndv && md && !pt_ops_avail(nic))
+        return PT_E_AGAIN; /* no side effect yet: retried once an op is free */
     if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer)))
         return PT_E_AGAIN; /* no side effect yet: matched again on a later poll */
     if (md && PT_UNLIKELY(nic->nomatch_since[peer]))
@@ -553,6 +563,8 @@ struct pt_op *pt_op_get(struct pt_nic *nic)
 void pt_op_put(struct pt_nic *nic, struct pt_op *op)
 {
     coop_busy(nic, op);
+    if (op->kind == PT_OP_RNDV_REPLY)
+        nic->ops_reply--; /* its budget (nic.h ops_promised) */
     for (struct pt_op **pp = &nic->ops; *pp; pp = &(*pp)->next) {
         if (*pp == op) {
             *pp = op->next;
