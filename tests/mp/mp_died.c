@@ -1,7 +1,8 @@
 /*
  * mp_died - a rank leaves while operations a peer initiated to it are
  * outstanding (issue 12, item 5): mp_died exit (exit(0) without PtlNIFini),
- * mp_died crash (SIGKILL), and mp_died second (3 ranks: rank 2 exits first,
+ * mp_died crash (SIGKILL), mp_died segv (SIGSEGV: ptlrun must see the signal,
+ * not the exit(1) of a handler a library installed), and mp_died second (3 ranks: rank 2 exits first,
  * so the NI has failed before rank 0 initiates anything; rank 1 dies later).
  *
  * Rank 1 runs host matching in both modes (setenv before PtlInit): its engine
@@ -155,6 +156,8 @@ static void collect(struct want *w, int n, const char *what)
 int main(int argc, char **argv)
 {
     bool crash = argc > 1 && !strcmp(argv[1], "crash");
+    bool segv = argc > 1 && !strcmp(argv[1], "segv");
+    crash = crash || segv;
     bool second = argc > 1 && !strcmp(argv[1], "second");
     sigset_t s;
     sigemptyset(&s);
@@ -202,6 +205,8 @@ int main(int argc, char **argv)
             mp_die("kill(rank 0)");
         wait_sig("waiting for rank 0's ops");
         fflush(stdout);
+        if (segv)
+            raise(SIGSEGV); /* as a bad pointer would: the default action (ofi_sig.c) */
         if (crash)
             raise(SIGKILL);
         exit(0); /* no PtlNIFini, no PtlFini */
