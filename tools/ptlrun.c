@@ -699,6 +699,13 @@ int main(int argc, char **argv)
                     fprintf(stderr, "%s: rank 0 (pid %d) exited 0 without PtlNIFini (a job "
                                     "of one: not a failure)\n",
                             g_prog, (int)g_ranks[r].pid);
+            } else if (!attached && !failed && phase == RUNNING && n > 1 &&
+                       pt_shm_rank_state(&g_reg, r) == PT_SHM_R_NONE) {
+                /* Legitimate (a rank with nothing to say), but its peers
+                 * would otherwise wonder why their operations with it fail. */
+                fprintf(stderr, "%s: rank %u (pid %d) exited 0 without opening an NI: its "
+                                "peers' operations with it fail (PTL_NI_PEER_DIED)\n",
+                        g_prog, r, (int)g_ranks[r].pid);
             } else if (undetached && phase == RUNNING) {
                 /* exit without PtlNIFini: a failure of the job (as mpirun
                  * treats an exit without MPI_Finalize) */

@@ -10,8 +10,13 @@
  * ends 0 (a departure is no failure). Before, the gets waited for ever.
  * A plain put to the departed rank goes nowhere and ends normally
  * (docs/ofi.md, `finilate`).
+ * With "noinit", rank 1 never calls into Portals: it lives 300 ms and exits
+ * 0; the same holds (the launcher wrote its OS pid at the fork), and
+ * ptlrun says that it left without opening an NI (a peer that waits for a
+ * message from it, rather than for an answer, would otherwise wait until
+ * ptlrun's timeout with no hint why).
  *
- *   usage (under ptlrun -n 2): mp_departed
+ *   usage (under ptlrun -n 2): mp_departed [noinit]
  */
 #include "mp_util.h"
 
@@ -43,8 +48,14 @@ static void expect_died(ptl_event_t ev, const char *what)
                PtlEventKindStr(ev.type), ev.ni_fail_type, (unsigned)PTL_NI_PEER_DIED);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const bool noinit = argc > 1 && !strcmp(argv[1], "noinit");
+    const char *rid = getenv("PTL_MY_RID");
+    if (noinit && rid && !strcmp(rid, "1")) {
+        usleep(300 * 1000); /* rank 0's first get reaches us meanwhile, or not */
+        return 0;
+    }
     struct mp m;
     mp_init(&m, 2);
     char buf[64];
@@ -54,13 +65,15 @@ int main(void)
     if (m.rank == 1)
         mp_post(&m, PT_IN, 1, buf, sizeof buf, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_OP_GET,
                 eq, PTL_RETAIN, NULL);
-    mp_barrier(&m);
+    if (!noinit)
+        mp_barrier(&m);
     if (m.rank == 1) {
         mp_fini_alone(&m);
         sleep(1); /* finalized, alive: it might still initialise again */
         return 0;
     }
-    usleep(200 * 1000); /* rank 1 has finalized by now (or soon) */
+    if (!noinit)
+        usleep(200 * 1000); /* rank 1 has finalized by now (or soon) */
     ptl_handle_md_t md = mp_bind(&m, buf, sizeof buf, PTL_MD_THRESH_INF, 0, eq);
     uint64_t t0 = mp_now_ms();
     MP_CHECK(PtlGet(md, m.ids[1], PT_IN, 0, 1, 0));
