@@ -120,6 +120,31 @@ static const char *g_runtime_vars[] = {
     "PTL_MY_RID", "PTL_NIDMAP", "PTL_PIDMAP", "PTL_JOB", "PTL_JOB_FD", "PTL_JOB_SIZE",
     "PTL_IFACE", "PTL_JID", "PTL_NRANKS", "PTL_TIMING_OUT", "PTL_LAUNCHER_PID", NULL};
 
+/* Sizes of rings and tables indexed by a mask. Before, a value that was not
+ * a power of two was rounded up where it was used, silently, and ptl_info
+ * printed the value asked for (an audit: PTL_QUEUE_SLOTS=48, rings of 64). */
+static bool must_be_pow2(const char *name)
+{
+    static const char *const names[] = {"PTL_CMD_SLOTS", "PTL_QUEUE_SLOTS", "PTL_MAX_OPS",
+                                        "PTL_REQ_SLOTS"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i]))
+            return true;
+    return false;
+}
+
+/* A value is warned about once per process: the table is parsed at the
+ * first use and again by pt_config_reload (PtlInit), and every rank printed
+ * each warning twice (an audit). Cold: start-up only. */
+static char g_warned[sizeof(g_table) / sizeof(g_table[0])][48];
+static bool first_warning(size_t i, const char *s)
+{
+    if (!strncmp(g_warned[i], s, sizeof g_warned[i] - 1) && g_warned[i][0])
+        return false;
+    snprintf(g_warned[i], sizeof g_warned[i], "%s", s);
+    return true;
+}
+
 static void parse_env(void)
 {
     for (size_t i = 0; i < sizeof(g_table) / sizeof(g_table[0]); i++) {
@@ -130,8 +155,9 @@ static void parse_env(void)
             t->source = "default";
             if (s && *s) {
                 if (strlen(s) >= t->ssize) {
-                    pt_log(PT_LOG_WARN, "%s=%s is longer than %zu characters; ignored", t->name,
-                           s, t->ssize - 1);
+                    if (first_warning(i, s))
+                        pt_log(PT_LOG_WARN, "%s=%s is longer than %zu characters; ignored",
+                               t->name, s, t->ssize - 1);
                     continue;
                 }
                 memcpy(t->svalue, s, strlen(s) + 1);
@@ -152,15 +178,25 @@ static void parse_env(void)
             } else if (!strcmp(t->name, "PTL_TRANSPORT") && (!strcmp(s, "shm") || !strcmp(s, "ofi"))) {
                 v = !strcmp(s, "shm") ? PT_TRANSPORT_SHM : PT_TRANSPORT_OFI;
             } else {
-                pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
-                       (long long)t->def);
+                if (first_warning(i, s))
+                    pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
+                           (long long)t->def);
                 continue;
             }
         }
         if (v < t->min || v > t->max) {
-            pt_log(PT_LOG_WARN, "%s=%lld out of range [%lld, %lld]; using %lld", t->name, v,
-                   (long long)t->min, (long long)t->max, (long long)t->def);
+            if (first_warning(i, s))
+                pt_log(PT_LOG_WARN, "%s=%lld out of range [%lld, %lld]; using %lld", t->name, v,
+                       (long long)t->min, (long long)t->max, (long long)t->def);
             continue;
+        }
+        if (must_be_pow2(t->name) && (v & (v - 1))) {
+            long long up = 1;
+            while (up < v)
+                up <<= 1;
+            if (first_warning(i, s))
+                pt_log(PT_LOG_WARN, "%s=%lld is not a power of two; using %lld", t->name, v, up);
+            v = up; /* the maxima are powers of two: still in range */
         }
         *t->value = v;
         t->source = "env";
