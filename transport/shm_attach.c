@@ -8,6 +8,7 @@
 #include "log.h"
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -76,8 +77,10 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
 {
     uint32_t n;
     if (!env_u32("PTL_NRANKS", &n) || n < 1 || n > PT_SHM_MAX_RANKS) {
-        pt_log(PT_LOG_ERR, "PTL_JOB=%s: the job does not exist yet and PTL_NRANKS (1..%u) "
-                           "is not set to create it", job, PT_SHM_MAX_RANKS);
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: no such job (no named region, and no process %s of "
+                           "this user holding one: ptlrun's pid or a rank's joins a running "
+                           "job) and PTL_NRANKS (1..%u) is not set to create it",
+               job, job, PT_SHM_MAX_RANKS);
         return -EINVAL;
     }
     uint32_t *nids = calloc(n, sizeof *nids), *pids = calloc(n, sizeof *pids);
@@ -109,6 +112,76 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
     }
     free(nids);
     free(pids);
+    return rc;
+}
+
+/* PTL_JOB=<pid>, for a process started outside ptlrun: the region that
+ * process (ptlrun, or a rank of the job) holds open, a memfd job's or a named
+ * one's whose name is already unlinked (the last rank to attach unlinks it),
+ * opened through /proc/<pid>/fd (the same user's). Before, such a process
+ * could join only while the name existed, and a memfd job not at all (an
+ * audit: "the job does not exist yet", and with PTL_NRANKS set as that
+ * message suggested, a second unrelated region of the same name). The fd,
+ * or -ENOENT. */
+static int open_by_pid(const char *job, struct stat *st)
+{
+    uint64_t pid;
+    if (!parse_u64(job, &pid) || pid == 0 || pid > 0x7fffffff)
+        return -ENOENT;
+    char dir[48];
+    snprintf(dir, sizeof dir, "/proc/%llu/fd", (unsigned long long)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -ENOENT;
+    int fd = -ENOENT;
+    struct dirent *e;
+    while (fd < 0 && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[320], to[256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, to, sizeof to - 1);
+        if (n <= 0)
+            continue;
+        to[n] = '\0';
+        if (strncmp(to, "/memfd:ptl-job", 14) && strncmp(to, SHM_DIR "/ptl-", strlen(SHM_DIR) + 5))
+            continue;
+        int f = open(path, O_RDWR | O_CLOEXEC); /* (a /proc magic link: no O_NOFOLLOW) */
+        if (f < 0)
+            continue;
+        if (fstat(f, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
+            (uint64_t)st->st_size < sizeof(struct pt_shm_hdr)) {
+            close(f);
+            continue;
+        }
+        fd = f;
+    }
+    closedir(d);
+    return fd;
+}
+
+/* Map fd, check that it is a job region in use: 0 (mapped), or an error. */
+static int adopt_region(int fd, const struct stat *st, const char *job, void **base_p,
+                        uint64_t *size_p)
+{
+    struct pt_shm_layout l;
+    struct pt_shm_hdr id;
+    const char *why = "";
+    *size_p = (uint64_t)st->st_size;
+    int rc = pt_shm_map_fd(fd, *size_p, base_p);
+    if (rc) {
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
+        return rc;
+    }
+    rc = pt_shm_region_check(*base_p, *size_p, &id, &l, &why);
+    if (!rc && !pt_shm_region_in_use(*base_p, *size_p)) {
+        why = "the job has ended";
+        rc = -ENOENT;
+    }
+    if (rc) {
+        munmap(*base_p, *size_p);
+        pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s", job, why);
+    }
     return rc;
 }
 
@@ -208,6 +281,18 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             pt_log(PT_LOG_ERR, "PTL_JOB=%s: open " SHM_DIR "%s: %s", job, g_name,
                    rc == -ELOOP ? "a symbolic link: refused" : strerror(-rc));
             return rc;
+        }
+        if (!getenv("PTL_NRANKS")) { /* joining, not creating: PTL_JOB may be a pid */
+            int pfd = open_by_pid(job, &st);
+            if (pfd >= 0) {
+                rc = adopt_region(pfd, &st, job, base_p, size_p);
+                if (rc) {
+                    close(pfd);
+                    return rc;
+                }
+                *fd_p = pfd;
+                return 0;
+            }
         }
         struct pt_shm_region reg;
         rc = create_named(job, slot_size, qslots, &reg);

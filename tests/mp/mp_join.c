@@ -33,8 +33,17 @@
  *   child not ended within 10 s fails the test. Then PtlNIFini, PtlFini,
  *   next round.
  *
+ * outsider [named]: a process started outside ptlrun joins by naming the job
+ *   with PTL_JOB=<ptlrun's pid> (issue 13 item 4): rank 0 forks and execs
+ *   this program with the launcher's variables removed (the job region's fd
+ *   is close-on-exec: nothing is inherited). It joins as a guest, puts 8
+ *   bytes with an ACK to every rank and gets every rank's source buffer,
+ *   data-checked, and ends in order. Every rank checks the outsider's put.
+ *   Before, PTL_JOB named only a named region, which the last rank to attach
+ *   unlinks (and a memfd job had no name at all): "the job does not exist".
+ *
  * Prints "rank 0: join OK" / "rank 0: limit OK" / "rank 0: the get from the
- * killed guest failed" / "rank 0: forkrace OK".
+ * killed guest failed" / "rank 0: forkrace OK" / "rank 0: outsider OK".
  */
 #include "mp_util.h"
 
@@ -318,10 +327,85 @@ static int forkrace(int argc, char **argv)
     return 0;
 }
 
+/* The outsider (see the top): argv[2] is the job's size. */
+static int outsider_main(unsigned size)
+{
+    int maxif;
+    ptl_handle_ni_t ni;
+    ptl_process_id_t me;
+    MP_CHECK(PtlInit(&maxif));
+    MP_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
+    MP_CHECK(PtlGetId(ni, &me));
+    if (me.pid < size)
+        mp_die("the outsider got Portals pid %u, a rank's", me.pid);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    static uint64_t word;
+    static uint8_t got[LEN];
+    word = 0x0757000000000000ull | me.pid;
+    ptl_md_t pd = {&word, sizeof word, PTL_MD_THRESH_INF, 0, 0, NULL, eq};
+    ptl_md_t gd = {got, LEN, PTL_MD_THRESH_INF, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
+    ptl_handle_md_t pmd, gmd;
+    MP_CHECK(PtlMDBind(ni, pd, PTL_RETAIN, &pmd));
+    MP_CHECK(PtlMDBind(ni, gd, PTL_RETAIN, &gmd));
+    for (unsigned r = 0; r < size; r++) {
+        ptl_process_id_t peer = {me.nid, r};
+        memset(got, 0, LEN);
+        MP_CHECK(PtlPut(pmd, PTL_ACK_REQ, peer, PT_DST, 0, 77, 0, 0));
+        MP_CHECK(PtlGet(gmd, peer, PT_SRC, 0, 5, 0));
+        int need = 3; /* SEND_END, ACK, REPLY_END (START of the put too) */
+        while (need) {
+            ptl_event_t ev;
+            if (!mp_poll(eq, &ev, MP_WAIT_MS))
+                mp_die("the outsider: no answer from rank %u within %d ms", r, MP_WAIT_MS);
+            if (ev.ni_fail_type != PTL_NI_OK)
+                mp_die("the outsider: %s from rank %u failed (%u)", PtlEventKindStr(ev.type), r,
+                       (unsigned)ev.ni_fail_type);
+            if (ev.type == PTL_EVENT_SEND_END || ev.type == PTL_EVENT_ACK ||
+                ev.type == PTL_EVENT_REPLY_END)
+                need--;
+        }
+        int64_t bad = mp_check_pattern(got, LEN, r, 5, 0);
+        if (bad >= 0)
+            mp_die("the outsider's get from rank %u: byte %lld wrong", r, (long long)bad);
+    }
+    MP_CHECK(PtlMDUnlink(pmd));
+    MP_CHECK(PtlMDUnlink(gmd));
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("outsider (Portals pid %u): exchanged with %u ranks\n", me.pid, size);
+    return 0;
+}
+
+/* Rank 0: start the outsider (fork, then exec with the launcher's variables
+ * gone and PTL_JOB naming ptlrun by its pid). */
+static pid_t start_outsider(struct mp *m, const char *self)
+{
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork");
+    if (c == 0) {
+        static const char *const vars[] = {"PTL_JOB_FD", "PTL_JOB_SIZE", "PTL_MY_RID",
+                                           "PTL_NIDMAP", "PTL_PIDMAP", "PTL_NRANKS", "PTL_JOB",
+                                           "PTL_LAUNCHER_PID", NULL};
+        char job[32], size[16];
+        snprintf(job, sizeof job, "%d", (int)getppid()); /* ptlrun, our parent */
+        snprintf(size, sizeof size, "%u", m->size);
+        for (int i = 0; vars[i]; i++)
+            unsetenv(vars[i]);
+        setenv("PTL_JOB", job, 1);
+        execl(self, self, "outsider-run", size, (char *)NULL);
+        _exit(127);
+    }
+    return c;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "forkrace"))
         return forkrace(argc, argv);
+    if (argc > 2 && !strcmp(argv[1], "outsider-run"))
+        return outsider_main((unsigned)atoi(argv[2]));
     struct mp m;
     mp_init(&m, 2);
     const char *mode = argc > 1 ? argv[1] : "exchange";
@@ -354,6 +438,29 @@ int main(int argc, char **argv)
         mp_barrier(&m);
         if (m.rank == 0)
             printf("rank 0: limit OK\n");
+        mp_fini(&m);
+        return 0;
+    }
+
+    if (!strcmp(mode, "outsider")) {
+        static uint64_t from_out;
+        ptl_handle_eq_t oeq;
+        MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &oeq));
+        mp_post(&m, PT_DST, 77, &from_out, sizeof from_out, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, oeq, PTL_RETAIN, NULL);
+        mp_barrier(&m); /* every rank's entry is there before the outsider starts */
+        pid_t c = m.rank == 0 ? start_outsider(&m, "/proc/self/exe") : 0;
+        ptl_event_t ev = mp_expect(oeq, PTL_EVENT_PUT_START, "the outsider's put");
+        mp_expect(oeq, PTL_EVENT_PUT_END, "the outsider's put");
+        if (ev.initiator.pid < m.size || (from_out & 0xffffffffull) != ev.initiator.pid ||
+            (from_out >> 48) != 0x0757)
+            mp_die("the outsider's put: from pid %u, word %#llx", ev.initiator.pid,
+                   (unsigned long long)from_out);
+        if (m.rank == 0)
+            reap(c, eq, "the outsider");
+        mp_barrier(&m);
+        if (m.rank == 0)
+            printf("rank 0: outsider OK (Portals pid %u)\n", ev.initiator.pid);
         mp_fini(&m);
         return 0;
     }
