@@ -945,6 +945,40 @@ static int hello(struct group *g)
     return rc;
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+    const ptl_process_id_t *x = a, *y = b;
+    if (x->nid != y->nid)
+        return x->nid < y->nid ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* A process listed twice would be two members with one set of entries: its
+ * peers' schedules and its own disagree (an audit: the listed rank got
+ * PTL_OK, the other PTL_FAIL after 30 s, then the first one's next
+ * allreduce never returned; {self, self} "reduced" to twice the value).
+ * Every member sees the same array, so every member refuses it at once. */
+static bool has_duplicate(const ptl_process_id_t *members, ptl_size_t n)
+{
+    if (n < 2)
+        return false;
+    ptl_process_id_t *c = malloc(n * sizeof *c);
+    if (!c) { /* O(n^2) without memory: creates are rare and n small then */
+        for (ptl_size_t i = 0; i < n; i++)
+            for (ptl_size_t j = i + 1; j < n; j++)
+                if (same_id(members[i], members[j]))
+                    return true;
+        return false;
+    }
+    memcpy(c, members, n * sizeof *c);
+    qsort(c, n, sizeof *c, id_cmp);
+    bool dup = false;
+    for (ptl_size_t i = 1; i < n && !dup; i++)
+        dup = same_id(c[i - 1], c[i]);
+    free(c);
+    return dup;
+}
+
 int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_size_t n,
                        ptl_handle_coll_t *out)
 {
@@ -966,6 +1000,8 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     }
     if (me == n)
         return PTL_PROCESS_INVALID;
+    if (has_duplicate(members, n))
+        return PTL_ARG_INVALID;
 
     pthread_mutex_lock(&tab_lock);
     int idx = -1, si = -1;

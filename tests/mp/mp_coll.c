@@ -831,6 +831,14 @@ static void t_bad(struct mp *m, ptl_handle_coll_t g)
         free(others);
     }
     expect_rc(PtlCollGroupCreate(m->ni, m->ids, 0, &q), PTL_ARG_INVALID, "create of 0 members");
+    { /* a process listed twice (the last rank again; {self, self} with one rank) */
+        ptl_process_id_t *twice = xmalloc((N + 1) * sizeof *twice);
+        memcpy(twice, m->ids, N * sizeof *twice);
+        twice[N] = m->ids[N - 1];
+        expect_rc(PtlCollGroupCreate(m->ni, twice, N + 1, &q), PTL_ARG_INVALID,
+                  "create with a member listed twice");
+        free(twice);
+    }
     expect_rc(PtlCollBcast(g, buf, sizeof buf, N), PTL_ARG_INVALID, "bcast root out of range");
     expect_rc(PtlCollReduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, N + 5), PTL_ARG_INVALID,
               "reduce root out of range");
