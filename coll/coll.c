@@ -180,11 +180,18 @@ static int state_ok(_Atomic uint64_t *st, uint64_t h)
     uint64_t v = LD_ACQUIRE(st); /* pairs with state_set */
     return (v & 1) && (uint32_t)(v >> 1) == (uint32_t)(h >> 20);
 }
-/* member-list hashes created so far (with how many times): group ids */
-static struct {
+/* Member-list hashes created so far (with how many times): group ids. Every
+ * member counts the creates of a list alike, so the k-th group over one
+ * list has the same id everywhere, and kept for the life of the process
+ * (a member that frees its group early must not count from 0 again while
+ * another still holds it). Growable: a fixed table of 256 made the 257th
+ * distinct list ever used fail with PTL_NO_SPACE for good, with no group
+ * alive (an audit). 16 bytes per distinct list; under tab_lock. */
+struct seen_list {
     uint64_t h, count;
-} seen[COLL_MAX_GROUPS];
-static int nseen;
+};
+static struct seen_list *seen;
+static int nseen, seen_cap;
 
 static uint64_t enc(uint32_t gen, int idx)
 {
@@ -1013,10 +1020,20 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     for (int i = 0; i < nseen; i++)
         if (seen[i].h == h)
             si = i;
-    if (si < 0 && nseen < COLL_MAX_GROUPS) {
-        si = nseen++;
-        seen[si].h = h;
-        seen[si].count = 0;
+    if (si < 0 && idx >= 0) {
+        if (nseen == seen_cap) {
+            int cap = seen_cap ? 2 * seen_cap : 64;
+            struct seen_list *ns = cap > seen_cap ? realloc(seen, (size_t)cap * sizeof *ns) : NULL;
+            if (ns) {
+                seen = ns;
+                seen_cap = cap;
+            }
+        }
+        if (nseen < seen_cap) {
+            si = nseen++;
+            seen[si].h = h;
+            seen[si].count = 0;
+        }
     }
     if (idx < 0 || si < 0) {
         pthread_mutex_unlock(&tab_lock);

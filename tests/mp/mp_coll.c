@@ -953,6 +953,51 @@ static int finish(struct mp *m, ptl_handle_coll_t g, const char *name)
     return 0;
 }
 
+/* lists K: K groups of the whole job, each over another order of the
+ * members (the k-th permutation, decoded from k in the factorial number
+ * system), created, used once and freed: one group alive at a time. The
+ * library keeps a count per member list ever used (group ids); a fixed
+ * table of 256 made the 257th list fail with PTL_NO_SPACE for good (an
+ * audit). Needs K distinct orders: 6 ranks have 720. */
+static int lists(struct mp *m, unsigned k_max)
+{
+    ptl_process_id_t *ids = xmalloc(N * sizeof *ids);
+    unsigned *pool = xmalloc(N * sizeof *pool);
+    unsigned k = 0;
+    for (; k < k_max; k++) {
+        unsigned long code = k, me = N;
+        for (unsigned i = 0; i < N; i++)
+            pool[i] = i;
+        for (unsigned i = 0, left = N; i < N; i++, left--) { /* pick code % left of the rest */
+            unsigned j = (unsigned)(code % left);
+            code /= left;
+            ids[i] = m->ids[pool[j]];
+            if (pool[j] == ME)
+                me = i;
+            memmove(&pool[j], &pool[j + 1], (left - j - 1) * sizeof *pool);
+        }
+        if (code) /* k past N!: the orders have run out */
+            break;
+        ptl_handle_coll_t g;
+        int rc = PtlCollGroupCreate(m->ni, ids, N, &g);
+        if (rc != PTL_OK)
+            mp_die("create of member order %u (one group alive at a time): %s", k,
+                   PtlErrorStr((unsigned)rc));
+        int64_t x = (int64_t)me, y = -1;
+        MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
+        if (y != (int64_t)N * (N - 1) / 2)
+            mp_die("order %u: allreduce gave %lld", k, (long long)y);
+        MP_CHECK(PtlCollGroupFree(g));
+    }
+    free(ids);
+    free(pool);
+    mp_barrier(m);
+    if (ME == 0)
+        printf("mp_coll lists: OK %u member orders, one group at a time\n", k);
+    mp_fini(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
@@ -964,6 +1009,11 @@ int main(int argc, char **argv)
         N = m.size;
         ME = m.rank;
         return pairs(&m);
+    }
+    if (argc > 2 && !strcmp(argv[1], "lists")) {
+        N = m.size;
+        ME = m.rank;
+        return lists(&m, (unsigned)atoi(argv[2]));
     }
     if (argc > 1 && !strcmp(argv[1], "died")) {
         N = m.size;
