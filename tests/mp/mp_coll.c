@@ -1018,7 +1018,10 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "died")) {
         N = m.size;
         ME = m.rank;
-        return died(&m);
+        int rc = died(&m); /* the NI has failed: no mp_fini, but its memory goes */
+        free(m.ids);
+        free(m.seen);
+        return rc;
     }
     N = m.size;
     ME = m.rank;
