@@ -540,6 +540,17 @@ int PtlCollWait(ptl_handle_coll_req_t h)
 
 /* ---- groups ------------------------------------------------------------- */
 
+/* A call whose buffers would span more than an address space can (a count
+ * or length past it, or a product that wraps) is refused before anything
+ * moves (an audit: an allreduce of 2^61 + 1 int64s returned PTL_OK having
+ * reduced one element, an allgather of 2^63 bytes each crashed both ranks,
+ * a bcast of 2^62 bytes corrupted a non-root's stack). */
+#define COLL_MAX_BYTES (1ull << 47)
+static bool bytes_ok(ptl_size_t a, ptl_size_t b)
+{
+    return !a || !b || a <= COLL_MAX_BYTES / b;
+}
+
 static int same_id(ptl_process_id_t a, ptl_process_id_t b)
 {
     return a.nid == b.nid && a.pid == b.pid;
@@ -1283,6 +1294,8 @@ int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t roo
         return rc;
     if (!buf && len)
         return PTL_SEGV;
+    if (!bytes_ok(len, 1))
+        return PTL_ARG_INVALID;
     struct req *r;
     if (pb_ok(h, len)) {
         struct group *g;
@@ -2063,6 +2076,8 @@ int PtlCollIallreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, p
         return rc;
     if (count && (!sendbuf || !recvbuf))
         return PTL_SEGV;
+    if (!bytes_ok(count, type_size(t)))
+        return PTL_ARG_INVALID;
     if (fast_ok(h, count * type_size(t)))
         return fast_call(h, 1, sendbuf, recvbuf, count, t, op, out);
     struct req *r;
@@ -2084,6 +2099,8 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
     struct group *g = group_get(h);
     if (count && (!sendbuf || (g->me == root && !recvbuf)))
         return PTL_SEGV;
+    if (!bytes_ok(count, type_size(t)))
+        return PTL_ARG_INVALID;
     if (fast_ok(h, count * type_size(t))) /* every member computes it; the root keeps it */
         return fast_call(h, 1, sendbuf, g->me == root ? recvbuf : NULL, count, t, op, out);
     struct req *r;
@@ -2230,6 +2247,8 @@ int PtlCollIgather(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
     struct group *g = group_get(h);
     if (len && (!sendbuf || (g->me == root && !recvbuf)))
         return PTL_SEGV;
+    if (!bytes_ok(len, g->n))
+        return PTL_ARG_INVALID;
     struct req *r;
     rc = begin(h, out, &r);
     if (rc != PTL_OK)
@@ -2246,6 +2265,8 @@ int PtlCollIscatter(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl
     struct group *g = group_get(h);
     if (len && (!recvbuf || (g->me == root && !sendbuf)))
         return PTL_SEGV;
+    if (!bytes_ok(len, g->n))
+        return PTL_ARG_INVALID;
     struct req *r;
     rc = begin(h, out, &r);
     if (rc != PTL_OK)
@@ -2256,10 +2277,13 @@ int PtlCollIscatter(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl
 int PtlCollIallgather(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t len,
                       ptl_handle_coll_req_t *out)
 {
-    if (!group_get(h))
+    struct group *g = group_get(h);
+    if (!g)
         return PTL_HANDLE_INVALID;
     if (len && (!sendbuf || !recvbuf))
         return PTL_SEGV;
+    if (!bytes_ok(len, g->n))
+        return PTL_ARG_INVALID;
     struct req *r;
     int rc = begin(h, out, &r);
     if (rc != PTL_OK)
@@ -2270,10 +2294,13 @@ int PtlCollIallgather(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, p
 int PtlCollIalltoall(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_size_t len,
                      ptl_handle_coll_req_t *out)
 {
-    if (!group_get(h))
+    struct group *g = group_get(h);
+    if (!g)
         return PTL_HANDLE_INVALID;
     if (len && (!sendbuf || !recvbuf))
         return PTL_SEGV;
+    if (!bytes_ok(len, g->n))
+        return PTL_ARG_INVALID;
     struct req *r;
     int rc = begin(h, out, &r);
     if (rc != PTL_OK)

@@ -18,7 +18,8 @@
  * Errors: PTL_HANDLE_INVALID (a freed or never created group or request),
  * PTL_PROCESS_INVALID (the caller is not in members), PTL_ARG_INVALID (root
  * out of range, an unknown type or op, a bitwise op on a float type, a
- * process listed twice in members),
+ * process listed twice in members, buffers that would span more than 2^47
+ * bytes),
  * PTL_SEGV (a NULL pointer where data is needed), PTL_NO_SPACE (tables
  * full), PTL_FAIL (an operation of the schedule failed).
  */

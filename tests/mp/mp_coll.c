@@ -831,6 +831,23 @@ static void t_bad(struct mp *m, ptl_handle_coll_t g)
         free(others);
     }
     expect_rc(PtlCollGroupCreate(m->ni, m->ids, 0, &q), PTL_ARG_INVALID, "create of 0 members");
+    { /* sizes past any address space: refused, nothing touched */
+        const ptl_size_t huge = (ptl_size_t)1 << 61;
+        expect_rc(PtlCollAllreduce(g, &x, &y, huge + 1, PTL_COLL_INT64, PTL_COLL_SUM),
+                  PTL_ARG_INVALID, "allreduce of 2^61 + 1 int64 (bytes wrap)");
+        expect_rc(PtlCollReduce(g, &x, &y, huge, PTL_COLL_INT64, PTL_COLL_SUM, 0),
+                  PTL_ARG_INVALID, "reduce of 2^61 int64");
+        expect_rc(PtlCollBcast(g, buf, (ptl_size_t)1 << 62, 0), PTL_ARG_INVALID,
+                  "bcast of 2^62 bytes");
+        expect_rc(PtlCollAllgather(g, buf, buf, (ptl_size_t)1 << 63), PTL_ARG_INVALID,
+                  "allgather of 2^63 bytes each");
+        expect_rc(PtlCollAlltoall(g, buf, buf, (ptl_size_t)1 << 63), PTL_ARG_INVALID,
+                  "alltoall of 2^63 bytes each");
+        expect_rc(PtlCollGather(g, buf, buf, (ptl_size_t)1 << 63, 0), PTL_ARG_INVALID,
+                  "gather of 2^63 bytes each");
+        expect_rc(PtlCollScatter(g, buf, buf, (ptl_size_t)1 << 63, 0), PTL_ARG_INVALID,
+                  "scatter of 2^63 bytes each");
+    }
     { /* a process listed twice (the last rank again; {self, self} with one rank) */
         ptl_process_id_t *twice = xmalloc((N + 1) * sizeof *twice);
         memcpy(twice, m->ids, N * sizeof *twice);
