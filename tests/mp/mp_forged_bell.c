@@ -11,9 +11,10 @@
  * rank 0, 50 times. Before, nobody woke rank 0's engine: the gets waited for
  * rank 0's application (offload) or for ever (host). Expected: the engine's
  * backstop finds the work (PTL_WAKE_BACKSTOP_MS), logs the fault, repairs
- * the word and from then on sleeps at most 1 ms: all 50 gets are served
- * within 2 s, while rank 0's application still computes. (A watchdog bound,
- * not a speed measurement.)
+ * the word and from then on sleeps at most 1 ms, or a sleeper's check before
+ * it sleeps finds the forged count first, logs it and puts it right: all 50
+ * gets are served within 2 s, while rank 0's application still computes. (A
+ * watchdog bound, not a speed measurement.)
  *
  *   usage: ptlrun -n 3 mp_forged_bell   (memfd region: rank 2 maps it)
  */
