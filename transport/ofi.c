@@ -132,7 +132,8 @@ struct ofi_wiov {
  * req (unique while it waits), or a reply's target MD, offset, length and
  * GET_START link (the link alone is 0 when start events are off). Two
  * replies with the same id describe the same memory: either's key reads it,
- * so ending either one is right. */
+ * so the reader may end either one, but both sides must end the same one:
+ * the answer names the key the reader forgot (rkey_end, reg_end). */
 static inline uint64_t w_desc_id(const void *h)
 {
     uint8_t op = W_OP(h);
@@ -153,7 +154,8 @@ struct ofi_pfx {
     uint32_t src;       /* sender's rank                                        */
     uint32_t len;       /* data: bytes of the slot that follow                  */
     uint32_t cred[PT_CLS_NR]; /* credits the sender returns to the receiver    */
-    uint64_t rkey;      /* data, rendezvous descriptor: key of its memory       */
+    uint64_t rkey;      /* data, rendezvous descriptor: key of its memory;     *
+                         * FIN, RFIN: the key the reader forgot (reg_end)      */
     uint8_t pad[OFI_PFX - 32];
 };
 _Static_assert(sizeof(struct ofi_pfx) == OFI_PFX, "the prefix is one cache line");
@@ -200,6 +202,7 @@ struct ofi_rx_ord {        /* as shm's: per sender */
 /* A rendezvous registration of ours, ended by the descriptor's answer. */
 struct ofi_reg {
     struct fid_mr *mr;
+    uint64_t key;         /* fi_mr_key(mr): what the peer's answer names        */
     uint32_t peer;
     uint8_t op;           /* PT_W_PUT (ended by FIN) or PT_W_REPLY (by RFIN)   */
     uint64_t id;          /* w_desc_id                                          */
@@ -598,8 +601,13 @@ static void send_credits(struct pt_xport *x, uint32_t peer)
     send_or_queue(x, i, OFI_PFX);
 }
 
-/* End our registration that answer h from peer completes, if any. */
-static void reg_end(struct pt_xport *x, uint32_t peer, const void *h)
+/* End our registration that answer h from peer completes, if any: the one
+ * whose key the answer names (key: the reader forgot that one; two replies
+ * of the same memory have the same id, and the two sides' tables need not
+ * list them in the same order: closing the other one made the peer's next
+ * read fail "unknown key", and tcp resets the connection), else (0: the
+ * reader had no key left for it) the first of that id. */
+static void reg_end(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key)
 {
     uint8_t op;
     if (W_OP(h) == PT_XPORT_W_FIN)
@@ -611,7 +619,7 @@ static void reg_end(struct pt_xport *x, uint32_t peer, const void *h)
     uint64_t id = w_desc_id(h);
     for (uint32_t k = 0; k < x->nreg; k++) {
         struct ofi_reg *r = &x->reg[k];
-        if (r->peer == peer && r->op == op && r->id == id) {
+        if (r->peer == peer && r->op == op && (key ? r->key == key : r->id == id)) {
             fi_close(&r->mr->fid);
             x->reg[k] = x->reg[--x->nreg];
             return;
@@ -669,7 +677,7 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
     char *slot = inq_slot(x, q, q->head);
     memcpy(slot, buf + OFI_PFX, p->len);
     if (PT_UNLIKELY(x->nreg) && p->cls == PT_CLS_RSP)
-        reg_end(x, s, slot);
+        reg_end(x, s, slot, p->rkey);
     if (PT_UNLIKELY(W_FLAGS(slot) & PT_XPORT_F_RNDV) && p->rkey &&
         (W_OP(slot) == PT_XPORT_W_PUT || W_OP(slot) == PT_XPORT_W_REPLY))
         rkey_add(x, s, slot, p->rkey);
@@ -810,25 +818,29 @@ static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
     }
     struct ofi_reg *r = &x->reg[x->nreg++];
     r->mr = mr;
+    r->key = fi_mr_key(mr);
     r->peer = peer;
     r->op = W_OP(h);
     r->id = w_desc_id(h);
-    return fi_mr_key(mr);
+    return r->key;
 }
 
 /* We answer a descriptor of peer's (FIN for its put, RFIN for its reply):
- * forget its key. */
-static void rkey_end(struct pt_xport *x, uint32_t peer, const void *h)
+ * forget its key, and return it for the answer to name (reg_end), or 0 when
+ * none is left (evicted: rkey_add). */
+static uint64_t rkey_end(struct pt_xport *x, uint32_t peer, const void *h)
 {
     uint8_t op = W_OP(h) == PT_XPORT_W_FIN ? PT_XPORT_W_PUT : PT_XPORT_W_REPLY;
     uint64_t id = w_desc_id(h);
     for (uint32_t k = 0; k < x->nrk; k++) {
         struct ofi_rkey *r = &x->rk[k];
         if (r->peer == peer && r->op == op && r->id == id) {
+            uint64_t key = r->key;
             x->rk[k] = x->rk[--x->nrk];
-            return;
+            return key;
         }
     }
+    return 0;
 }
 
 static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key)
@@ -874,7 +886,7 @@ static void ofi_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     if (PT_UNLIKELY(W_FLAGS(h) & PT_XPORT_F_RNDV) && (op == PT_XPORT_W_PUT || op == PT_XPORT_W_REPLY))
         p->rkey = reg_desc(x, peer, h);
     else if (PT_UNLIKELY(x->nrk) && (op == PT_XPORT_W_FIN || op == PT_XPORT_W_RFIN))
-        rkey_end(x, peer, h);
+        p->rkey = rkey_end(x, peer, h);
     x->cred[peer * 2 + cls]--;
     send_or_queue(x, i, OFI_PFX + len);
 }
