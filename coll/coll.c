@@ -873,23 +873,48 @@ static void group_teardown(struct group *g)
  * "heard you" goes to P (P has posted). We are done with P when P's "heard
  * you" came.
  * P sends no hello after its "heard you", so nothing of it is left in
- * flight when we unlink. Counters cannot overflow as an EQ would. */
+ * flight when we unlink. Counters cannot overflow as an EQ would.
+ *
+ * A member that cannot hold the group (refuse: its table or its NI ran out
+ * of room) runs the same hello, and sends every peer a "refused" just before
+ * its "heard you": every member ends its hello as usual (nobody leaves early,
+ * so nobody waits for a member that left), having counted the refusal (same
+ * pair, so it arrives before the "heard you" that completes that peer), and
+ * every member's create fails with PTL_NO_SPACE at once. Before, the member
+ * that ran out said PTL_NO_SPACE and the others PTL_FAIL after 30 s. */
 static void sleep_us(long us)
 {
     struct timespec ts = {0, us * 1000};
     nanosleep(&ts, NULL);
 }
 
-static int hello(struct group *g)
+#define HELLO_REFUSED 2u /* the tag of a refusal */
+
+static int hello(struct group *g, bool refuse)
 {
     ptl_size_t n = g->n;
     ptl_handle_ct_t *ct = malloc(2 * n * sizeof *ct);
     ptl_handle_me_t *me = malloc(2 * n * sizeof *me);
     uint8_t *st = calloc(n, 1); /* 1 heard, 2 heard and answered, 3 done */
+    ptl_handle_ct_t rct = PTL_CT_NONE; /* refusals from any member */
+    ptl_handle_me_t rme = PTL_INVALID_HANDLE;
     int rc = ct && me && st ? PTL_OK : PTL_NO_SPACE;
     for (ptl_size_t i = 0; ct && me && i < 2 * n; i++) {
         ct[i] = PTL_CT_NONE;
         me[i] = PTL_INVALID_HANDLE;
+    }
+    if (rc == PTL_OK && !refuse) {
+        const ptl_process_id_t any = {.nid = PTL_NID_ANY, .pid = PTL_PID_ANY};
+        ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
+        ptl_handle_md_t md;
+        rc = PtlCTAlloc(g->ni, &rct);
+        if (rc == PTL_OK)
+            rc = PtlMEAttach(g->ni, g->pt, any, mbits(g->gid, K_HELLO, 0, HELLO_REFUSED), 0,
+                             PTL_RETAIN, PTL_INS_AFTER, &rme);
+        if (rc == PTL_OK)
+            rc = PtlMDAttach(rme, d, PTL_RETAIN, &md);
+        if (rc == PTL_OK)
+            rc = PtlMDBindCT(md, rct, PTL_CT_COMM);
     }
     for (ptl_size_t i = 0; rc == PTL_OK && i < 2 * n; i++) {
         if (i % n == g->me)
@@ -936,8 +961,12 @@ static int hello(struct group *g)
             if (!st[i] && (h.success || a.success)) /* either says P posted */
                 st[i] = 1;
             if (st[i] == 1) { /* P posted: this one arrives */
-                rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-                            mbits(g->gid, K_HELLO, 0, 1), 0, 0);
+                if (refuse) /* first: P has counted it when our "heard you" ends its wait */
+                    rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                                mbits(g->gid, K_HELLO, 0, HELLO_REFUSED), 0, 0);
+                if (rc == PTL_OK)
+                    rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                                mbits(g->gid, K_HELLO, 0, 1), 0, 0);
                 st[i] = 2;
             } else if (!st[i] && resend) {
                 rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
@@ -951,6 +980,14 @@ static int hello(struct group *g)
         if (left)
             sleep_us(100);
     }
+    if (rc == PTL_OK && rct != PTL_CT_NONE) {
+        ptl_ct_event_t r;
+        rc = PtlCTGet(rct, &r);
+        if (rc == PTL_OK && r.success)
+            rc = PTL_NO_SPACE; /* a member refused: nobody keeps the group */
+    }
+    drop_me(rme);
+    drop_ct(rct);
     for (ptl_size_t i = 0; me && ct && i < 2 * n; i++) {
         if (me[i] != PTL_INVALID_HANDLE)
             PtlMEUnlink(me[i]);
@@ -961,6 +998,33 @@ static int hello(struct group *g)
     free(me);
     free(st);
     return rc;
+}
+
+/* A member that cannot hold the group still takes its id (every member
+ * counts the creates of a list alike: a member that skipped one would name
+ * every later group over that list differently from its peers, and those
+ * creates would fail after 30 s) and answers the hello as refused. */
+static int refuse(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_size_t n,
+                  ptl_size_t me, uint64_t gid)
+{
+    if (n < 2)
+        return PTL_NO_SPACE;
+    struct group t;
+    memset(&t, 0, sizeof t);
+    t.ni = ni;
+    t.pt = (ptl_pt_index_t)pt_config()->coll_pt;
+    t.n = n;
+    t.me = me;
+    t.gid = gid;
+    t.ids = (ptl_process_id_t *)members; /* hello reads them only */
+    ptl_md_t z = {NULL, 0, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+    if (PtlMDBind(ni, z, PTL_RETAIN, &t.nmd) != PTL_OK)
+        return PTL_NO_SPACE; /* nothing to answer with: the peers time out (PTL_FAIL) */
+    (void)hello(&t, true);
+    /* its last puts may still be queued (PTL_MD_IN_USE): bounded, then left to PtlNIFini */
+    for (int k = 0; k < 2000 && PtlMDUnlink(t.nmd) == PTL_MD_IN_USE; k++)
+        sleep_us(100);
+    return PTL_NO_SPACE;
 }
 
 static int id_cmp(const void *a, const void *b)
@@ -1031,7 +1095,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     for (int i = 0; i < nseen; i++)
         if (seen[i].h == h)
             si = i;
-    if (si < 0 && idx >= 0) {
+    if (si < 0) {
         if (nseen == seen_cap) {
             int cap = seen_cap ? 2 * seen_cap : 64;
             struct seen_list *ns = cap > seen_cap ? realloc(seen, (size_t)cap * sizeof *ns) : NULL;
@@ -1046,9 +1110,14 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
             seen[si].count = 0;
         }
     }
-    if (idx < 0 || si < 0) {
+    if (si < 0) { /* no id (the list table cannot grow): the peers time out */
         pthread_mutex_unlock(&tab_lock);
         return PTL_NO_SPACE;
+    }
+    uint64_t gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
+    if (idx < 0) {
+        pthread_mutex_unlock(&tab_lock);
+        return refuse(ni, members, n, me, gid);
     }
     struct group *g = &groups[idx];
     uint32_t gen = g->gen;
@@ -1056,7 +1125,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     g->gen = gen;
     g->used = 1;
     state_set(&gstate[idx], gen, 1);
-    g->gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
+    g->gid = gid;
     pthread_mutex_unlock(&tab_lock);
 
     pthread_mutex_init(&g->lock, NULL);
@@ -1071,7 +1140,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     g->expect = calloc(n, sizeof *g->expect);
     if (!g->ids || !g->from || !g->from_me || !g->expect) {
         group_teardown(g);
-        return PTL_NO_SPACE;
+        return refuse(ni, members, n, me, gid);
     }
     memcpy(g->ids, members, n * sizeof *g->ids);
     for (ptl_size_t i = 0; i < n; i++) {
@@ -1097,8 +1166,13 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     /* after the RTR MEs: an RTR matches near the head of the list */
     if (rc == PTL_OK)
         rc = fast_setup(g);
-    if (rc == PTL_OK && n > 1)
-        rc = hello(g);
+    if (rc != PTL_OK) { /* out of room before the hello: free it all, then refuse */
+        group_teardown(g);
+        (void)refuse(ni, members, n, me, gid);
+        return rc;
+    }
+    if (n > 1)
+        rc = hello(g, false);
     if (rc != PTL_OK) {
         group_teardown(g);
         return rc;

@@ -1015,6 +1015,59 @@ static int lists(struct mp *m, unsigned k_max)
     return 0;
 }
 
+/* Rank 0's group table full (groups of itself only), then a create over the
+ * whole job: every member says PTL_NO_SPACE at once (before: rank 0 at once,
+ * the others PTL_FAIL after 30 s), and once rank 0 has room the next create
+ * over the same list works on every member (before: rank 0 had not counted
+ * the refused create, its group id differed from its peers', and the create
+ * failed after 30 s). Twice, to see the counts stay in step. */
+static int full(struct mp *m)
+{
+    enum { MAX_SELF = 4096 };
+    ptl_handle_coll_t *self = xmalloc(MAX_SELF * sizeof *self), g;
+    unsigned nself = 0;
+    mp_barrier(m);
+    if (ME == 0) {
+        ptl_process_id_t me = m->ids[0];
+        int rc;
+        while (nself < MAX_SELF && (rc = PtlCollGroupCreate(m->ni, &me, 1, &self[nself])) == PTL_OK)
+            nself++;
+        if (nself == MAX_SELF || rc != PTL_NO_SPACE)
+            mp_die("groups of one: %u created, then %s", nself, PtlErrorStr((unsigned)rc));
+    }
+    for (int round = 0; round < 2; round++) {
+        int rc = PtlCollGroupCreate(m->ni, m->ids, N, &g);
+        if (rc != PTL_NO_SPACE)
+            mp_die("round %d: create with rank 0's table full: %s, wanted PTL_NO_SPACE on every "
+                   "member", round, PtlErrorStr((unsigned)rc));
+        if (ME == 0)
+            MP_CHECK(PtlCollGroupFree(self[--nself]));
+        rc = PtlCollGroupCreate(m->ni, m->ids, N, &g);
+        if (rc != PTL_OK)
+            mp_die("round %d: create once rank 0 has room: %s", round, PtlErrorStr((unsigned)rc));
+        int64_t x = (int64_t)ME + 1, y = 0;
+        MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
+        if (y != (int64_t)N * (N + 1) / 2)
+            mp_die("round %d: allreduce gave %lld", round, (long long)y);
+        if (ME == 0) { /* full again: the group just made takes the slot */
+            ptl_process_id_t me = m->ids[0];
+            if (PtlCollGroupCreate(m->ni, &me, 1, &self[nself]) != PTL_NO_SPACE)
+                mp_die("round %d: rank 0's table had room", round);
+        }
+        MP_CHECK(PtlCollGroupFree(g));
+        if (ME == 0)
+            MP_CHECK(PtlCollGroupCreate(m->ni, &m->ids[0], 1, &self[nself++]));
+    }
+    for (unsigned i = 0; i < nself; i++)
+        MP_CHECK(PtlCollGroupFree(self[i]));
+    free(self);
+    mp_barrier(m);
+    if (ME == 0)
+        printf("mp_coll full: OK\n");
+    mp_fini(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
@@ -1031,6 +1084,11 @@ int main(int argc, char **argv)
         N = m.size;
         ME = m.rank;
         return lists(&m, (unsigned)atoi(argv[2]));
+    }
+    if (argc > 1 && !strcmp(argv[1], "full")) {
+        N = m.size;
+        ME = m.rank;
+        return full(&m);
     }
     if (argc > 1 && !strcmp(argv[1], "died")) {
         N = m.size;
