@@ -73,6 +73,8 @@ struct ptd_hdr {
     uint32_t nranks, slot_size, qslots, jid;
     uint32_t job_failed;
     int32_t first_dead;
+    uint32_t nguests;              /* the last nguests of nranks are guest slots */
+    uint32_t pad;
     uint64_t tsc_now, ns_now;
     double ns_per_tick;
     char why[128];
@@ -235,6 +237,7 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
     s->h.sz_q = sizeof(struct ptd_q);
     s->h.sz_rec = sizeof(struct pt_trace_out);
     s->h.nranks = n;
+    s->h.nguests = h->nguests <= n ? h->nguests : 0;
     s->h.slot_size = h->slot_size;
     s->h.qslots = h->qslots;
     s->h.jid = h->jid;
@@ -332,6 +335,8 @@ struct ptd_snap *ptd_load(const char *path, char *err, size_t errlen)
         bad = "a dump of another libportals build (structure sizes differ)";
     else if (s->h.nranks == 0 || s->h.nranks > PT_SHM_MAX_PROCS)
         bad = "bad number of ranks";
+    else if (s->h.nguests >= s->h.nranks)
+        bad = "bad number of guest slots";
     else if (!(s->r = calloc(s->h.nranks, sizeof *s->r)))
         bad = "out of memory";
     for (uint32_t r = 0; !bad && r < s->h.nranks; r++) {
@@ -472,11 +477,36 @@ static int32_t holder(const struct ptd_rank *k)
     return -1;
 }
 
+/* Process p of the region by name: "rank 3", or "guest 0" for a slot of a
+ * process that joined (PTL_JOB) past the launcher's ranks. */
+static const char *pname(const struct ptd_snap *s, uint32_t p, char *buf, size_t len)
+{
+    uint32_t nr = s->h.nranks - s->h.nguests;
+    if (p < nr)
+        snprintf(buf, len, "rank %u", p);
+    else
+        snprintf(buf, len, "guest %u", p - nr);
+    return buf;
+}
+
+/* A guest slot no process ever took: nothing to say about it. */
+static bool unused_slot(const struct ptd_snap *s, uint32_t p)
+{
+    const struct ptd_rank *k = &s->r[p];
+    return p >= s->h.nranks - s->h.nguests && k->attach == PT_SHM_R_NONE && k->ospid == 0;
+}
+
 void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
 {
-    uint32_t n = s->h.nranks, qs = s->h.qslots;
+    uint32_t n = s->h.nranks, qs = s->h.qslots, ng = s->h.nguests, gused = 0;
+    char nm[32], nm2[32];
+    for (uint32_t r = n - ng; r < n; r++)
+        gused += !unused_slot(s, r);
     fprintf(f, "==== libportals job dump (%s) ====\n", s->h.why[0] ? s->h.why : "on demand");
-    fprintf(f, "job %u: %u ranks, rings of %u entries, buffers of %u B", s->h.jid, n, qs, s->h.slot_size);
+    fprintf(f, "job %u: %u ranks", s->h.jid, n - ng);
+    if (ng)
+        fprintf(f, " and %u guest slots (%u taken)", ng, gused);
+    fprintf(f, ", rings of %u entries, buffers of %u B", qs, s->h.slot_size);
     if (s->h.job_failed)
         fprintf(f, "; job FAILED (%s), first dead rank %d\n", s->h.job_failed == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL",
                 (int)s->h.first_dead);
@@ -488,8 +518,11 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
     for (uint32_t r = 0; r < n; r++) {
         const struct ptd_rank *k = &s->r[r];
         char c = k->proc_state;
+        if (unused_slot(s, r))
+            continue;
+        pname(s, r, nm, sizeof nm);
         if (c == 'T' || c == 't' || c == 'Z' || c == 'X' || c == '-' || k->dead) {
-            fprintf(f, "  rank %u (pid %d) is %s%s\n", r, (int)k->ospid, proc_desc(c),
+            fprintf(f, "  %s (pid %d) is %s%s\n", nm, (int)k->ospid, proc_desc(c),
                     k->dead ? ", marked dead in the job" : "");
             any = true;
         }
@@ -497,9 +530,10 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
             const struct ptd_q *q = &k->q[i];
             uint32_t used = q->head - q->tail;
             if (q->receiver == r && used >= qs) {
-                fprintf(f, "  rank %u -> rank %u %s queue full: rank %u has 0 credits towards "
-                           "rank %u (%u messages not taken)\n",
-                        q->sender, r, cls_name(q->cls), q->sender, r, used);
+                pname(s, q->sender, nm2, sizeof nm2);
+                fprintf(f, "  %s -> %s %s queue full: %s has 0 credits towards %s (%u "
+                           "messages not taken)\n",
+                        nm2, nm, cls_name(q->cls), nm2, nm, used);
                 any = true;
             }
         }
@@ -507,7 +541,7 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
             if (k->rec[i].site == PT_TR_XFER_FAIL || k->rec[i].site == PT_TR_MISSED) {
                 char v[96];
                 value(&k->rec[i], k, v, sizeof v);
-                fprintf(f, "  rank %u: %s %s\n", r, pt_trace_sites[k->rec[i].site].name, v);
+                fprintf(f, "  %s: %s %s\n", nm, pt_trace_sites[k->rec[i].site].name, v);
                 any = true;
             }
     }
@@ -516,7 +550,9 @@ void ptd_print(const struct ptd_snap *s, FILE *f, unsigned last)
 
     for (uint32_t r = 0; r < n; r++) {
         const struct ptd_rank *k = &s->r[r];
-        fprintf(f, "---- rank %u (pid %d): %s; %s%s\n", r, (int)k->ospid,
+        if (unused_slot(s, r))
+            continue;
+        fprintf(f, "---- %s (pid %d): %s; %s%s\n", pname(s, r, nm, sizeof nm), (int)k->ospid,
                 proc_desc(k->proc_state),
                 k->attach == PT_SHM_R_ATTACHED ? "attached" :
                 k->attach == PT_SHM_R_DETACHED ? "detached (PtlNIFini done)" : "never attached",

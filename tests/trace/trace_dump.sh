@@ -60,6 +60,11 @@ stop)
   [ -n "$ok" ] || { cp "$tmp/ondemand" "$tmp/err"; fail "ptlrun --dump never showed both senders out of credits"; }
   has "$tmp/ondemand" "^  rank 1 \(pid [0-9]+\) is STOPPED" "ptlrun --dump does not name rank 1 stopped"
   has "$tmp/ondemand" "rank 0 has 0 credits towards rank 1" "ptlrun --dump: rank 0's credits"
+  # the region's guest slots (PTL_JOB joiners) are not ranks, and unused ones are not GONE
+  has "$tmp/ondemand" "^job [0-9]+: 3 ranks and [0-9]+ guest slots \(0 taken\)" "ptlrun --dump: ranks and guest slots"
+  if grep -Eq "^---- (rank|guest) ([3-9]|[1-9][0-9])|guest [0-9]+ \(pid|is GONE" "$tmp/ondemand"; then
+    fail "ptlrun --dump lists unused guest slots (or a rank past the job's 3) or a GONE process"
+  fi
   kill -USR1 "$pid"
   wait "$pid"
   rc=$?
