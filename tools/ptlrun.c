@@ -106,6 +106,10 @@ static void usage(FILE *f)
 "the ranks; SIGKILL 1 s or --grace later); 2 for bad usage (nothing is\n"
 "started). If ptlrun is killed outright, the kernel kills its ranks\n"
 "(PR_SET_PDEATHSIG) and frees the memfd region.\n"
+"Processes the ranks started and left running (in the background, or\n"
+"detached with setsid) are terminated when the last rank has ended: SIGTERM,\n"
+"then SIGKILL 1 s later (ptlrun is their subreaper); they do not change the\n"
+"exit status.\n"
 "At start ptlrun removes stale /dev/shm/ptl-<uid>-* segments of dead jobs.\n",
             PT_SHM_MAX_RANKS);
 }
@@ -447,6 +451,88 @@ static void child(unsigned r, const char *path, char **argv, const sigset_t *old
     _exit(127);
 }
 
+/* Up to max children of ours (ptlrun is a subreaper: every orphan of a rank
+ * becomes one), from /proc; how many were found. */
+static unsigned children(pid_t self, pid_t *out, unsigned max)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    unsigned k = 0;
+    struct dirent *e;
+    while (k < max && (e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')'); /* the command name may hold anything */
+        char state;
+        long ppid;
+        if (p && sscanf(p + 1, " %c %ld", &state, &ppid) == 2 && ppid == self)
+            out[k++] = (pid_t)pid;
+    }
+    closedir(d);
+    return k;
+}
+
+/* Every rank has ended: end what they left running (background jobs,
+ * daemons that called setsid: orphans come to us, PR_SET_CHILD_SUBREAPER).
+ * Rounds of SIGTERM, a second's grace, SIGKILL: a process whose parent
+ * dies in one round is ours in the next. Bounded. */
+static void end_leftovers(pid_t self)
+{
+    enum { MAX_KIDS = 1024, ROUNDS = 8 };
+    pid_t *kid = malloc(MAX_KIDS * sizeof *kid);
+    if (!kid)
+        return;
+    unsigned total = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ; /* orphans that have ended */
+        unsigned k = children(self, kid, MAX_KIDS);
+        if (!k)
+            break;
+        if (!total) {
+            fprintf(stderr, "%s: processes the ranks started were still running when the last "
+                            "rank ended: terminating them (pid", g_prog);
+            for (unsigned i = 0; i < k && i < 8; i++)
+                fprintf(stderr, " %d", (int)kid[i]);
+            fprintf(stderr, "%s)\n", k > 8 ? " ..." : "");
+        }
+        total += k;
+        for (unsigned i = 0; i < k; i++)
+            kill(kid[i], SIGTERM);
+        /* a listed pid stays ours (alive or a zombie) until we reap it: never
+         * signal one we reaped (its number may be another process's now) */
+        uint64_t until = now_ns() + 1000000000ull;
+        unsigned left = k;
+        while (left && now_ns() < until) {
+            for (unsigned i = 0; i < k; i++)
+                if (kid[i] > 0 && waitpid(kid[i], NULL, WNOHANG) == kid[i]) {
+                    kid[i] = 0;
+                    left--;
+                }
+            struct timespec ts = {0, 10000000};
+            if (left)
+                nanosleep(&ts, NULL);
+        }
+        for (unsigned i = 0; i < k; i++)
+            if (kid[i] > 0) {
+                kill(kid[i], SIGKILL);
+                waitpid(kid[i], NULL, 0);
+            }
+    }
+    free(kid);
+}
+
 static void report_exit(unsigned r, int ws, bool expected)
 {
     if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
@@ -608,6 +694,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* Orphans of the ranks come to us: end_leftovers ends them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     fflush(NULL);
     for (unsigned r = 0; r < n; r++) {
         pid_t p = fork();
@@ -772,6 +860,7 @@ int main(int argc, char **argv)
     }
 
     close(sfd);
+    end_leftovers(self);
     if (dump_on_fail && (first_code || undetached_code || timed_out))
         job_dump("--dump-on-fail: the job failed; every rank has ended");
     pt_shm_region_close(&g_reg, true);

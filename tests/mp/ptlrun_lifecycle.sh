@@ -10,6 +10,9 @@
 #      the Portals processes (ptlrun's grandchildren) die too (issue 12,
 #      item 7: PDEATHSIG reaches only the wrappers; the library watches the
 #      launcher through PTL_LAUNCHER_PID)
+#   5. processes a rank leaves running (a background job, and a daemon that
+#      called setsid) are ended when the last rank has ended, normally and at
+#      --timeout; ptlrun names them and keeps its exit status
 set -u
 PTLRUN=$1
 RING=$2
@@ -106,5 +109,30 @@ if ! all_gone $grand; then
   kill -KILL $grand 2>/dev/null
   fail "ranks behind a wrapper survived ptlrun's SIGKILL by 5 s"
 fi
+# 5. leftovers of a rank: a background sleep and a setsid daemon's sleep
+tmpd=$(mktemp -d)
+for how in end timeout; do
+  rm -f "$tmpd"/bg "$tmpd"/daemon
+  if [ $how = end ]; then
+    rank="sleep 300 & echo \$! > $tmpd/bg; setsid sh -c 'sleep 300 & echo \$! > $tmpd/daemon; wait' & sleep 0.5; exit 0"
+    want=0 opt=
+  else
+    rank="sleep 300 & echo \$! > $tmpd/bg; setsid sh -c 'sleep 300 & echo \$! > $tmpd/daemon; wait' & sleep 300"
+    want=124 opt="--timeout 1"
+  fi
+  "$PTLRUN" -n 1 $opt -- /bin/sh -c "$rank" 2>"$tmpd/err"
+  rc=$?
+  bg=$(cat "$tmpd"/bg 2>/dev/null) daemon=$(cat "$tmpd"/daemon 2>/dev/null)
+  [ -n "$bg" ] && [ -n "$daemon" ] || { rm -rf "$tmpd"; fail "$how: the rank did not start its two processes (test setup)"; }
+  [ $rc = $want ] || { kill -KILL $bg $daemon 2>/dev/null; rm -rf "$tmpd"; fail "$how: ptlrun exited $rc, expected $want"; }
+  if ! all_gone $bg $daemon; then
+    kill -KILL $bg $daemon 2>/dev/null
+    rm -rf "$tmpd"
+    fail "$how: processes left by a rank outlived the job (pids $bg $daemon)"
+  fi
+  grep -q "still running when the last rank ended" "$tmpd/err" ||
+    { rm -rf "$tmpd"; fail "$how: ptlrun did not name the processes it ended"; }
+done
+rm -rf "$tmpd"
 echo "ptlrun_lifecycle: OK"
 exit 0
