@@ -1802,12 +1802,23 @@ static int ofi_setup(struct pt_xport *x)
             return -errno;
     }
     int64_t probe_ms = pt_config()->ofi_probe_ms;
-    if (x->pmix && probe_ms > 0 && n > 1 && pt_config()->offload) {
-        /* PMIx job: the liveness probe's timer (probe_tick). Offload mode
-         * only: a probe completes once the provider has connected to the
-         * peer, which needs the peer's engine to run; in host mode a rank
-         * that makes no Portals call for a few seconds was taken for dead
-         * (mp_pmix_liveness_busy_host, docs/ofi.md). */
+    /* The kernel's check: the tcp provider (alone or under rxm) names an
+     * endpoint by the IPv4/IPv6 address its listening socket is bound to.
+     * (verbs' names are IP addresses too, but of the RDMA CM, which no TCP
+     * connect reaches: those keep the time window.) */
+    const char *pn = x->info->fabric_attr->prov_name;
+    uint32_t af = x->info->addr_format;
+    bool kcheck = !strncmp(pn, "tcp", 3) && (pn[3] == '\0' || pn[3] == ';') &&
+                  (af == FI_SOCKADDR || af == FI_SOCKADDR_IN || af == FI_SOCKADDR_IN6);
+    if (x->pmix && probe_ms > 0 && n > 1 && (pt_config()->offload || kcheck)) {
+        /* PMIx job: the liveness probe's timer (probe_tick). A probe to a
+         * peer completes once the provider has connected to it, which needs
+         * the peer's engine to run: in host mode a peer that makes no
+         * Portals call has late probes for as long, and only the kernel's
+         * check can tell it alive (it was taken for dead after a few seconds
+         * by the time window: mp_pmix_liveness_busy_host). Without the check,
+         * offload mode only. */
+        x->kcheck = kcheck;
         x->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         if (x->tfd < 0)
             return -errno;
@@ -1819,14 +1830,6 @@ static int ofi_setup(struct pt_xport *x)
         if (timerfd_settime(x->tfd, 0, &its, NULL) != 0 ||
             epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->tfd, &e3) != 0)
             return -errno;
-        /* The kernel's check: the tcp provider (alone or under rxm) names an
-         * endpoint by the IPv4/IPv6 address its listening socket is bound to.
-         * (verbs' names are IP addresses too, but of the RDMA CM, which no TCP
-         * connect reaches: those keep the time window.) */
-        const char *pn = x->info->fabric_attr->prov_name;
-        uint32_t af = x->info->addr_format;
-        x->kcheck = !strncmp(pn, "tcp", 3) && (pn[3] == '\0' || pn[3] == ';') &&
-                    (af == FI_SOCKADDR || af == FI_SOCKADDR_IN || af == FI_SOCKADDR_IN6);
         pt_log(PT_LOG_INFO, "ofi: liveness probe every %lld ms; a late probe is judged %s",
                (long long)probe_ms, x->kcheck ? "by the kernel's answer at the peer's address"
                                                : "after 4 periods");
