@@ -19,6 +19,30 @@ enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len)
     return pt_proto_choose(len, nic->eager_max, nic->rndv_mode, nic->cma_ok, nic->cma_min);
 }
 
+/* Pieces of m that [off, off + len) touches (empty pieces not counted). */
+static uint32_t mem_pieces(const struct pt_mem *m, uint64_t off, uint64_t len)
+{
+    uint32_t k = 0;
+    uint64_t at = 0, end = off + len;
+    for (uint32_t i = 0; i < m->niov && at < end; i++) {
+        uint64_t l = m->iov[i].iov_len;
+        if (l && at + l > off)
+            k++;
+        at += l;
+    }
+    return k;
+}
+
+enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint64_t len, const struct pt_md *md,
+                                    uint64_t off)
+{
+    enum pt_proto_kind pk = pt_nic_choose(nic, len);
+    if (pk == PT_PROTO_RNDV && PT_UNLIKELY(nic->rndv_iov_max) &&
+        md->mem.niov > nic->rndv_iov_max && mem_pieces(&md->mem, off, len) > nic->rndv_iov_max)
+        pk = PT_PROTO_COPY; /* (an audit: ofi registered the first piece only) */
+    return pk;
+}
+
 int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, uint64_t left,
                        uint32_t peer, enum pt_cls cls, ptl_event_kind_t end_kind,
                        const ptl_event_t *ev)

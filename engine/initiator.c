@@ -163,7 +163,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
         return cmd_dropped(nic);
     uint64_t len = c->u.mv.length;
     bool ack = c->u.mv.ack == PTL_ACK_REQ, gone = peer_gone(nic, rank);
-    enum pt_proto_kind pk = pt_nic_choose(nic, len);
+    enum pt_proto_kind pk = pt_nic_choose_md(nic, len, md, c->u.mv.local_offset);
     if (!gone && pk != PT_PROTO_EAGER && (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     bool waits = ack || pk == PT_PROTO_RNDV || gone; /* for an answer: a record */

@@ -731,6 +731,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->jid = nic->xi.jid;
     nic->rndv_mode = (int)cfg->rndv_mode;
     nic->cma_ok = nic->xi.cma_ok && cfg->cma;
+    nic->rndv_iov_max = nic->xi.rndv_iov_max;
     nic->cma_min = (uint64_t)cfg->rndv_cma_min;
     nic->coop_min = nic->xo->push && nic->xo->coop_word && nic->xi.nprocs > 1
                         ? (uint64_t)cfg->rndv_coop_min : 0;

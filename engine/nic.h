@@ -464,6 +464,7 @@ struct pt_nic {
     struct pt_copyin *cin[PT_CLS_NR];     /* [class][sender]                          */
     uint8_t *copy_busy[PT_CLS_NR];        /* [class][receiver]: a stream is going out */
     int rndv_mode;                        /* PTL_RNDV_MODE                            */
+    uint32_t rndv_iov_max;                /* xport info's: 0, or the pieces a pull reads */
     bool cma_ok;
     uint64_t cma_min;
 
@@ -838,6 +839,11 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md);
 
 /* copy mode (copy.c) */
 enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len);
+/* As pt_nic_choose for len bytes of md from off, which the peer would pull:
+ * a rendezvous over more pieces than the transport's pull can read
+ * (rndv_iov_max) streams through the queues instead. */
+enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint64_t len, const struct pt_md *md,
+                                    uint64_t off);
 int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, uint64_t left,
                        uint32_t peer, enum pt_cls cls, ptl_event_kind_t end_kind,
                        const ptl_event_t *ev);

@@ -105,12 +105,14 @@
 #define OFI_PROBE_CHECK 2u           /* periods (ours) before the kernel's check   */
 #define OFI_CHECK_SHIFT_MAX 6u       /* checks of a live peer: 2, 4, .. 64 periods apart */
 #define OFI_BYE_MS     2000u         /* close: how long byes may take to leave     */
+#define OFI_LOST_MS    1000          /* ptlrun job: a failed send's wait for a death */
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
 #define OFI_FAULT_EAGAIN 1u     /* PTL_OFI_FAULT (tests only, ofi_pull): every fi_read
                                  * answered -FI_EAGAIN, nothing posted              */
 #define OFI_FAULT_NOCOMPL 2u    /* ... the reads posted, their completions not counted */
+#define OFI_FAULT_SENDERR 3u    /* (try_send) rank 0's 10th data message fails         */
 enum { OFI_WHY_SEND = 1, OFI_WHY_REFUSED = 2, OFI_WHY_LATE = 3, OFI_WHY_LAUNCHER = 4 };
 #define OFI_IFACE_WAIT_MS 10000 /* open, peers on other hosts: how long to wait
                                  * for a non-loopback address (open_fabric)  */
@@ -300,7 +302,8 @@ struct pt_xport {
     uint32_t rd_pending;  /* pull: reads of this step posted, not completed       */
     int rd_err;
     uint8_t fault;        /* PTL_OFI_FAULT, tests only: set at open, read by pull
-                           * (OFI_FAULT_*; 0 off)                                 */
+                           * and try_send (OFI_FAULT_*; 0 off)                    */
+    uint32_t fault_sends; /* OFI_FAULT_SENDERR: data messages sent so far         */
     uint32_t pend_res;    /* the buffer reserve() handed out and commit() has not
                            * sent yet, or UINT32_MAX                              */
 
@@ -429,12 +432,18 @@ static uint32_t sbuf_get(struct pt_xport *x)
  * launcher rule fails a ptlrun job), unless it said bye: judged one probe
  * period later (probe_tick), so that a bye that arrives behind the
  * connection's error is still seen. */
+static void lost_peer(struct pt_xport *x, uint32_t peer);
+
 static void mark_dead(struct pt_xport *x, uint32_t peer, uint8_t why)
 {
     if (x->dead[peer])
         return;
     x->dead[peer] = 1;
-    if (!x->pmix || x->bye[peer])
+    if (!x->pmix) {
+        lost_peer(x, peer);
+        return;
+    }
+    if (x->bye[peer])
         return;
     if (x->tfd < 0) {
         ST_RELAXED(&x->gone[peer], 1);
@@ -445,6 +454,49 @@ static void mark_dead(struct pt_xport *x, uint32_t peer, uint8_t why)
     x->dead_t[peer] = pt_now_ns();
     x->dead_why[peer] = why;
     x->nsuspect++;
+}
+
+/* A ptlrun job: the region tells deaths (the launcher, pidfds), and a send
+ * or read that failed towards a peer is either a death the region does not
+ * show yet, or a connection lost to a live peer. What that connection
+ * carried is lost, and later messages would take their class out of order:
+ * this rank cannot go on with that peer. Once (the peer is dead to us from
+ * now on), the engine waits up to OFI_LOST_MS for the peer's process to
+ * end: ended while attached, it died (PTL_NI_PEER_DIED, as the pidfd's
+ * wake-up would say); alive and attached, our NI fails (PTL_NI_FAIL) so
+ * that nothing waits for ever for what was lost (an audit: a ptlrun job
+ * over ofi whose connections were reset slept in PtlCollWait until the
+ * launcher's timeout, "job not failed", nothing in flight); detached (it
+ * left in order: ofi_close detaches before it closes its endpoint), no
+ * failure. */
+static void lost_peer(struct pt_xport *x, uint32_t peer)
+{
+    if (peer == x->me || peer >= x->n)
+        return;
+    int fd = x->pidfd ? x->pidfd[peer] : -1;
+    bool ended;
+    if (fd >= 0) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r;
+        while ((r = poll(&pf, 1, OFI_LOST_MS)) < 0 && errno == EINTR)
+            ;
+        ended = r > 0;
+    } else {
+        struct timespec ts = {OFI_LOST_MS / 1000, (OFI_LOST_MS % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        ended = !x->so->peer_alive(x->shm, peer);
+    }
+    if (!pt_shm_rank_attached(x->shm, peer))
+        return; /* it left in order: what we still send it goes nowhere */
+    uint32_t z = 0;
+    if (ended) {
+        ST_RELAXED(&x->gone[peer], 1);
+        RMW_CAS(&x->failed, &z, PTL_NI_PEER_DIED);
+        return;
+    }
+    pt_log(PT_LOG_ERR, "ofi: the connection to rank %u was lost while that rank lives (what it "
+                       "carried is gone): this rank's NI fails (PTL_NI_FAIL)", peer);
+    RMW_CAS(&x->failed, &z, PTL_NI_FAIL);
 }
 
 /* A check's socket ends with a reset, never an orderly close: libfabric
@@ -507,7 +559,12 @@ static inline bool peer_closed(const struct pt_xport *x, uint32_t peer)
 static bool try_send(struct pt_xport *x, uint32_t i)
 {
     struct ofi_sbuf *b = &x->sb[i];
-    ssize_t rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
+    ssize_t rc;
+    if (PT_UNLIKELY(x->fault == OFI_FAULT_SENDERR) && x->me == 0 && b->peer != x->me &&
+        ((const struct ofi_pfx *)b->mem)->kind == OFI_K_DATA && ++x->fault_sends == 10)
+        rc = -FI_EIO; /* as a connection lost to a live peer */
+    else
+        rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
     if (PT_LIKELY(rc == 0))
         return true;
     if (rc == -FI_EAGAIN)
@@ -786,12 +843,20 @@ static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 }
 
 /* Rendezvous descriptor in a message we send: register its memory for the
- * peer's reads; the key travels in the prefix. */
+ * peer's reads; the key travels in the prefix. One piece only (the engine
+ * streams memory of more pieces through the queues: rndv_iov_max): tcp's
+ * fi_mr_regv registers the first piece of several and says nothing
+ * (mr_iov_limit 1), and the peer's reads past it failed (an audit: every
+ * rendezvous from an iovec MD). The registration is then exactly the range
+ * the peer's table (rkey_add) holds. */
 static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
 {
     uint32_t niov = W_NIOV(h);
-    if (niov == 0 || niov > PT_XPORT_IOV_MAX)
+    if (niov != 1) {
+        pt_log_once(PT_LOG_WARN, "ofi: a rendezvous descriptor of %u pieces: not registered "
+                                 "(its transfer fails)", niov);
         return 0;
+    }
     if (x->nreg == x->reg_cap) {
         pt_log_once(PT_LOG_WARN, "ofi: more than %u rendezvous descriptors in flight: the "
                                  "next ones fail (PTL_NI_FAIL)", x->reg_cap);
@@ -1295,10 +1360,26 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
         return pt_iov_copy_local(local, nlocal, remote, nremote);
     if (nremote < 1)
         return -EFAULT;
-    uint64_t a0 = (uint64_t)(uintptr_t)remote[0].iov_base;
+    /* A key whose registration holds every byte this step reads: the
+     * descriptors of one peer may overlap (two gets of one MD at different
+     * offsets and lengths, two puts from one buffer), and the first whose
+     * range held the first byte was read past its end (an audit: "out of
+     * registered range" at the peer, whose tcp then reset the connection).
+     * Any such key is good: every registration in the table lives until our
+     * answer to its descriptor, and this step ends before we send one. */
+    uint64_t a0 = UINT64_MAX, a1 = 0;
+    for (int i = 0; i < nremote; i++) {
+        uint64_t b = (uint64_t)(uintptr_t)remote[i].iov_base, e = b + remote[i].iov_len;
+        if (!remote[i].iov_len)
+            continue;
+        if (b < a0)
+            a0 = b;
+        if (e > a1)
+            a1 = e;
+    }
     const struct ofi_rkey *rk = NULL;
     for (uint32_t k = 0; k < x->nrk; k++)
-        if (x->rk[k].peer == peer && a0 >= x->rk[k].lo && a0 < x->rk[k].hi) {
+        if (x->rk[k].peer == peer && a0 >= x->rk[k].lo && a1 <= x->rk[k].hi) {
             rk = &x->rk[k];
             break;
         }
@@ -1499,6 +1580,14 @@ static void ofi_close(struct pt_xport *x)
     }
     struct pt_xport *shm = x->shm;
     const struct pt_xport_ops *so = x->so;
+    if (!x->pmix) {
+        /* the region says we left before our endpoint goes: a peer whose
+         * send fails meanwhile takes it for our exit, not a lost
+         * connection (lost_peer) */
+        so->close(shm);
+        ofi_free(x);
+        return;
+    }
     ofi_free(x);
     so->close(shm);
 }
@@ -1919,6 +2008,7 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     *x_p = x;
     info_p->cma_ok = true;
     info_p->cma_why = "ofi: the puller reads with fi_read (RMA)";
+    info_p->rndv_iov_max = 1; /* reg_desc */
     pt_log(PT_LOG_INFO, "ofi: rank %u of %u on provider %s", x->me, x->n, x->prov);
     return 0;
 }
@@ -1959,6 +2049,7 @@ int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_x
     *x_p = x;
     info_p->cma_ok = true;
     info_p->cma_why = "ofi: the puller reads with fi_read (RMA)";
+    info_p->rndv_iov_max = 1; /* reg_desc */
     pt_log(PT_LOG_INFO, "ofi: rank %u of %u on provider %s (PMIx job)", x->me, x->n, x->prov);
     return 0;
 }

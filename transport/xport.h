@@ -74,6 +74,10 @@ struct pt_xport_info {
                            * other hosts)                                    */
     uint32_t jid;         /* job id                                          */
     bool cma_ok;          /* process_vm_readv to peers works (probed)        */
+    uint32_t rndv_iov_max; /* most pieces of memory one rendezvous descriptor
+                           * may describe for the peer's pull (ofi: one, a
+                           * registration per descriptor); more: the engine
+                           * streams through the queues. 0: any            */
     const char *cma_why;  /* if not, why (static string)                     */
     void *trace_area;     /* this rank's flight-recorder area where others can
                            * read it (the job region), or NULL (util/trace.h) */
