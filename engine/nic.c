@@ -475,6 +475,12 @@ static int poll_once(struct pt_nic *nic, bool rx)
     uint32_t dp = nic->xo->departures(nic->x);
     if (PT_UNLIKELY(dp != LD_RELAXED(&nic->departed_seen))) {
         ST_RELAXED(&nic->departed_seen, dp);
+        /* What it sent before it left is taken first (bounded), as
+         * pt_nic_fail does: an answer that arrived beats a failure (an
+         * audit: a server's reply sent just before its PtlNIFini was
+         * dropped, and the get ended PTL_NI_PEER_DIED: mp_finireply). */
+        for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)
+            ;
         fail_dead_peers(nic, true);
     }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
