@@ -548,9 +548,11 @@ static void fail_dead_peers(struct pt_nic *nic, bool all)
 void pt_nic_fail(struct pt_nic *nic, uint32_t code)
 {
     PT_TRACE(nic, PT_TR_JOB_FAIL, code);
-    pt_log(PT_LOG_WARN, "NI failed: %s (a rank of the job died); in-flight operations "
-                        "with dead peers complete with that failure",
-           code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED" : "PTL_NI_FAIL");
+    pt_log(PT_LOG_WARN, "NI failed: %s; in-flight operations with dead peers complete with "
+                        "that failure",
+           code == PTL_NI_PEER_DIED ? "PTL_NI_PEER_DIED (a rank of the job died)"
+                                    : "PTL_NI_FAIL (the launcher failed the job, or a "
+                                      "connection to a peer was lost)");
     /* What the dead peers sent before they died is taken first (bounded): an
      * answer that arrived beats a failure. */
     for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)

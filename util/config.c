@@ -106,7 +106,7 @@ static struct pt_tunable g_table[] = {
     TS("PTL_OFI_PROVIDER", ofi_provider,
        "libfabric provider for PTL_TRANSPORT=ofi, e.g. \"tcp;ofi_rxm\" (empty: the best reliable one found; ptl_info lists them)"),
     T("PTL_OFI_PROBE_MS", ofi_probe_ms, 500, 0, 60000,
-      "PMIx job (mpirun, srun), offload mode (and host mode with the tcp provider): every this many ms a rank's engine sends a probe (a 64-byte message) to each peer (at most 64 per period, round robin); a failed send, or a probe still outstanding after 2 periods whose peer endpoint the kernel's check (a TCP connect to it) finds gone (tcp; other providers: outstanding after 4 periods), makes the peer dead and fails the NI with PTL_NI_PEER_DIED; 0: no probes (docs/ofi.md)"),
+      "PMIx job (mpirun, srun), offload mode: every this many ms a rank's engine sends a probe (a 64-byte message) to each peer (at most 64 per period, round robin); a failed send, or a probe still outstanding after 2 periods whose peer endpoint the kernel's check (a TCP connect to it) finds gone (tcp; other providers: outstanding after 4 periods), makes the peer dead and fails the NI with PTL_NI_PEER_DIED; 0: no probes (docs/ofi.md)"),
     T("PTL_PMIX_TIMEOUT_S", pmix_timeout_s, 120, 1, 86400,
       "PMIx job (mpirun, srun): seconds PtlNIInit waits in the wire-up fence for every rank of the job to reach its own PtlNIInit; then it fails (PTL_FAIL) with a message naming this variable, instead of waiting until the launcher kills the job (docs/ofi.md, \"PMIx wire-up\")"),
     T("PTL_OFI_FAULT", ofi_fault, 0, 0, 3,
