@@ -105,6 +105,19 @@ static ptl_event_t want(ptl_handle_eq_t eq, ptl_event_kind_t k, const char *what
     }
 }
 
+/* Attach an ME (any source, match bits `bits`) with an iovec MD over iov[n]
+ * that remote operations `op` may use at remotely managed offsets. */
+static void expose(ptl_handle_eq_t eq, ptl_md_iovec_t *iov, int n, unsigned op,
+                   ptl_match_bits_t bits, ptl_handle_me_t *me)
+{
+    ptl_md_t d = {.start = iov, .length = (ptl_size_t)n, .threshold = PTL_MD_THRESH_INF,
+                  .options = PTL_MD_IOVEC | op | PTL_MD_MANAGE_REMOTE, .eq_handle = eq};
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_md_t md;
+    MP_CHECK(PtlMEAttach(m.ni, PT, any, bits, 0, PTL_RETAIN, PTL_INS_AFTER, me));
+    MP_CHECK(PtlMDAttach(*me, d, PTL_RETAIN, &md));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4)
@@ -127,23 +140,11 @@ int main(int argc, char **argv)
     if (m.rank == 0) {
         sb = mkiov(siov, ns, total, &ssz, 11);
         fill_iov(siov, ns, 0, 3);
-        ptl_md_t d = {.start = siov, .length = (ptl_size_t)ns, .threshold = PTL_MD_THRESH_INF,
-                      .options = PTL_MD_IOVEC | PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE,
-                      .eq_handle = eq};
-        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-        ptl_handle_md_t tmd;
-        MP_CHECK(PtlMEAttach(m.ni, PT, any, 2, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
-        MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &tmd));
+        expose(eq, siov, ns, PTL_MD_OP_GET, 2, &me);
     } else if (m.rank == 1) {
         db = mkiov(diov, nd, total, &dsz, 22);
         gb = mkiov(giov, nd, total, &gsz, 33);
-        ptl_md_t d = {.start = diov, .length = (ptl_size_t)nd, .threshold = PTL_MD_THRESH_INF,
-                      .options = PTL_MD_IOVEC | PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE,
-                      .eq_handle = eq};
-        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-        ptl_handle_md_t tmd;
-        MP_CHECK(PtlMEAttach(m.ni, PT, any, 1, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
-        MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &tmd));
+        expose(eq, diov, nd, PTL_MD_OP_PUT, 1, &me);
     }
     mp_barrier(&m);
     /* round 1: put */

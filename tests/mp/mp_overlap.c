@@ -27,6 +27,20 @@
 
 static struct mp m;
 
+/* dst holds the windows back to back: window i must be rank 0's pattern
+ * from byte off[i] on. */
+static void check_windows(const char *what, const uint8_t *dst, const uint64_t *off,
+                          const uint64_t *len, int nw)
+{
+    uint64_t at = 0;
+    for (int i = 0; i < nw; at += len[i], i++) {
+        int64_t b = mp_check_pattern(dst + at, len[i], 0, 7, off[i]);
+        if (b >= 0)
+            mp_die("%s window %d (%llu:%llu): byte %lld wrong", what, i,
+                   (unsigned long long)off[i], (unsigned long long)len[i], (long long)b);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -94,13 +108,7 @@ int main(int argc, char **argv)
                 } else
                     mp_die("get: unexpected %s", PtlEventKindStr(ev.type));
             }
-            uint64_t l2 = 0;
-            for (int i = 0; i < nw; l2 += len[i], i++) {
-                int64_t b = mp_check_pattern(dst + l2, len[i], 0, 7, off[i]);
-                if (b >= 0)
-                    mp_die("get window %d (%llu:%llu): byte %lld wrong", i,
-                           (unsigned long long)off[i], (unsigned long long)len[i], (long long)b);
-            }
+            check_windows("get", dst, off, len, nw);
             printf("mp_overlap get: %d windows OK\n", nw);
         }
         mp_barrier(&m);
@@ -144,13 +152,7 @@ int main(int argc, char **argv)
         }
         mp_barrier(&m);
         if (m.rank == 1) {
-            uint64_t l2 = 0;
-            for (int i = 0; i < nw; l2 += len[i], i++) {
-                int64_t b = mp_check_pattern(dst + l2, len[i], 0, 7, off[i]);
-                if (b >= 0)
-                    mp_die("put window %d (%llu:%llu): byte %lld wrong", i,
-                           (unsigned long long)off[i], (unsigned long long)len[i], (long long)b);
-            }
+            check_windows("put", dst, off, len, nw);
             printf("mp_overlap put: %d windows OK at target\n", nw);
         }
     }
