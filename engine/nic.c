@@ -369,6 +369,16 @@ static int drain_rx(struct pt_nic *nic)
 
 static void fail_dead_peers(struct pt_nic *nic, bool all);
 
+/* What dead or departed peers sent before they went is taken first
+ * (bounded): an answer that arrived beats a failure. Then everything still
+ * in flight with them fails (fail_dead_peers). */
+static void take_arrived_then_fail(struct pt_nic *nic)
+{
+    for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)
+        ;
+    fail_dead_peers(nic, true);
+}
+
 /* ---- fork() --------------------------------------------------------------
  *
  * A child of fork() that re-initialises (docs/architecture.md, "Processes
@@ -479,9 +489,7 @@ static int poll_once(struct pt_nic *nic, bool rx)
          * pt_nic_fail does: an answer that arrived beats a failure (an
          * audit: a server's reply sent just before its PtlNIFini was
          * dropped, and the get ended PTL_NI_PEER_DIED: mp_finireply). */
-        for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)
-            ;
-        fail_dead_peers(nic, true);
+        take_arrived_then_fail(nic);
     }
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     if (rx || nic->rx_self) {
@@ -555,9 +563,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
                                       "connection to a peer was lost)");
     /* What the dead peers sent before they died is taken first (bounded): an
      * answer that arrived beats a failure. */
-    for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)
-        ;
-    fail_dead_peers(nic, true);
+    take_arrived_then_fail(nic);
     /* Transfers with dead peers fail at their next step (the transport's pull
      * and reserve report it); make sure somebody runs them, and wake waiters. */
     nic->events_posted = true;
