@@ -777,7 +777,9 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,
                  nic->xi.ranks_here);
-    if (nic->xo->wait_fd && pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x)) != 0) {
+    if (nic->xo->wait_fd &&
+        pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x),
+                       nic->xo->ring_fd ? nic->xo->ring_fd(nic->x) : -1) != 0) {
         pt_log(PT_LOG_ERR, "cannot create the eventfd the engine sleeps on");
         goto fail_fd;
     }
@@ -829,12 +831,13 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
             nic->has_thread = false;
             nic->offload = false;
-            int xfd = nic->w.xfd, efd = nic->w.efd;
+            int xfd = nic->w.xfd, efd = nic->w.efd, rfd = nic->w.rfd;
             pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), false, cfg->nic_yield,
                          (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,
                          nic->xi.ranks_here);
             nic->w.xfd = xfd; /* keep the descriptors made above */
             nic->w.efd = efd;
+            nic->w.rfd = rfd;
             pt_nic_trace_start(nic);
         }
     }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
     w->xfd = -1;
     w->efd = -1;
+    w->rfd = -1;
     w->yield_ns = yield_ns_for(ranks_here);
     ST_RELAXED(&g_yield_ns, w->yield_ns);
     /* Leases need a NIC thread, and pay where each rank has a core: with more
@@ -73,7 +75,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
         w->lease_max_ns = w->lease_ns;
 }
 
-int pt_wait_set_fd(struct pt_wait *w, int xfd)
+int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
 {
     if (xfd < 0)
         return 0;
@@ -82,6 +84,7 @@ int pt_wait_set_fd(struct pt_wait *w, int xfd)
         return -errno;
     w->efd = e;
     w->xfd = xfd;
+    w->rfd = rfd;
     /* No lease on a descriptor: its arrivals never ring (there is no ring
      * to save), and with leases a mixed job (shm peers on this host, ofi
      * beyond it) stalled: mp_netns_coll_large_offload, 2026-11-29, not yet
@@ -96,6 +99,7 @@ void pt_wait_fini(struct pt_wait *w)
         close(w->efd);
     w->efd = -1;
     w->xfd = -1;
+    w->rfd = -1; /* the transport's: it closes it */
 }
 
 /* ---- sleeping on a descriptor (docs/waiting.md) ----------------------------- */
@@ -116,29 +120,45 @@ void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww)
 /* The bell's wait when the transport has a descriptor: as pt_futex_wait (the
  * seq bump of a ring ends it), but asleep in poll() on the transport's
  * descriptor (arrivals; the caller's recheck ran the transport's trywait in
- * rx_pending) and our eventfd (rings by this process: pt_wait_ring). The
- * eventfd is drained before seq is looked at, so a ring after the look
- * leaves it readable; a drained ring that another sleeper may need (seq
- * moved and we are not alone) is passed on. Returns false on timeout. */
+ * rx_pending), our eventfd (rings by this process: pt_wait_ring) and, where
+ * the transport has one, its ring socket (rings by peers of this host:
+ * transport/shm.c, ring_sock, after their seq bump, as efd_post after ours).
+ * Both are drained before seq is looked at, so a ring after the look leaves
+ * one readable; a drained ring that another sleeper may need (seq moved and
+ * we are not alone) is passed on (to our eventfd, which every sleeper of
+ * this process polls). Returns false on timeout. */
+static bool rfd_drain(int fd)
+{
+    char b[64];
+    bool any = false;
+    while (recv(fd, b, sizeof b, MSG_DONTWAIT) > 0)
+        any = true;
+    return any;
+}
+
 static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
                     int xfd)
 {
     uint64_t v;
     bool drained = read(w->efd, &v, sizeof v) == (ssize_t)sizeof v;
+    if (w->rfd >= 0 && rfd_drain(w->rfd))
+        drained = true;
     if (LD_ACQUIRE(&ww->seq) != seq) {
         if (drained && LD_RELAXED(&ww->sleepers) > 1)
             efd_post(w);
         return true;
     }
-    /* xfd -1: the eventfd alone (poll ignores a negative fd) */
-    struct pollfd p[2] = {{.fd = xfd, .events = POLLIN}, {.fd = w->efd, .events = POLLIN}};
+    /* xfd -1: the eventfd and ring socket alone (poll ignores a negative fd) */
+    struct pollfd p[3] = {{.fd = xfd, .events = POLLIN},
+                          {.fd = w->efd, .events = POLLIN},
+                          {.fd = w->rfd, .events = POLLIN}};
     struct timespec ts, *tp = NULL;
     if (timeout_ns >= 0) {
         ts.tv_sec = timeout_ns / 1000000000;
         ts.tv_nsec = timeout_ns % 1000000000;
         tp = &ts;
     }
-    int n = ppoll(p, 2, tp, NULL);
+    int n = ppoll(p, 3, tp, NULL);
     if (n != 0)
         return true; /* readable, or a signal: the caller rechecks either way */
     return LD_ACQUIRE(&ww->seq) != seq;

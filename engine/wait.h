@@ -205,6 +205,9 @@ struct pt_wait {
      * "Sleeping on a descriptor" in docs/waiting.md). -1: futex only. */
     int xfd;                           /* the transport's descriptor             */
     int efd;                           /* our eventfd (written by ringers)        */
+    int rfd;                           /* the transport's ring socket (peers of
+                                        * this host ring it after their seq bump:
+                                        * xport.h ring_fd), or -1                 */
     /* D5: 1 while the NIC thread sleeps (or arms to) on the eventfd alone,
      * having found the engine held (F1, before its sleepers++); read by
      * releasers after their fence. Written only by the NIC thread. */
@@ -276,7 +279,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
                   uint64_t nic_spin_ns, uint64_t wait_spin_ns, uint32_t ranks_here);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
-int pt_wait_set_fd(struct pt_wait *w, int xfd);
+int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd);
 void pt_wait_fini(struct pt_wait *w);
 /* Ring the bell: pt_wake_all, and the eventfd when sleepers poll (wait.c). */
 void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww);

@@ -216,8 +216,12 @@ static void print_ofi(void)
 {
     printf("\nlibfabric (PTL_TRANSPORT=ofi, docs/ofi.md)\n");
 #ifdef PTL_WITH_OFI
-    printf("  transport      %s for this process's jobs (PTL_TRANSPORT)\n",
-           pt_config()->transport == PT_TRANSPORT_OFI ? "ofi" : "shm");
+    int64_t t = pt_config()->transport;
+    printf("  transport      %s (PTL_TRANSPORT)\n",
+           t == PT_TRANSPORT_OFI   ? "ofi: libfabric for every peer"
+           : t == PT_TRANSPORT_SHM ? "shm: the job region (a PMIx job: one host only)"
+                                   : "auto: a ptlrun job the region; a PMIx job the node's "
+                                     "region for peers on this host, ofi beyond it");
     pt_ofi_describe(stdout);
 #ifdef PTL_WITH_PMIX
     pt_pmix_describe(stdout);

@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <pmix.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -479,6 +480,12 @@ void pt_pmix_rt_release(void)
 
 /* ---- opening ------------------------------------------------------------------ */
 
+static uint32_t g_local_size; /* PMIX_LOCAL_SIZE, 0: unknown (PtlNIInit's thread) */
+static char g_job_key[17];
+
+uint32_t pt_pmix_local_size(void) { return g_local_size; }
+const char *pt_pmix_job_key(void) { return g_job_key; }
+
 int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
 {
     if (g_pmix_opened) {
@@ -501,6 +508,16 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
     }
     g_pmix_up = true;
     x->rank = x->me.rank;
+    {
+        /* Two FNV-1a hashes of the namespace (offset bases apart): the key of
+         * the node regions of this job (mix.c) */
+        uint32_t a = 2166136261u, b = 0x9747b28cu;
+        for (const char *c = x->me.nspace; *c; c++) {
+            a = (a ^ (unsigned char)*c) * 16777619u;
+            b = (b ^ (unsigned char)*c) * 16777619u;
+        }
+        snprintf(g_job_key, sizeof g_job_key, "%08x%08x", a, b);
+    }
     if (job_size(&x->me, &x->n) != 0) {
         pj_free(x);
         return -EIO;
@@ -535,8 +552,10 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
     PMIX_LOAD_PROCID(&all, x->me.nspace, PMIX_RANK_WILDCARD);
     pmix_value_t *lv = NULL;
     if (PMIx_Get(&all, PMIX_LOCAL_SIZE, NULL, 0, &lv) == PMIX_SUCCESS && lv &&
-        lv->type == PMIX_UINT32)
+        lv->type == PMIX_UINT32) {
         all_local = lv->data.uint32 >= x->n;
+        g_local_size = lv->data.uint32;
+    }
     else
         pt_log(PT_LOG_INFO, "PMIx: no PMIX_LOCAL_SIZE; taking every rank as on this node");
     if (lv)
@@ -560,7 +579,8 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
 
 void pt_pmix_describe(FILE *f)
 {
-    fprintf(f, "  pmix           %s; jobs of a PMIx launcher (mpirun, srun --mpi=pmix) "
-               "use ofi for every peer\n", PMIx_Get_version());
+    fprintf(f, "  pmix           %s; jobs of a PMIx launcher (mpirun, srun --mpi=pmix): "
+               "the node's region for ranks on one host, ofi between hosts (PTL_TRANSPORT)\n",
+            PMIx_Get_version());
     fprintf(f, "  pmix launched  %s\n", pt_pmix_launched() ? "yes (PMIX_NAMESPACE, PMIX_RANK)" : "no");
 }

@@ -32,6 +32,18 @@ bool pt_pmix_launched(void);
 /* PMIx_Init, rank and size, the event handler. Fills info_p's rank,
  * nranks, nprocs, jid, cma_*, trace_*. 0 or -errno (message logged). */
 int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p);
+/* After pt_pmix_open: PMIX_LOCAL_SIZE (ranks of the job on this node; 0:
+ * the launcher did not say), and 16 hex digits that name the job (a hash of
+ * its namespace: the node regions' names, mix.c). */
+uint32_t pt_pmix_local_size(void);
+const char *pt_pmix_job_key(void);
+/* A PMIx job's transport chosen per peer (mix.c): libfabric opened as
+ * pt_ofi_open_pmix, then the node region (shm.h, pt_shm_open_node) for the
+ * ranks on this host. shm_only: PTL_TRANSPORT=shm, refused (-EHOSTUNREACH,
+ * logged) when a rank is on another host. Same contract as pt_xport_open. */
+int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint, bool shm_only,
+                     const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                     struct pt_xport_info *info_p);
 /* The rank runtime (api/rt.c, PtlGetRank before any NI): rank and size from
  * PMIx. Holds a PMIx_Init until pt_pmix_rt_release (PtlFini). 0 or -errno. */
 int pt_pmix_rank_size(uint32_t *rank_p, uint32_t *size_p);

@@ -22,9 +22,12 @@
 #include "perturb.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -276,6 +279,66 @@ static bool fb_send(struct shm_fbtx *f, uint32_t cls, const char *buf, uint32_t 
     return true;
 }
 
+/* ---- the ring socket (shm_int.h; transport/mix.c) -------------------------- */
+
+/* A ring of peer's bell (the futex's seq bump and wake done) also makes the
+ * peer's socket readable: its engine sleepers may be in poll() on another
+ * transport's descriptor beside it (engine/wait.c, fd_wait: the socket is a
+ * ring's second half there, as the eventfd is for this process's rings).
+ * One byte, never blocking: a full queue is a readable one, and a peer not
+ * bound (not yet attached, or gone) has no sleeper to wake. */
+static void ring_sock(struct pt_xport *x, uint32_t peer)
+{
+    struct sockaddr_un a = x->rname;
+    char d[12];
+    int k = 0;
+    do {
+        d[k++] = (char)('0' + peer % 10);
+        peer /= 10;
+    } while (peer);
+    uint32_t len = x->rname_len;
+    while (k && len < sizeof a.sun_path)
+        a.sun_path[len++] = d[--k];
+    char one = 1;
+    (void)!sendto(x->rsock, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+                  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
+}
+
+static inline void ring_peer(struct pt_xport *x, uint32_t peer)
+{
+    if (pt_wake_if_sleeping_fenced(&x->ranks[peer].bell) && PT_UNLIKELY(x->rsock >= 0))
+        ring_sock(x, peer);
+}
+
+int pt_shm_ring_socket(struct pt_xport *x, const char *prefix)
+{
+    if (x->rsock >= 0)
+        return 0;
+    size_t pl = strlen(prefix);
+    if (pl + 12 >= sizeof x->rname.sun_path)
+        return -ENAMETOOLONG;
+    memset(&x->rname, 0, sizeof x->rname);
+    x->rname.sun_family = AF_UNIX;
+    x->rname.sun_path[0] = '\0'; /* abstract: nothing in the file system, gone with us */
+    memcpy(x->rname.sun_path + 1, prefix, pl);
+    x->rname_len = (uint32_t)(1 + pl);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct sockaddr_un me = x->rname;
+    int n = snprintf(me.sun_path + x->rname_len, sizeof me.sun_path - x->rname_len, "%u", x->me);
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + x->rname_len + (uint32_t)n);
+    if (bind(fd, (struct sockaddr *)&me, alen) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    x->rsock = fd;
+    return 0;
+}
+
+int pt_shm_ring_fd(struct pt_xport *x) { return x->rsock; }
+
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_tx *t = &x->out[peer * 2 + cls];
@@ -291,7 +354,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
             t->streak++;
             PT_PERTURB();
             FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
-            pt_wake_if_sleeping_fenced(&x->ranks[peer].bell);
+            ring_peer(x, peer);
             return;
         }
     } else if (PT_UNLIKELY(!f->state) && ord >= PT_SHM_FB_AFTER) {
@@ -329,7 +392,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
         if (!(LD_RELAXED(sm) & x->my_sbit))
             RMW_OR(sm, x->my_sbit); /* S-SET (D-SUM; MUT_SSET leaves it out) */
     }
-    pt_wake_if_sleeping_fenced(&x->ranks[peer].bell); /* D1: after F-SND or B-SET/S-SET */
+    ring_peer(x, peer); /* D1: after F-SND or B-SET/S-SET */
 }
 
 /* Sender s wrote a value into its ring to us that no correct sender writes
@@ -836,9 +899,12 @@ static void shm_rx_done(struct pt_xport *x, bool fenced)
             continue;
         if (RMW_XCHG(&q->ring->want, 0)) { /* R-CLR: a full fence before sleepers' load */
             struct pt_waitword *b = &x->ranks[k / 2].bell;
-            if (LD_RELAXED(&b->sleepers)) /* R-RING (polled is not looked at: C-RECHECK
-                                           * is every sleeper's and D4's) */
+            if (LD_RELAXED(&b->sleepers)) { /* R-RING (polled is not looked at: C-RECHECK
+                                             * is every sleeper's and D4's) */
                 pt_wake_all(b);
+                if (PT_UNLIKELY(x->rsock >= 0))
+                    ring_sock(x, k / 2);
+            }
         }
     }
     x->nadv = 0;
@@ -1062,6 +1128,8 @@ static uint32_t shm_departures(struct pt_xport *x)
 
 void pt_shm_xport_free(struct pt_xport *x)
 {
+    if (x->rsock >= 0)
+        close(x->rsock);
     if (x->peer_bytes)
         munmap(x->peer_mem, x->peer_bytes);
     free(x);
@@ -1097,6 +1165,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .coop_word = shm_coop_word,
     .peer_alive = shm_peer_alive,
     .doorbell = shm_doorbell,
+    .ring_fd = pt_shm_ring_fd,
     .peer_ospid = shm_peer_ospid,
     .rank_of = shm_rank_of,
     .id_of = shm_id_of,

@@ -41,6 +41,32 @@ int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                 const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                 struct pt_xport_info *info_p);
 
+/* A node's region of a job whose other ranks may be on other hosts (a PMIx
+ * job, transport/mix.c): as PTL_JOB=<job> without ptlrun, the first of the
+ * node's ranks to arrive creates it, the last to attach unlinks its name,
+ * but the description is the caller's, never the environment's. nranks:
+ * the node's ranks; my_rid: this process's index among them; nidmap,
+ * pidmap: their Portals ids, colon-separated (as PTL_NIDMAP/PTL_PIDMAP);
+ * ring_prefix (or NULL): bind the ring socket (pt_shm_ring_socket). */
+struct pt_shm_node {
+    const char *job;
+    uint32_t nranks, my_rid, jid;
+    const char *nidmap, *pidmap;
+    const char *ring_prefix;
+};
+int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t queue_slots,
+                     uint32_t pid_hint, const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                     struct pt_xport_info *info_p);
+
+/* The ring socket: from now on every ring of a peer's bell (a message, or
+ * room freed for a waiting sender) also sends a byte to the peer's
+ * abstract unix address prefix<slot>, and this process binds its own, whose
+ * descriptor pt_shm_ring_fd returns (-1 without one): for engines that sleep
+ * in poll() on another transport's descriptor beside the bell (mix.c,
+ * engine/wait.c). Every process of the region must bind one. 0 or -errno. */
+int pt_shm_ring_socket(struct pt_xport *x, const char *prefix);
+int pt_shm_ring_fd(struct pt_xport *x);
+
 /* The ops of the shared-memory transport (the ofi transport keeps the job
  * region for identity, liveness and names and delegates those ops here). */
 const struct pt_xport_ops *pt_shm_ops(void);

@@ -45,10 +45,29 @@ static bool parse_u64(const char *s, uint64_t *v)
     return true;
 }
 
+/* The job's description comes from the environment (shm.h), or, for a
+ * node's region of a PMIx job (pt_shm_open_node), from the caller: then
+ * these names are read from g_over alone (under g_lock), never from the
+ * environment, which describes no region of ours. */
+struct env_over {
+    const char *name, *value;
+};
+static const struct env_over *g_over; /* under g_lock */
+
+static const char *jenv(const char *name)
+{
+    if (!g_over)
+        return getenv(name);
+    for (const struct env_over *o = g_over; o->name; o++)
+        if (!strcmp(o->name, name))
+            return o->value;
+    return NULL;
+}
+
 static bool env_u32(const char *name, uint32_t *v)
 {
     uint64_t x;
-    if (!parse_u64(getenv(name), &x) || x > 0xffffffffu)
+    if (!parse_u64(jenv(name), &x) || x > 0xffffffffu)
         return false;
     *v = (uint32_t)x;
     return true;
@@ -90,7 +109,7 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
         return -ENOMEM;
     }
     int rc = 0;
-    const char *nm = getenv("PTL_NIDMAP"), *pm = getenv("PTL_PIDMAP");
+    const char *nm = jenv("PTL_NIDMAP"), *pm = jenv("PTL_PIDMAP");
     if ((nm && *nm && !parse_map(nm, nids, n)) || (pm && *pm && !parse_map(pm, pids, n))) {
         pt_log(PT_LOG_ERR, "PTL_NIDMAP/PTL_PIDMAP must list %u colon-separated numbers", n);
         rc = -EINVAL;
@@ -103,7 +122,9 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
         if (!env_u32("PTL_JID", &jid))
             jid = (uint32_t)getpid();
         const struct pt_config *cfg = pt_config();
-        struct pt_shm_spec spec = {n, pt_shm_guests_for(n), slot_size, qslots, jid, nids, pids,
+        /* a node region (g_over) has no guests: its slots are the job's ranks */
+        struct pt_shm_spec spec = {n, g_over ? 0 : pt_shm_guests_for(n), slot_size, qslots, jid,
+                                   nids, pids,
                                    (uint32_t)cfg->pool_req, (uint32_t)cfg->pool_rsp};
         rc = pt_shm_create(&spec, job, reg);
         if (rc && rc != -EEXIST)
@@ -197,14 +218,14 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
         *size_p = (uint64_t)st.st_size;
         return pt_shm_map_fd(g_fd, *size_p, base_p);
     }
-    const char *fds = getenv("PTL_JOB_FD");
+    const char *fds = jenv("PTL_JOB_FD");
     if (fds && *fds) {
         uint64_t fd, want = 0;
         if (!parse_u64(fds, &fd) || fd > 1000000) {
             pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s is not a file descriptor number", fds);
             return -EINVAL;
         }
-        const char *ss = getenv("PTL_JOB_SIZE");
+        const char *ss = jenv("PTL_JOB_SIZE");
         if (ss && *ss && !parse_u64(ss, &want)) {
             pt_log(PT_LOG_ERR, "PTL_JOB_SIZE=%s is not a number", ss);
             return -EINVAL;
@@ -227,7 +248,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
         return rc;
     }
 
-    const char *job = getenv("PTL_JOB");
+    const char *job = jenv("PTL_JOB");
     int rc = pt_shm_name(g_name, sizeof g_name, job);
     if (rc) {
         pt_log(PT_LOG_ERR, "PTL_JOB=%s: a job name is 1-40 characters of [A-Za-z0-9._-]",
@@ -282,7 +303,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
                    rc == -ELOOP ? "a symbolic link: refused" : strerror(-rc));
             return rc;
         }
-        if (!getenv("PTL_NRANKS")) { /* joining, not creating: PTL_JOB may be a pid */
+        if (!jenv("PTL_NRANKS")) { /* joining, not creating: PTL_JOB may be a pid */
             int pfd = open_by_pid(job, &st);
             if (pfd >= 0) {
                 rc = adopt_region(pfd, &st, job, base_p, size_p);
@@ -360,7 +381,7 @@ static int env_map_check(const struct pt_shm_rank *ranks, uint32_t n)
 {
     static const char *const var[2] = {"PTL_NIDMAP", "PTL_PIDMAP"};
     for (int k = 0; k < 2; k++) {
-        const char *s = getenv(var[k]), *p = s;
+        const char *s = jenv(var[k]), *p = s;
         if (!s || !*s)
             continue;
         uint32_t r = 0;
@@ -605,7 +626,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     /* Without a rank (a process started outside ptlrun that names the job)
      * the process joins as a guest. */
     bool have_rank = env_u32("PTL_MY_RID", &me);
-    if (!have_rank && getenv("PTL_MY_RID")) {
+    if (!have_rank && jenv("PTL_MY_RID")) {
         pt_log(PT_LOG_ERR, "PTL_MY_RID (this process's rank) is not a number");
         return -EINVAL;
     }
@@ -662,6 +683,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x = calloc(1, sizeof *x);
     if (!x)
         goto fail;
+    x->rsock = -1;
     /* The per-peer state (sized by process slots) in one anonymous mapping
      * rather than on the heap: the application's heap stays as it was
      * before guests existed (REF's forktest writes 6000 bytes of zeros 22 KB
@@ -817,6 +839,36 @@ fail:
         if (g_named)
             close(fd);
         g_named = false;
+    }
+    return rc;
+}
+
+int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t queue_slots,
+                     uint32_t pid_hint, const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                     struct pt_xport_info *info_p)
+{
+    char nr[16], rid[16], jid[16];
+    snprintf(nr, sizeof nr, "%u", nd->nranks);
+    snprintf(rid, sizeof rid, "%u", nd->my_rid);
+    snprintf(jid, sizeof jid, "%u", nd->jid);
+    const struct env_over o[] = {{"PTL_JOB", nd->job},       {"PTL_NRANKS", nr},
+                                 {"PTL_MY_RID", rid},        {"PTL_JID", jid},
+                                 {"PTL_NIDMAP", nd->nidmap}, {"PTL_PIDMAP", nd->pidmap},
+                                 {NULL, NULL}};
+    pthread_mutex_lock(&g_lock);
+    g_over = o;
+    int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+    g_over = NULL;
+    pthread_mutex_unlock(&g_lock);
+    if (rc == 0 && nd->ring_prefix) {
+        int e = pt_shm_ring_socket(*x_p, nd->ring_prefix);
+        if (e) {
+            pt_log(PT_LOG_ERR, "job region %s: cannot bind the ring socket: %s", nd->job,
+                   strerror(-e));
+            (*ops_p)->close(*x_p);
+            *x_p = NULL;
+            rc = e;
+        }
     }
     return rc;
 }

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -183,6 +184,14 @@ struct pt_xport {
     uint32_t qslots;              /* the region's queue depth                       */
     void *base;
     uint64_t size;
+    /* The ring socket (pt_shm_ring_socket): a job whose engines sleep in
+     * poll() on another transport's descriptor too (transport/mix.c) wants
+     * every ring of a peer's bell to make that peer's socket readable as
+     * well. -1: off (rings are the futex's alone). The peers' names are
+     * rname (an abstract address) + their process slot in decimal. */
+    int rsock;
+    struct sockaddr_un rname;
+    uint32_t rname_len;           /* bytes of rname.sun_path before the slot     */
 };
 
 /* ---- shared between the files (shm_int.h's table above) -------------------- */

@@ -70,17 +70,16 @@ int pt_xport_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     }
 #ifdef PTL_WITH_PMIX
     /* Started by a PMIx launcher (mpirun, srun --mpi=pmix) without ptlrun:
-     * the peers may be on other hosts; every peer over ofi (docs/ofi.md). */
+     * the peers may be on other hosts. PTL_TRANSPORT=ofi: every peer over
+     * ofi; auto (the default): the node's region for the ranks on this host,
+     * ofi beyond it; shm: the same, refused when a rank is elsewhere (mix.c;
+     * docs/ofi.md). */
     if (pt_pmix_launched()) {
-        const char *t = getenv("PTL_TRANSPORT");
-        if (t && *t && pt_config()->transport == PT_TRANSPORT_SHM) {
-            pt_log(PT_LOG_ERR, "PTL_TRANSPORT=%s: this process was started by a PMIx launcher "
-                               "without ptlrun, and its peers may be on other hosts, which the "
-                               "shared-memory transport cannot reach: use PTL_TRANSPORT=ofi "
-                               "(or ptlrun for a job on one host)", t);
-            return -EHOSTUNREACH;
-        }
-        return pt_ofi_open_pmix(slot_size, queue_slots, ops_p, x_p, info_p);
+        int64_t t = pt_config()->transport;
+        if (t == PT_TRANSPORT_OFI)
+            return pt_ofi_open_pmix(slot_size, queue_slots, ops_p, x_p, info_p);
+        return pt_mix_open_pmix(slot_size, queue_slots, pid_hint, t == PT_TRANSPORT_SHM, ops_p,
+                                x_p, info_p);
     }
 #endif
     return pt_loopback_open(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);

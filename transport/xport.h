@@ -159,6 +159,11 @@ struct pt_xport_ops {
      * and any later arrival makes the descriptor readable. NULL or -1: peers
      * ring the doorbell (shm, loopback). Any thread. */
     int (*wait_fd)(struct pt_xport *x);
+    /* Beside wait_fd: a descriptor that peers of this host make readable
+     * when they ring the bell (after the seq bump; transport/shm.c,
+     * ring_sock), drained by the sleepers (recv until empty) before they
+     * look at seq; or NULL / -1. Any thread. */
+    int (*ring_fd)(struct pt_xport *x);
     /* The credit wait (docs/waiting.md, "Stalled on credits"; model
      * model/credit.pml). Optional, all four or none: without them a command
      * stalled on credits stays work for the sleepers' rechecks (the engine

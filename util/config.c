@@ -101,8 +101,8 @@ static struct pt_tunable g_table[] = {
       "bound of the waits that depend on peers: a call on a full command ring (then PTL_NO_SPACE), a put or get to a process that may be joining the job, PtlNIFini's flush of what is in flight and its wait for threads still inside calls"),
     T("PTL_JOB_GUESTS", job_guests, -1, -1, 256,
       "slots for processes that join a running job (a child that re-initialises Portals after fork, a process started outside ptlrun with PTL_JOB): read by ptlrun (or the rank that creates a named job) when it sizes the region; -1: 4, or the number of ranks if fewer"),
-    T("PTL_TRANSPORT", transport, 0, 0, 1,
-      "between the ranks of a ptlrun job: 0 or shm, the shared job region; 1 or ofi, libfabric for every peer (same host included; build option PTL_WITH_OFI), docs/ofi.md"),
+    T("PTL_TRANSPORT", transport, 2, 0, 2,
+      "0 or shm: the shared job region (a PMIx job: only when every rank is on this host); 1 or ofi: libfabric for every peer, same host included (build option PTL_WITH_OFI); 2 or auto: a ptlrun job the region, a PMIx job each peer by its host, the node's region for ranks on this host and libfabric beyond it (docs/ofi.md)"),
     TS("PTL_OFI_PROVIDER", ofi_provider,
        "libfabric provider for PTL_TRANSPORT=ofi, e.g. \"tcp;ofi_rxm\" (empty: the best reliable one found; ptl_info lists them)"),
     T("PTL_OFI_PROBE_MS", ofi_probe_ms, 500, 0, 60000,
@@ -175,8 +175,11 @@ static void parse_env(void)
         if (errno || *end) {
             if (!strcmp(t->name, "PTL_RNDV_MODE") && (!strcmp(s, "auto") || !strcmp(s, "cma") || !strcmp(s, "copy"))) {
                 v = !strcmp(s, "auto") ? 0 : !strcmp(s, "cma") ? 1 : 2;
-            } else if (!strcmp(t->name, "PTL_TRANSPORT") && (!strcmp(s, "shm") || !strcmp(s, "ofi"))) {
-                v = !strcmp(s, "shm") ? PT_TRANSPORT_SHM : PT_TRANSPORT_OFI;
+            } else if (!strcmp(t->name, "PTL_TRANSPORT") &&
+                       (!strcmp(s, "shm") || !strcmp(s, "ofi") || !strcmp(s, "auto"))) {
+                v = !strcmp(s, "shm")   ? PT_TRANSPORT_SHM
+                    : !strcmp(s, "ofi") ? PT_TRANSPORT_OFI
+                                        : PT_TRANSPORT_AUTO;
             } else {
                 if (first_warning(i, s))
                     pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,

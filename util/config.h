@@ -63,14 +63,15 @@ struct pt_config {
     int64_t log_level;      /* PTL_LOG_LEVEL: 0 err, 1 warn, 2 info, 3 debug         */
     int64_t ni_fail_grace_ms; /* PTL_PEER_TIMEOUT_MS: how long a dead peer is waited */
     int64_t job_guests;     /* PTL_JOB_GUESTS: process slots for joiners, -1 default */
-    int64_t transport;      /* PTL_TRANSPORT: 0 shm (the job region), 1 ofi (libfabric) */
+    int64_t transport;      /* PTL_TRANSPORT: 0 shm (the job region), 1 ofi (libfabric),
+                             * 2 auto (per peer in a PMIx job: transport/mix.c) */
     char ofi_provider[64];  /* PTL_OFI_PROVIDER: libfabric provider; "" = best found  */
     int64_t ofi_probe_ms;   /* PTL_OFI_PROBE_MS: PMIx job, liveness probe period     */
     int64_t pmix_timeout_s; /* PTL_PMIX_TIMEOUT_S: PMIx job, bound on the wire-up fence */
     int64_t ofi_fault;      /* PTL_OFI_FAULT: tests only, a fault in ofi's pull (0 off) */
 };
 
-enum pt_transport_kind { PT_TRANSPORT_SHM = 0, PT_TRANSPORT_OFI = 1 };
+enum pt_transport_kind { PT_TRANSPORT_SHM = 0, PT_TRANSPORT_OFI = 1, PT_TRANSPORT_AUTO = 2 };
 
 struct pt_tunable {
     const char *name;

@@ -37,15 +37,18 @@ void pt_wake_all(struct pt_waitword *w);
  * receiver's engine sleepers unless somebody polls its engine. The caller
  * has executed FENCE_FULL (or a seq_cst RMW) after its publish: that fence
  * pairs with the sleeper's S2 RMW and the poller's D4 RMW (shm_commit:
- * F-SND, transport/shm_region.h). */
+ * F-SND, transport/shm_region.h). True when it rang. */
 #define PT_POLLED_MAX 4096u /* more pollers than a process has threads: the word was forged */
-static inline void pt_wake_if_sleeping_fenced(struct pt_waitword *w)
+static inline bool pt_wake_if_sleeping_fenced(struct pt_waitword *w)
 {
     if (LD_RELAXED(&w->sleepers)) {
         uint32_t p = LD_RELAXED(&w->polled);
-        if (p == 0 || p > PT_POLLED_MAX)
+        if (p == 0 || p > PT_POLLED_MAX) {
             pt_wake_all(w);
+            return true;
+        }
     }
+    return false;
 }
 
 /* Block until the word's seq differs from `seq` or timeout_ns passes

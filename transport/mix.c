@@ -1,0 +1,380 @@
+/*
+ * mix.c - a PMIx job's transport, chosen per peer (issue 17 item 2,
+ * docs/ofi.md "One job across hosts"): the ranks on this host talk through
+ * a job region of the node's own (the shared-memory transport, shm.h:
+ * pt_shm_open_node), every other rank through libfabric (ofi.c). The ofi
+ * transport still owns the job's identity, liveness and wire-up (PMIx,
+ * pmix.c); the region carries the data between the node's ranks.
+ *
+ * Peer indexes. The engine sees the job's ranks (0 .. n-1, PMIx ranks).
+ * The node region knows the node's ranks by their order in the job (slot
+ * k is the k-th local rank): loc[] maps a rank to its slot (or NOT_HERE),
+ * glob[] back. Each peer uses exactly one transport for the whole job, so
+ * the per-pair order of xport.h ("Order") is each transport's own.
+ *
+ * Sleeping (docs/waiting.md, "Two transports"). The engine's bell is this
+ * rank's bell in the node region (node peers ring it as in any region);
+ * engine sleepers poll() ofi's descriptor (wait_fd: CQ, PMIx events, the
+ * probe timer) and, beside it, the region's ring socket (ring_fd): every
+ * ring of a node peer also sends the sleeper's socket a byte after the seq
+ * bump, the role this process's own eventfd plays for its rings.
+ *
+ * Threading: as xport.h (every op by the engine-token holder unless it says
+ * any thread). The tables are written once at open.
+ */
+#include "xport.h"
+
+#include "log.h"
+#include "pt_atomic.h"
+#include "ofi.h"
+#include "pmix_job.h"
+#include "shm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NOT_HERE UINT32_MAX
+
+struct pt_xport {
+    const struct pt_xport_ops *so, *oo; /* the node region's, libfabric's */
+    struct pt_xport *sx, *ox;
+    uint32_t me, n;       /* this rank, the job's ranks                   */
+    uint32_t nloc;        /* ranks on this node (we are one)             */
+    uint32_t *loc;        /* [rank]: its slot in the node region, or NOT_HERE */
+    uint32_t *glob;       /* [slot]: its rank                            */
+    uint32_t turn;        /* peek: which transport is asked first (alternates) */
+};
+
+static inline bool here(const struct pt_xport *x, uint32_t peer)
+{
+    return peer < x->n && x->loc[peer] != NOT_HERE;
+}
+
+/* ---- sending and receiving: by the peer's transport ------------------------- */
+
+static void *mix_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    return here(x, peer) ? x->so->reserve(x->sx, x->loc[peer], cls)
+                         : x->oo->reserve(x->ox, peer, cls);
+}
+
+static void mix_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
+{
+    if (here(x, peer))
+        x->so->commit(x->sx, x->loc[peer], cls, len);
+    else
+        x->oo->commit(x->ox, peer, cls, len);
+}
+
+static void *peek_shm(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
+{
+    uint32_t s;
+    void *m = x->so->peek(x->sx, &s, cls_p);
+    if (m && PT_UNLIKELY(s >= x->nloc)) {
+        /* a node region has no guest slots (pt_shm_open_node): never */
+        x->so->release(x->sx, s, *cls_p);
+        return NULL;
+    }
+    if (m)
+        *peer_p = x->glob[s];
+    return m;
+}
+
+/* Both transports in turn: ofi's peek also moves its sends (tx_needs_peek),
+ * so it runs at least every second call however busy the region is. */
+static void *mix_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
+{
+    void *m;
+    if ((x->turn ^= 1)) {
+        if ((m = peek_shm(x, peer_p, cls_p)))
+            return m;
+        return x->oo->peek(x->ox, peer_p, cls_p);
+    }
+    if ((m = x->oo->peek(x->ox, peer_p, cls_p)))
+        return m;
+    return peek_shm(x, peer_p, cls_p);
+}
+
+static void mix_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    if (here(x, peer))
+        x->so->release(x->sx, x->loc[peer], cls);
+    else
+        x->oo->release(x->ox, peer, cls);
+}
+
+static void mix_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
+{
+    if (here(x, peer))
+        x->so->defer(x->sx, x->loc[peer], cls);
+    else
+        x->oo->defer(x->ox, peer, cls);
+}
+
+static void mix_unhold_all(struct pt_xport *x)
+{
+    x->so->unhold_all(x->sx);
+    x->oo->unhold_all(x->ox);
+}
+
+/* Any thread. The region first; ofi's is its trywait (a false answer arms
+ * its descriptor), so it must be the last look before a sleep. */
+static bool mix_rx_pending(struct pt_xport *x)
+{
+    return x->so->rx_pending(x->sx) || x->oo->rx_pending(x->ox);
+}
+
+static uint32_t mix_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_t max)
+{
+    if (!x->so->rx_pending_from)
+        return 0;
+    uint32_t k = x->so->rx_pending_from(x->sx, peers, max), j = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (peers[i] < x->nloc)
+            peers[j++] = x->glob[peers[i]];
+    return j;
+}
+
+static ssize_t mix_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote)
+{
+    return here(x, peer) ? x->so->pull(x->sx, x->loc[peer], local, nlocal, remote, nremote)
+                         : x->oo->pull(x->ox, peer, local, nlocal, remote, nremote);
+}
+
+/* ---- identity, liveness, sleeping ------------------------------------------- */
+
+static bool mix_peer_alive(struct pt_xport *x, uint32_t peer)
+{
+    if (!x->oo->peer_alive(x->ox, peer))
+        return false; /* PMIx's report, ofi's probe or a failed send */
+    return !here(x, peer) || x->so->peer_alive(x->sx, x->loc[peer]);
+}
+
+static struct pt_waitword *mix_doorbell(struct pt_xport *x) { return x->so->doorbell(x->sx); }
+
+static pid_t mix_peer_ospid(struct pt_xport *x, uint32_t peer)
+{
+    return here(x, peer) ? x->so->peer_ospid(x->sx, x->loc[peer]) : 0;
+}
+
+static int mix_rank_of(struct pt_xport *x, uint32_t nid, uint32_t pid)
+{
+    return x->oo->rank_of(x->ox, nid, pid);
+}
+
+static void mix_id_of(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p)
+{
+    x->oo->id_of(x->ox, rank, nid_p, pid_p);
+}
+
+static uint32_t mix_job_failed(struct pt_xport *x)
+{
+    uint32_t f = x->oo->job_failed(x->ox);
+    return f ? f : x->so->job_failed(x->sx);
+}
+
+static uint32_t mix_departures(struct pt_xport *x)
+{
+    return x->so->departures(x->sx) + x->oo->departures(x->ox);
+}
+
+static int mix_wait_fd(struct pt_xport *x) { return x->oo->wait_fd(x->ox); }
+static int mix_ring_fd(struct pt_xport *x) { return x->so->ring_fd(x->sx); }
+
+/* The credit wait is the region's (ofi has none: a send refused for credits
+ * there arms nothing, and the engine keeps it as work, xport.h). */
+static const uint32_t *mix_stall_counter(struct pt_xport *x)
+{
+    return x->so->stall_counter(x->sx);
+}
+static void mix_stall_clear(struct pt_xport *x) { x->so->stall_clear(x->sx); }
+static bool mix_stall_armed(struct pt_xport *x) { return x->so->stall_armed(x->sx); }
+static void mix_rx_done(struct pt_xport *x, bool fenced) { x->so->rx_done(x->sx, fenced); }
+
+static void mix_free(struct pt_xport *x)
+{
+    free(x->loc);
+    free(x->glob);
+    free(x);
+}
+
+/* The region first (detached in order: node peers see a departure, not a
+ * death), then libfabric (its goodbyes, PMIx). */
+static void mix_close(struct pt_xport *x)
+{
+    x->so->close(x->sx);
+    x->oo->close(x->ox);
+    mix_free(x);
+}
+
+static const struct pt_xport_ops g_mix_ops = {
+    .name = "mix",
+    .tx_needs_peek = true, /* ofi's sends move in its peek */
+    .reserve = mix_reserve,
+    .commit = mix_commit,
+    .peek = mix_peek,
+    .release = mix_release,
+    .defer = mix_defer,
+    .unhold_all = mix_unhold_all,
+    .rx_pending = mix_rx_pending,
+    .rx_pending_from = mix_rx_pending_from,
+    .pull = mix_pull,
+    /* No push, no claim words: the cooperative rendezvous is offered to
+     * every peer or none (engine/nic.c, coop_min), and ofi cannot push. */
+    .peer_alive = mix_peer_alive,
+    .doorbell = mix_doorbell,
+    .peer_ospid = mix_peer_ospid,
+    .rank_of = mix_rank_of,
+    .id_of = mix_id_of,
+    .job_failed = mix_job_failed,
+    .departures = mix_departures,
+    .close = mix_close,
+    .wait_fd = mix_wait_fd,
+    .ring_fd = mix_ring_fd,
+    .stall_counter = mix_stall_counter,
+    .stall_clear = mix_stall_clear,
+    .stall_armed = mix_stall_armed,
+    .rx_done = mix_rx_done,
+};
+
+/* ---- opening ------------------------------------------------------------------ */
+
+/* "n0:n1:..." of count numbers: f(k) for k < count. NULL on no memory. */
+static char *map_str(uint32_t count, uint32_t (*f)(const struct pt_xport *, uint32_t),
+                     const struct pt_xport *x)
+{
+    size_t len = (size_t)count * 11 + 1;
+    char *s = malloc(len), *p = s;
+    if (!s)
+        return NULL;
+    for (uint32_t k = 0; k < count; k++)
+        p += snprintf(p, len - (size_t)(p - s), k ? ":%u" : "%u", f(x, k));
+    *p = 0;
+    return s;
+}
+
+static uint32_t node_pid(const struct pt_xport *x, uint32_t k)
+{
+    uint32_t nid, pid;
+    x->oo->id_of(x->ox, x->glob[k], &nid, &pid);
+    return pid;
+}
+
+static uint32_t node_nid(const struct pt_xport *x, uint32_t k)
+{
+    uint32_t nid, pid;
+    x->oo->id_of(x->ox, x->glob[k], &nid, &pid);
+    return nid;
+}
+
+int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint, bool shm_only,
+                     const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                     struct pt_xport_info *info_p)
+{
+    const struct pt_xport_ops *oo;
+    struct pt_xport *ox;
+    int rc = pt_ofi_open_pmix(slot_size, queue_slots, &oo, &ox, info_p);
+    if (rc)
+        return rc;
+    struct pt_xport *x = calloc(1, sizeof *x);
+    if (!x) {
+        oo->close(ox);
+        return -ENOMEM;
+    }
+    x->oo = oo;
+    x->ox = ox;
+    x->me = info_p->rank;
+    x->n = info_p->nranks;
+    x->loc = malloc((size_t)x->n * sizeof *x->loc);
+    x->glob = malloc((size_t)x->n * sizeof *x->glob);
+    if (!x->loc || !x->glob) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    /* The node's ranks: those whose nid (the host, as every rank published
+     * it in the wire-up fence) is ours. */
+    uint32_t my_nid, my_pid, my_slot = 0;
+    oo->id_of(ox, x->me, &my_nid, &my_pid);
+    for (uint32_t r = 0; r < x->n; r++) {
+        uint32_t nid, pid;
+        oo->id_of(ox, r, &nid, &pid);
+        x->loc[r] = NOT_HERE;
+        if (nid != my_nid)
+            continue;
+        if (r == x->me)
+            my_slot = x->nloc;
+        x->loc[r] = x->nloc;
+        x->glob[x->nloc++] = r;
+    }
+    uint32_t said = pt_pmix_local_size();
+    if (said && said != x->nloc) {
+        /* Hosts that share a nid (no PMIX_NODEID, one hostname): a region
+         * sized for ranks that cannot all reach it would wait for them. */
+        pt_log(PT_LOG_WARN, "PMIx: %u ranks on this node, but %u share its nid %u: "
+                            "libfabric for every peer", said, x->nloc, my_nid);
+        mix_free(x);
+        if (shm_only)
+            goto refuse_noclose;
+        *ops_p = oo;
+        *x_p = ox;
+        return 0;
+    }
+    if (shm_only && x->nloc != x->n) {
+        pt_log(PT_LOG_ERR, "PTL_TRANSPORT=shm: %u of this PMIx job's %u ranks are on other "
+                           "hosts, which the shared-memory transport cannot reach: use "
+                           "PTL_TRANSPORT=auto (the default) or ofi", x->n - x->nloc, x->n);
+        rc = -EHOSTUNREACH;
+        goto fail;
+    }
+    char job[48], prefix[96];
+    snprintf(job, sizeof job, "px%s.%08x", pt_pmix_job_key(), my_nid);
+    snprintf(prefix, sizeof prefix, "libportals.%u.%s.", (unsigned)getuid(), job);
+    char *nidmap = map_str(x->nloc, node_nid, x), *pidmap = map_str(x->nloc, node_pid, x);
+    if (!nidmap || !pidmap) {
+        free(nidmap);
+        free(pidmap);
+        rc = -ENOMEM;
+        goto fail;
+    }
+    struct pt_shm_node nd = {job, x->nloc, my_slot, info_p->jid, nidmap, pidmap, prefix};
+    struct pt_xport_info si;
+    rc = pt_shm_open_node(&nd, slot_size, queue_slots, pid_hint, &x->so, &x->sx, &si);
+    free(nidmap);
+    free(pidmap);
+    if (rc)
+        goto fail;
+    if (si.rank != my_slot || si.nranks != x->nloc) {
+        /* another job's region under our name (a hash collision), or a
+         * process of ours holds the slot: never share it */
+        pt_log(PT_LOG_ERR, "PMIx job: the node region %s gave slot %u of %u, not %u of %u",
+               job, si.rank, si.nranks, my_slot, x->nloc);
+        x->so->close(x->sx);
+        rc = -EPROTO;
+        goto fail;
+    }
+    info_p->ranks_here = x->nloc;
+    info_p->cma_ok = si.cma_ok;
+    info_p->cma_why = si.cma_why;
+    info_p->trace_area = si.trace_area;
+    info_p->trace_bytes = si.trace_bytes;
+    info_p->rndv_iov_max = 1; /* ofi's (reg_desc); the engine's choice is per NI */
+    *ops_p = &g_mix_ops;
+    *x_p = x;
+    pt_log(PT_LOG_INFO, "PMIx job: rank %u: %u peers on this host through the node region "
+                        "%s, %u beyond it through ofi", x->me, x->nloc - 1, job, x->n - x->nloc);
+    return 0;
+
+fail:
+    mix_free(x);
+    oo->close(ox);
+    return rc;
+refuse_noclose:
+    pt_log(PT_LOG_ERR, "PTL_TRANSPORT=shm: cannot tell which ranks of this PMIx job share "
+                       "this host: use PTL_TRANSPORT=auto (the default) or ofi");
+    oo->close(ox);
+    return -EHOSTUNREACH;
+}
