@@ -124,9 +124,24 @@ void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww)
  * the transport has one, its ring socket (rings by peers of this host:
  * transport/shm.c, ring_sock, after their seq bump, as efd_post after ours).
  * Both are drained before seq is looked at, so a ring after the look leaves
- * one readable; a drained ring that another sleeper may need (seq moved and
- * we are not alone) is passed on (to our eventfd, which every sleeper of
- * this process polls). Returns false on timeout. */
+ * one readable.
+ *
+ * One poller at a time [P1]. A drained ring is gone for every other thread
+ * that polls the same descriptors: a second poller that had read seq before
+ * a ring, woken by it, finds nothing readable once the first has drained it,
+ * and poll() puts it back to sleep (the kernel re-polls before it returns).
+ * The first cannot tell whether to pass the ring on (it read seq after the
+ * ring: for it nothing moved). Seen: host mode, two threads waiting in
+ * PtlEQWait over ofi, the wake-up backstop off: HANG within 12 runs
+ * (mp_netns_pat_here_threads2_eqwait_host, and the same over
+ * PTL_TRANSPORT=ofi); the backstop had turned it into 100 ms stalls. So the
+ * first sleeper takes the poller role (CAS 0 -> 1); the others sleep on the
+ * futex, which compares seq in the kernel and loses nothing. The poller
+ * leaving [P2] gives the role back (an RMW, a full fence) and, if other
+ * sleepers are announced, bumps seq (pt_wake_all): one of them must take
+ * the descriptors over, and whoever announced before its load of the role
+ * read seq before that bump (its futex wait returns at once). Returns false
+ * on timeout. */
 static bool rfd_drain(int fd)
 {
     char b[64];
@@ -136,18 +151,15 @@ static bool rfd_drain(int fd)
     return any;
 }
 
-static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
+static bool fd_poll(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
                     int xfd)
 {
     uint64_t v;
-    bool drained = read(w->efd, &v, sizeof v) == (ssize_t)sizeof v;
-    if (w->rfd >= 0 && rfd_drain(w->rfd))
-        drained = true;
-    if (LD_ACQUIRE(&ww->seq) != seq) {
-        if (drained && LD_RELAXED(&ww->sleepers) > 1)
-            efd_post(w);
+    (void)!read(w->efd, &v, sizeof v);
+    if (w->rfd >= 0)
+        (void)rfd_drain(w->rfd);
+    if (LD_ACQUIRE(&ww->seq) != seq)
         return true;
-    }
     /* xfd -1: the eventfd and ring socket alone (poll ignores a negative fd) */
     struct pollfd p[3] = {{.fd = xfd, .events = POLLIN},
                           {.fd = w->efd, .events = POLLIN},
@@ -162,6 +174,19 @@ static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int
     if (n != 0)
         return true; /* readable, or a signal: the caller rechecks either way */
     return LD_ACQUIRE(&ww->seq) != seq;
+}
+
+static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
+                    int xfd)
+{
+    uint32_t free_ = 0;
+    if (!RMW_CAS(&w->fd_poller, &free_, 1)) /* [P1] a full fence either way */
+        return pt_futex_wait(ww, seq, timeout_ns);
+    bool r = fd_poll(w, ww, seq, timeout_ns, xfd);
+    RMW_XCHG(&w->fd_poller, 0); /* [P2] a full fence before the load of sleepers */
+    if (LD_RELAXED(&ww->sleepers) > 1)
+        pt_wake_all(ww);
+    return r;
 }
 
 /* Every engine sleeper's wait on the bell (the event sleepers' own word is

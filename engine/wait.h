@@ -208,6 +208,10 @@ struct pt_wait {
     int rfd;                           /* the transport's ring socket (peers of
                                         * this host ring it after their seq bump:
                                         * xport.h ring_fd), or -1                 */
+    /* P1/P2 (wait.c, fd_wait): 1 while an engine sleeper of this process
+     * polls the descriptors (xfd, efd, rfd); the others sleep on the bell's
+     * futex meanwhile. RMW only (CAS to take, XCHG to give back). */
+    _Atomic uint32_t fd_poller;
     /* D5: 1 while the NIC thread sleeps (or arms to) on the eventfd alone,
      * having found the engine held (F1, before its sleepers++); read by
      * releasers after their fence. Written only by the NIC thread. */

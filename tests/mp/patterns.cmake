@@ -255,3 +255,24 @@ ptl_pattern(longlease_think ARGS --wait eqwait --think 300 --ack on -n 100 ENV P
 ptl_pattern(spinlease_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
 ptl_pattern(spinlease_threads2 ARGS --threads 2 --wait eqget-spin --ack on -n 100)
 ptl_pattern(spinlease_stream_get ARGS --shape stream --op get --wait eqget-spin --window 8 -n 100)
+
+# ---- the two transports of one job (issue 17 item 2, transport/mix.c) ---------------
+# Four ranks placed in order (MAP slot): the pattern's pairs (0,1) and (2,3) each on one
+# "host", so they talk through that host's region while their engines sleep in poll()
+# on libfabric's descriptor too: every wake-up of these must come through the region's
+# ring socket. Without the wake-up backstop (PTL_WAKE_BACKSTOP_MS=0) and the liveness
+# probe's timer (PTL_OFI_PROBE_MS=0), nothing else ends such a sleep: a ring that
+# reached only the futex is a hang, which the pattern's watchdog reports (seen with the
+# socket left out: HANG at iteration 0 in both modes; with the backstop on, the same
+# defect only made waits of 100-200 ms). Think time makes every waiter and NIC thread
+# sleep between operations.
+function(ptl_pattern_mixed name)
+  cmake_parse_arguments(T "" "" "ARGS" ${ARGN})
+  ptl_netns_job(pat_${name} NP 4 MAP slot PROG mp_patterns ARGS --check ${T_ARGS}
+                ENV PTL_WAKE_BACKSTOP_MS=0 PTL_OFI_PROBE_MS=0 HAS "ptl_patterns: OK")
+endfunction()
+ptl_pattern_mixed(here_eqwait_think ARGS --wait eqwait --think 1500 --ack on -n 100)
+ptl_pattern_mixed(here_wait_eqwait ARGS --wait eqwait --start on --send-end on --ack on)
+ptl_pattern_mixed(here_stream_multi ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
+ptl_pattern_mixed(here_put_1048576 ARGS --size 1048576 --region on --recv persistent -n 50)
+ptl_pattern_mixed(here_threads2_eqwait ARGS --threads 2 --wait eqwait --ack on)

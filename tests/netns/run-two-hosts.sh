@@ -2,7 +2,10 @@
 # run-two-hosts.sh - one job on two "hosts" (issue 17 item 4, docs/ofi.md):
 # two network namespaces joined by a veth pair, Open MPI's mpirun started in
 # the first, its remote-launch agent (nsagent.sh) starting orted in the
-# second, ranks in both over PTL_TRANSPORT=ofi (tcp;ofi_rxm, PMIx wire-up).
+# second, ranks in both (PMIx wire-up). The transport is PTL_TRANSPORT=auto
+# (ranks of one namespace through their "host"'s region, the others over
+# tcp;ofi_rxm: transport/mix.c), or NETNS_TRANSPORT (ofi: every peer over
+# libfabric; shm: PtlNIInit must refuse, case shmrefused).
 #
 #   usage: run-two-hosts.sh <case> <mp_exchange|netns_kill|mp_kill|mp_liveness> <mp_driver>
 #          run-two-hosts.sh job <program> <mp_driver> <np> <stdout-has> [args...]
@@ -14,6 +17,9 @@
 #             so the pairs of the pattern tests cross); the job must exit 0 within
 #             90 s, and its stdout contain <stdout-has> unless that is empty.
 #             NETNS_JOB_ENV="VAR=value ..." is passed to every rank (-x).
+#             NETNS_MAP=slot places them in order instead (4: ranks 0 and 1
+#             on the first "host", 2 and 3 on the second: the pairs of the
+#             pattern tests talk through their host's region).
 #   alltoall  4 ranks (2 per namespace): mp_exchange's all-to-all with data
 #             checks at 8 B, 64 KiB and 1 MiB.
 #   late      the same over a second veth pair (ptl1) whose far end comes up
@@ -21,6 +27,10 @@
 #             loopback until the interface runs, and a rank must wait for it
 #             rather than publish 127.0.0.1 (transport/ofi.c, open_fabric:
 #             the cause of the intermittent "fi_send ... Invalid argument").
+#   shmrefused
+#             PTL_TRANSPORT=shm with 2 ranks per namespace: PtlNIInit refuses
+#             (the peers on the other "host" cannot be reached through a
+#             region), saying so, and the job ends.
 #   loref     the ranks of the second namespace see only loopback
 #             (FI_TCP_IFACE=lo): their PtlNIInit must fail saying why, and
 #             the job must end, instead of hanging on unreachable names.
@@ -135,7 +145,7 @@ done
 [ $ok = 1 ] || { echo "run-two-hosts.sh: the veth pair did not come up" >&2; exit 1; }
 
 export NSAGENT_HOSTS="10.213.0.1=$nsa 10.213.0.2=$nsb"
-export PTL_TRANSPORT=ofi PTL_OFI_PROVIDER="${PTL_OFI_PROVIDER:-tcp;ofi_rxm}"
+export PTL_TRANSPORT="${NETNS_TRANSPORT:-auto}" PTL_OFI_PROVIDER="${PTL_OFI_PROVIDER:-tcp;ofi_rxm}"
 export FI_TCP_IFACE=ptl0 FI_SOCKETS_IFACE=ptl0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_orte_tmpdir_base="$tmp"
@@ -160,7 +170,7 @@ job)
     for kv in ${NETNS_JOB_ENV:-}; do xenv="$xenv -x $kv"; done
     job="$drv --within 90"
     [ -n "$has" ] && job="$job --stdout-has \"$has\""
-    job="$job -- $mpi$xenv -H $hosts --map-by node -np $np $prog $*"
+    job="$job -- $mpi$xenv -H $hosts --map-by ${NETNS_MAP:-node} -np $np $prog $*"
     ;;
 alltoall)
     job="$drv --within 90 --stdout-has \"all pairs OK\" -- $mpi $np4 $prog 8 65536 1048576"
@@ -183,6 +193,13 @@ late)
         ip -n $nsb link set ptl1 up
     ) &
     waiter=$!
+    ;;
+shmrefused)
+    # PTL_TRANSPORT=shm in a job with ranks on two hosts: every PtlNIInit
+    # fails saying why (after the wire-up fence, so all four), the job ends
+    export PTL_TRANSPORT=shm
+    job="$drv --nonzero --within 60 --stderr-has \"shared-memory transport cannot reach\""
+    job="$job -- $mpi $np4 $prog"
     ;;
 loref)
     job="$drv --nonzero --within 60 --stderr-has \"offers only loopback addresses\" --"
