@@ -145,6 +145,8 @@ byte in_engine[2];     /* threads inside poll (must stay <= 1)        */
 byte done;             /* application threads finished                */
 bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
 bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
+bool poller[2];        /* FDWAIT: an engine sleeper polls the descriptors (P1/P2,
+                        * wait.c fd_wait); the others sleep on the futex       */
 bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to)
                         * on the eventfd alone: the token was held at its S2 */
 bool lease[2];         /* LEASE: polled[r] holds one count no waiter holds   */
@@ -161,9 +163,13 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 #endif
 
 /* The engine sleepers' wait on the bell (wait.c bell_wait): the futex, or
- * with FDWAIT fd_wait: drain the eventfd, compare seq, block in ppoll until
- * the descriptor or the eventfd is readable. A drained ring whose seq moved
- * is passed on when other sleepers are announced. */
+ * with FDWAIT fd_wait: one sleeper of the rank at a time takes the poller
+ * role (P1, a CAS); it drains the eventfd, compares seq, and blocks in
+ * ppoll until the descriptor or the eventfd is readable; then it gives the
+ * role back (P2, an RMW) and, other sleepers announced, bumps seq (one of
+ * them takes the descriptors over). The others wait on the futex. MUT_P1:
+ * every sleeper polls (the code before the role): a ring drained by one
+ * poller that read seq after it is lost to another asleep in ppoll. */
 /* T1: a NIC thread asleep with a timeout (tmd) while a lease is out wakes
  * (the code: after PTL_WAIT_LEASE_US). */
 #if LEASE
@@ -180,24 +186,30 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 #define DRAIN_BEFORE(r) drained = evfdw[r]; evfdw[r] = 0;
 #define DRAIN_AFTER(r)
 #endif
-#define PASS_ON(r) if :: drained && sleepers[r] > 1 -> evfdw[r] = 1 :: else fi
-#define BELL_WAIT(r, lbl) \
-    DRAIN_BEFORE(r) \
+#ifdef MUT_P1
+#define TAKE_POLLER(r) took = 1
+#define GIVE_POLLER(r) skip
+#else
+#define TAKE_POLLER(r) d_step { if :: !poller[r] -> poller[r] = 1; took = 1 :: else -> took = 0 fi }
+#define GIVE_POLLER(r) poller[r] = 0; if :: sleepers[r] > 1 -> seq[r] = 0 :: else fi
+#endif
+#define FD_WAIT(r, lbl, rdy) \
+    TAKE_POLLER(r); \
     if \
-    :: (seq[r] & BIT) == 0 -> \
-        PASS_ON(r) \
-    :: else -> DRAIN_AFTER(r) lbl: (fdrdy[r] || evfdw[r] || T1_WAKE(r)) \
+    :: took -> \
+        DRAIN_BEFORE(r) \
+        if \
+        :: (seq[r] & BIT) == 0 -> skip \
+        :: else -> DRAIN_AFTER(r) lbl: (rdy || evfdw[r] || T1_WAKE(r)) \
+        fi; \
+        GIVE_POLLER(r) \
+    :: else -> lbl##f: (FUTEX_WAIT(seq[r]) || T1_WAKE(r)) \
     fi; \
+    took = 0; \
     drained = 0
+#define BELL_WAIT(r, lbl) FD_WAIT(r, lbl, fdrdy[r])
 /* S3b: the same wait without the descriptor (ppoll on the eventfd alone). */
-#define BELL_ONLY_WAIT(r, lbl) \
-    DRAIN_BEFORE(r) \
-    if \
-    :: (seq[r] & BIT) == 0 -> \
-        PASS_ON(r) \
-    :: else -> DRAIN_AFTER(r) lbl: (evfdw[r] || T1_WAKE(r)) \
-    fi; \
-    drained = 0
+#define BELL_ONLY_WAIT(r, lbl) FD_WAIT(r, lbl, false)
 #else
 #define BELL_WAIT(r, lbl) lbl: (FUTEX_WAIT(seq[r]) || T1_WAKE(r))
 #endif
@@ -608,7 +620,7 @@ proctype App(byte r; byte a)
 {
     byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw;
     bool so;             /* poll's send-only flag (submit) */
-    bool holding, wanted, polling, drained, lg, lu;
+    bool holding, wanted, polling, drained, took, lg, lu;
     byte round = 0;
     do
     :: round < ROUNDS ->
@@ -639,7 +651,7 @@ proctype Nic(byte r)
 {
     byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw;
     bool so;             /* poll's send-only flag: never set here */
-    bool drained, handed, tmd, ll;
+    bool drained, took, handed, tmd, ll;
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
         * with work) */
