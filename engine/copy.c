@@ -33,14 +33,23 @@ static uint32_t mem_pieces(const struct pt_mem *m, uint64_t off, uint64_t len)
     return k;
 }
 
-enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint64_t len, const struct pt_md *md,
-                                    uint64_t off)
+enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint32_t peer, uint64_t len,
+                                    const struct pt_md *md, uint64_t off)
 {
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
-    if (pk == PT_PROTO_RNDV && PT_UNLIKELY(nic->rndv_iov_max) &&
-        md->mem.niov > nic->rndv_iov_max && mem_pieces(&md->mem, off, len) > nic->rndv_iov_max)
+    if (pk != PT_PROTO_RNDV || md->mem.niov < 2)
+        return pk;
+    uint32_t lim = nic->rndv_iov_max;
+    if (PT_UNLIKELY(nic->xo->peer_caps)) /* per peer (a PMIx job's node peers and others) */
+        lim = nic->xo->peer_caps(nic->x, peer) & PT_XPEER_IOV1 ? 1 : 0;
+    if (lim && md->mem.niov > lim && mem_pieces(&md->mem, off, len) > lim)
         pk = PT_PROTO_COPY; /* (an audit: ofi registered the first piece only) */
     return pk;
+}
+
+bool pt_nic_push_ok(struct pt_nic *nic, uint32_t peer)
+{
+    return !nic->xo->peer_caps || (nic->xo->peer_caps(nic->x, peer) & PT_XPEER_PUSH);
 }
 
 int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, uint64_t left,

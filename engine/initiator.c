@@ -163,7 +163,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
         return cmd_dropped(nic);
     uint64_t len = c->u.mv.length;
     bool ack = c->u.mv.ack == PTL_ACK_REQ, gone = peer_gone(nic, rank);
-    enum pt_proto_kind pk = pt_nic_choose_md(nic, len, md, c->u.mv.local_offset);
+    enum pt_proto_kind pk = pt_nic_choose_md(nic, (uint32_t)rank, len, md, c->u.mv.local_offset);
     if (!gone && pk != PT_PROTO_EAGER && (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_REQ][rank]))
         return PT_E_AGAIN; /* one stream per peer at a time; op slots exhausted */
     bool waits = ack || pk == PT_PROTO_RNDV || gone; /* for an answer: a record */
@@ -192,7 +192,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     /* A large CMA put to another process: offer to write part of it (wire.h,
      * PUSH; the target decides). */
     if (pk == PT_PROTO_RNDV && nic->coop_min && len >= nic->coop_min &&
-        (uint32_t)rank != nic->xi.rank && c->op != PT_CMD_ATOMIC)
+        (uint32_t)rank != nic->xi.rank && c->op != PT_CMD_ATOMIC && pt_nic_push_ok(nic, (uint32_t)rank))
         h->flags |= PT_WF_COOP; /* (a reduction is combined by the target alone) */
     uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
     pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);

@@ -983,6 +983,9 @@ void pt_nic_destroy(struct pt_nic *nic)
     if (pt_log_level() >= PT_LOG_INFO) { /* PTL_LOG_LEVEL=2: the waiting counters */
         fprintf(stderr, "NI %u (rank %u):\n", nic->ni_index, nic->xi.rank);
         pt_wait_dump(&nic->w, stderr);
+        if (LD_RELAXED(&nic->coop_split) || LD_RELAXED(&nic->coop_push))
+            fprintf(stderr, "  cooperative rendezvous: %u puts split, %u pushes served\n",
+                    LD_RELAXED(&nic->coop_split), LD_RELAXED(&nic->coop_push));
     }
     pt_nic_register_live(nic, false);
     ST_RELEASE(&nic->tag, 0);

@@ -839,11 +839,15 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md);
 
 /* copy mode (copy.c) */
 enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len);
-/* As pt_nic_choose for len bytes of md from off, which the peer would pull:
- * a rendezvous over more pieces than the transport's pull can read
- * (rndv_iov_max) streams through the queues instead. */
-enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint64_t len, const struct pt_md *md,
-                                    uint64_t off);
+/* As pt_nic_choose for len bytes of md from off, which peer would pull: a
+ * rendezvous over more pieces than the transport's pull can read
+ * (rndv_iov_max, or per peer: xport.h peer_caps) streams through the queues
+ * instead. */
+enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint32_t peer, uint64_t len,
+                                    const struct pt_md *md, uint64_t off);
+/* The cooperative rendezvous with peer: the NI has it (coop_min) and the
+ * transport can push towards that peer (xport.h peer_caps). Cold path. */
+bool pt_nic_push_ok(struct pt_nic *nic, uint32_t peer);
 int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, uint64_t left,
                        uint32_t peer, enum pt_cls cls, ptl_event_kind_t end_kind,
                        const ptl_event_t *ev);

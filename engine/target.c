@@ -318,7 +318,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
      * not: the initiator pulls, with an op promised to it, ops_promised;
      * waiting for one here while it waits for ours, both sides' replies
      * could wait for ever). */
-    if (h->op == PT_W_GET && md && pt_nic_choose_md(nic, mlen, md, off) == PT_PROTO_COPY &&
+    if (h->op == PT_W_GET && md && pt_nic_choose_md(nic, peer, mlen, md, off) == PT_PROTO_COPY &&
         (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_RSP][peer]))
         return PT_E_AGAIN; /* no side effect yet: retried on a later poll */
     /* A rendezvous put needs an op for its pull: with PTL_MAX_OPS of them in
@@ -465,7 +465,8 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 op->failed = 1; /* truncated: nothing is written, END and FIN fail */
             PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, mlen));
             md->pending++;
-            if ((h->flags & PT_WF_COOP) && nic->coop_min && mlen >= nic->coop_min && !atomic)
+            if ((h->flags & PT_WF_COOP) && nic->coop_min && mlen >= nic->coop_min && !atomic &&
+                pt_nic_push_ok(nic, peer))
                 coop_split(nic, op, rsp, h, peer);
             return PT_OK;
         }
@@ -474,7 +475,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         rsp_init(nic, rsp, PT_W_REPLY, h);
         rsp->mlength = mlen;
         rsp->tgt_offset = off;
-        enum pt_proto_kind pk = pt_nic_choose_md(nic, mlen, md, off);
+        enum pt_proto_kind pk = pt_nic_choose_md(nic, peer, mlen, md, off);
         if (pk == PT_PROTO_EAGER) {
             pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
             pt_xmit(nic, peer, PT_CLS_RSP, rsp);

@@ -145,6 +145,33 @@ static ssize_t mix_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
                          : x->oo->pull(x->ox, peer, local, nlocal, remote, nremote);
 }
 
+/* The cooperative rendezvous (xport.h push, coop_word): towards node peers
+ * only; peer_caps tells the engine which (it offers and accepts a push from
+ * those alone). */
+static ssize_t mix_push(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote)
+{
+    if (!here(x, peer) || !x->so->push)
+        return -ENOSYS;
+    return x->so->push(x->sx, x->loc[peer], local, nlocal, remote, nremote);
+}
+
+static _Atomic uint32_t *mix_coop_word(struct pt_xport *x, uint32_t owner, uint32_t k)
+{
+    if (!here(x, owner) || !x->so->coop_word)
+        return NULL;
+    return x->so->coop_word(x->sx, x->loc[owner], k);
+}
+
+/* Node peers: CMA reads any iovec and writes (push); others: ofi's one
+ * registration per descriptor, no push. */
+static uint32_t mix_peer_caps(struct pt_xport *x, uint32_t peer)
+{
+    if (here(x, peer))
+        return x->so->push && x->so->coop_word ? PT_XPEER_PUSH : 0;
+    return PT_XPEER_IOV1;
+}
+
 /* ---- identity, liveness, sleeping ------------------------------------------- */
 
 static bool mix_peer_alive(struct pt_xport *x, uint32_t peer)
@@ -223,8 +250,9 @@ static const struct pt_xport_ops g_mix_ops = {
     .rx_pending = mix_rx_pending,
     .rx_pending_from = mix_rx_pending_from,
     .pull = mix_pull,
-    /* No push, no claim words: the cooperative rendezvous is offered to
-     * every peer or none (engine/nic.c, coop_min), and ofi cannot push. */
+    .push = mix_push,
+    .coop_word = mix_coop_word,
+    .peer_caps = mix_peer_caps,
     .peer_alive = mix_peer_alive,
     .doorbell = mix_doorbell,
     .peer_ospid = mix_peer_ospid,
@@ -361,7 +389,7 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
     info_p->cma_why = si.cma_why;
     info_p->trace_area = si.trace_area;
     info_p->trace_bytes = si.trace_bytes;
-    info_p->rndv_iov_max = 1; /* ofi's (reg_desc); the engine's choice is per NI */
+    info_p->rndv_iov_max = 1; /* ofi's (reg_desc); per peer: mix_peer_caps */
     *ops_p = &g_mix_ops;
     *x_p = x;
     pt_log(PT_LOG_INFO, "PMIx job: rank %u: %u peers on this host through the node region "

@@ -59,6 +59,10 @@
 
 enum pt_cls { PT_CLS_REQ = 0, PT_CLS_RSP = 1, PT_CLS_NR = 2 };
 
+/* peer_caps bits */
+#define PT_XPEER_PUSH 1u /* push and coop_word work towards it          */
+#define PT_XPEER_IOV1 2u /* its pulls read rendezvous descriptors of one piece */
+
 struct pt_xport;   /* opaque per-transport state */
 
 struct pt_xport_info {
@@ -164,6 +168,12 @@ struct pt_xport_ops {
      * ring_sock), drained by the sleepers (recv until empty) before they
      * look at seq; or NULL / -1. Any thread. */
     int (*ring_fd)(struct pt_xport *x);
+    /* Optional, cold path (a rendezvous of a many-piece MD; a large put's
+     * offer to have part of it pushed): what the transport can do towards
+     * one peer, where that differs by peer (mix.c: the node's region or
+     * ofi). PT_XPEER_* bits. NULL: the same for every peer (the NI's
+     * rndv_iov_max; push when push and coop_word are set). Token holder. */
+    uint32_t (*peer_caps)(struct pt_xport *x, uint32_t peer);
     /* The credit wait (docs/waiting.md, "Stalled on credits"; model
      * model/credit.pml). Optional, all four or none: without them a command
      * stalled on credits stays work for the sleepers' rechecks (the engine

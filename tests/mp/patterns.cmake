@@ -276,3 +276,12 @@ ptl_pattern_mixed(here_wait_eqwait ARGS --wait eqwait --start on --send-end on -
 ptl_pattern_mixed(here_stream_multi ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
 ptl_pattern_mixed(here_put_1048576 ARGS --size 1048576 --region on --recv persistent -n 50)
 ptl_pattern_mixed(here_threads2_eqwait ARGS --threads 2 --wait eqwait --ack on)
+# the cooperative rendezvous between node peers (offered to them alone: xport.h
+# peer_caps), and iovec MDs of many pieces by rendezvous to a node peer and to one on
+# the other "host" (there: streamed through the queues, ofi's one-piece descriptors)
+ptl_pattern_mixed(here_coop_think_spin ARGS --size 262144 --think 300 --think-mode spin -n 50)
+ptl_pattern_mixed(here_coop_stream_ack ARGS --shape stream --window 4 --size 1048576 --ack on -n 20)
+ptl_netns_job(iov_64x3_here NP 4 MAP slot PROG mp_iov ARGS 1048579 64 3 4097 333
+              HAS "mp_iov 1048579 64 3 4097 333: OK")
+ptl_netns_job(iov_64x3_across NP 2 PROG mp_iov ARGS 1048579 64 3 4097 333
+              HAS "mp_iov 1048579 64 3 4097 333: OK")
