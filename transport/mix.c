@@ -46,7 +46,21 @@ struct pt_xport {
     uint32_t *loc;        /* [rank]: its slot in the node region, or NOT_HERE */
     uint32_t *glob;       /* [slot]: its rank                            */
     uint32_t turn;        /* peek: which transport is asked first (alternates) */
+    uint32_t ofi_idle;    /* peek: ofi peeks in a row that found nothing  */
+    uint32_t ofi_wait;    /* peek: peeks left before ofi is asked again    */
 };
+
+/* ofi's peek is a provider progress call (fi_cq_read: the tcp provider's
+ * epoll_wait and locks, about a microsecond), the region's a few loads. A
+ * node-region ping-pong whose every second peek asked ofi took 3.8 us (8 B,
+ * offload) against 0.43 us under ptlrun (bench/results-ofi.md, "The node
+ * region"). So after MIX_OFI_IDLE empty ofi peeks in a row ofi is asked
+ * every MIX_OFI_EVERY peeks only, until it answers or we send to a peer
+ * over it (its sends move in its progress too: tx_needs_peek). A remote
+ * message then waits at most MIX_OFI_EVERY - 1 region peeks; before any
+ * sleep the engine's recheck asks ofi anyway (rx_pending, its trywait). */
+#define MIX_OFI_IDLE 16u
+#define MIX_OFI_EVERY 32u
 
 static inline bool here(const struct pt_xport *x, uint32_t peer)
 {
@@ -63,10 +77,13 @@ static void *mix_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 static void mix_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
-    if (here(x, peer))
+    if (here(x, peer)) {
         x->so->commit(x->sx, x->loc[peer], cls, len);
-    else
+    } else {
         x->oo->commit(x->ox, peer, cls, len);
+        x->ofi_idle = 0; /* its progress moves the send: ask at the next peek */
+        x->ofi_wait = 0;
+    }
 }
 
 static void *peek_shm(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
@@ -83,19 +100,25 @@ static void *peek_shm(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
     return m;
 }
 
-/* Both transports in turn: ofi's peek also moves its sends (tx_needs_peek),
- * so it runs at least every second call however busy the region is. */
+/* Both transports in turn while ofi has traffic (its peek also moves its
+ * sends: tx_needs_peek), so it runs at least every second call however busy
+ * the region is; ofi idle, every MIX_OFI_EVERY calls (above). */
 static void *mix_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     void *m;
-    if ((x->turn ^= 1)) {
-        if ((m = peek_shm(x, peer_p, cls_p)))
-            return m;
-        return x->oo->peek(x->ox, peer_p, cls_p);
+    if (x->ofi_wait) {
+        x->ofi_wait--;
+        return peek_shm(x, peer_p, cls_p);
     }
-    if ((m = x->oo->peek(x->ox, peer_p, cls_p)))
+    if ((x->turn ^= 1) && (m = peek_shm(x, peer_p, cls_p)))
         return m;
-    return peek_shm(x, peer_p, cls_p);
+    if ((m = x->oo->peek(x->ox, peer_p, cls_p))) {
+        x->ofi_idle = 0;
+        return m;
+    }
+    if (++x->ofi_idle >= MIX_OFI_IDLE)
+        x->ofi_wait = MIX_OFI_EVERY - 1;
+    return x->turn ? NULL : peek_shm(x, peer_p, cls_p);
 }
 
 static void mix_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
