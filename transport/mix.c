@@ -31,6 +31,7 @@
 #include "shm.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,9 @@ struct pt_xport {
     uint32_t *loc;        /* [rank]: its slot in the node region, or NOT_HERE */
     uint32_t *glob;       /* [slot]: its rank                            */
     uint32_t turn;        /* peek: which transport is asked first (alternates) */
+    bool ofi;             /* peers beyond the node: oo/ox are libfabric's; else
+                           * they are PMIx's (pmix.c: identity, deaths) and the
+                           * region carries everything (node-only)          */
     uint32_t ofi_idle;    /* peek: ofi peeks in a row that found nothing  */
     uint32_t ofi_wait;    /* peek: peeks left before ofi is asked again    */
 };
@@ -106,6 +110,8 @@ static void *peek_shm(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 static void *mix_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     void *m;
+    if (!x->ofi)
+        return peek_shm(x, peer_p, cls_p);
     if (x->ofi_wait) {
         x->ofi_wait--;
         return peek_shm(x, peer_p, cls_p);
@@ -140,14 +146,15 @@ static void mix_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 static void mix_unhold_all(struct pt_xport *x)
 {
     x->so->unhold_all(x->sx);
-    x->oo->unhold_all(x->ox);
+    if (x->ofi)
+        x->oo->unhold_all(x->ox);
 }
 
 /* Any thread. The region first; ofi's is its trywait (a false answer arms
  * its descriptor), so it must be the last look before a sleep. */
 static bool mix_rx_pending(struct pt_xport *x)
 {
-    return x->so->rx_pending(x->sx) || x->oo->rx_pending(x->ox);
+    return x->so->rx_pending(x->sx) || (x->ofi && x->oo->rx_pending(x->ox));
 }
 
 static uint32_t mix_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_t max)
@@ -232,7 +239,7 @@ static uint32_t mix_departures(struct pt_xport *x)
     return x->so->departures(x->sx) + x->oo->departures(x->ox);
 }
 
-static int mix_wait_fd(struct pt_xport *x) { return x->oo->wait_fd(x->ox); }
+static int mix_wait_fd(struct pt_xport *x) { return x->ofi ? x->oo->wait_fd(x->ox) : -1; }
 static int mix_ring_fd(struct pt_xport *x) { return x->so->ring_fd(x->sx); }
 
 /* The credit wait is the region's (ofi has none: a send refused for credits
@@ -322,30 +329,135 @@ static uint32_t node_nid(const struct pt_xport *x, uint32_t k)
     return nid;
 }
 
+/* The node region: the node's ranks (loc/glob set), this rank's slot. */
+static int open_node(struct pt_xport *x, uint32_t my_slot, uint32_t my_nid, uint32_t slot_size,
+                     uint32_t queue_slots, uint32_t pid_hint, struct pt_xport_info *info_p)
+{
+    char job[48], prefix[96];
+    snprintf(job, sizeof job, "px%s.%08x", pt_pmix_job_key(), my_nid);
+    snprintf(prefix, sizeof prefix, "libportals.%u.%s.", (unsigned)getuid(), job);
+    char *nidmap = map_str(x->nloc, node_nid, x), *pidmap = map_str(x->nloc, node_pid, x);
+    if (!nidmap || !pidmap) {
+        free(nidmap);
+        free(pidmap);
+        return -ENOMEM;
+    }
+    /* The ring socket only where engines sleep on ofi's descriptor. */
+    struct pt_shm_node nd = {job, x->nloc, my_slot, info_p->jid, nidmap, pidmap,
+                             x->ofi ? prefix : NULL};
+    struct pt_xport_info si;
+    int rc = pt_shm_open_node(&nd, slot_size, queue_slots, pid_hint, &x->so, &x->sx, &si);
+    free(nidmap);
+    free(pidmap);
+    if (rc)
+        return rc;
+    if (si.rank != my_slot || si.nranks != x->nloc) {
+        /* another job's region under our name (a hash collision), or a
+         * process of ours holds the slot: never share it */
+        pt_log(PT_LOG_ERR, "PMIx job: the node region %s gave slot %u of %u, not %u of %u",
+               job, si.rank, si.nranks, my_slot, x->nloc);
+        x->so->close(x->sx);
+        return -EPROTO;
+    }
+    info_p->ranks_here = x->nloc;
+    info_p->cma_ok = si.cma_ok;
+    info_p->cma_why = si.cma_why;
+    info_p->trace_area = si.trace_area;
+    info_p->trace_bytes = si.trace_bytes;
+    pt_log(PT_LOG_INFO, "PMIx job: rank %u: %u peers on this host through the node region "
+                        "%s, %u beyond it through ofi", x->me, x->nloc - 1, job, x->n - x->nloc);
+    return 0;
+}
+
+/* Every rank on this node (PMIX_LOCAL_SIZE is the job's size): no libfabric
+ * at all. The region carries everything, the engine sleeps on its futex as
+ * in a ptlrun job, PMIx gives identity and reports deaths (its handler rings
+ * the bell), and a watch thread does the launcher's part (shm_watch.c). */
+static struct pt_xport_ops g_mix_node_ops;
+static pthread_once_t g_node_ops_once = PTHREAD_ONCE_INIT;
+static void node_ops_init(void)
+{
+    g_mix_node_ops = g_mix_ops;
+    g_mix_node_ops.name = "node";
+    g_mix_node_ops.tx_needs_peek = false;
+    g_mix_node_ops.wait_fd = NULL;
+    g_mix_node_ops.ring_fd = NULL;
+}
+
+static int open_node_only(struct pt_xport *x, const struct pt_pmix_sub *sub, uint32_t slot_size,
+                          uint32_t queue_slots, uint32_t pid_hint,
+                          const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                          struct pt_xport_info *info_p)
+{
+    x->oo = sub->ops;
+    x->ox = sub->x;
+    int rc = pt_pmix_node_only(sub->x, NULL);
+    for (uint32_t r = 0; r < x->n; r++) {
+        x->loc[r] = r;
+        x->glob[r] = r;
+    }
+    x->nloc = x->n;
+    uint32_t nid, pid;
+    x->oo->id_of(x->ox, x->me, &nid, &pid);
+    if (!rc)
+        rc = open_node(x, x->me, nid, slot_size, queue_slots, pid_hint, info_p);
+    if (rc)
+        return rc;
+    rc = pt_shm_watch_start(x->sx);
+    if (!rc)
+        rc = pt_pmix_node_only(sub->x, x->so->doorbell(x->sx));
+    if (rc) {
+        x->so->close(x->sx);
+        return rc;
+    }
+    info_p->slot_size = slot_size;
+    info_p->rndv_iov_max = 0; /* CMA reads any iovec */
+    pthread_once(&g_node_ops_once, node_ops_init);
+    *ops_p = &g_mix_node_ops;
+    *x_p = x;
+    return 0;
+}
+
 int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint, bool shm_only,
                      const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                      struct pt_xport_info *info_p)
 {
-    const struct pt_xport_ops *oo;
-    struct pt_xport *ox;
-    int rc = pt_ofi_open_pmix(slot_size, queue_slots, &oo, &ox, info_p);
-    if (rc)
-        return rc;
     struct pt_xport *x = calloc(1, sizeof *x);
-    if (!x) {
-        oo->close(ox);
+    if (!x)
         return -ENOMEM;
+    struct pt_pmix_sub sub;
+    int rc = pt_pmix_open(info_p, &sub);
+    if (rc) {
+        free(x);
+        return rc;
     }
-    x->oo = oo;
-    x->ox = ox;
     x->me = info_p->rank;
     x->n = info_p->nranks;
     x->loc = malloc((size_t)x->n * sizeof *x->loc);
     x->glob = malloc((size_t)x->n * sizeof *x->glob);
     if (!x->loc || !x->glob) {
-        rc = -ENOMEM;
-        goto fail;
+        sub.ops->close(sub.x);
+        mix_free(x);
+        return -ENOMEM;
     }
+    if (sub.all_local && pt_pmix_local_size() >= x->n) {
+        rc = open_node_only(x, &sub, slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
+        if (rc) {
+            sub.ops->close(sub.x);
+            mix_free(x);
+        }
+        return rc;
+    }
+    const struct pt_xport_ops *oo;
+    struct pt_xport *ox;
+    rc = pt_ofi_open_pmix_sub(&sub, slot_size, queue_slots, &oo, &ox, info_p);
+    if (rc) {
+        mix_free(x);
+        return rc; /* (the sub is closed) */
+    }
+    x->ofi = true;
+    x->oo = oo;
+    x->ox = ox;
     /* The node's ranks: those whose nid (the host, as every rank published
      * it in the wire-up fence) is ours. */
     uint32_t my_nid, my_pid, my_slot = 0;
@@ -365,11 +477,16 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
     if (said && said != x->nloc) {
         /* Hosts that share a nid (no PMIX_NODEID, one hostname): a region
          * sized for ranks that cannot all reach it would wait for them. */
-        pt_log(PT_LOG_WARN, "PMIx: %u ranks on this node, but %u share its nid %u: "
-                            "libfabric for every peer", said, x->nloc, my_nid);
+        uint32_t nloc = x->nloc;
         mix_free(x);
-        if (shm_only)
-            goto refuse_noclose;
+        if (shm_only) {
+            pt_log(PT_LOG_ERR, "PTL_TRANSPORT=shm: cannot tell which ranks of this PMIx job "
+                               "share this host: use PTL_TRANSPORT=auto (the default) or ofi");
+            oo->close(ox);
+            return -EHOSTUNREACH;
+        }
+        pt_log(PT_LOG_WARN, "PMIx: %u ranks on this node, but %u share its nid %u: "
+                            "libfabric for every peer", said, nloc, my_nid);
         *ops_p = oo;
         *x_p = ox;
         return 0;
@@ -378,54 +495,18 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
         pt_log(PT_LOG_ERR, "PTL_TRANSPORT=shm: %u of this PMIx job's %u ranks are on other "
                            "hosts, which the shared-memory transport cannot reach: use "
                            "PTL_TRANSPORT=auto (the default) or ofi", x->n - x->nloc, x->n);
-        rc = -EHOSTUNREACH;
-        goto fail;
+        mix_free(x);
+        oo->close(ox);
+        return -EHOSTUNREACH;
     }
-    char job[48], prefix[96];
-    snprintf(job, sizeof job, "px%s.%08x", pt_pmix_job_key(), my_nid);
-    snprintf(prefix, sizeof prefix, "libportals.%u.%s.", (unsigned)getuid(), job);
-    char *nidmap = map_str(x->nloc, node_nid, x), *pidmap = map_str(x->nloc, node_pid, x);
-    if (!nidmap || !pidmap) {
-        free(nidmap);
-        free(pidmap);
-        rc = -ENOMEM;
-        goto fail;
+    rc = open_node(x, my_slot, my_nid, slot_size, queue_slots, pid_hint, info_p);
+    if (rc) {
+        mix_free(x);
+        oo->close(ox);
+        return rc;
     }
-    struct pt_shm_node nd = {job, x->nloc, my_slot, info_p->jid, nidmap, pidmap, prefix};
-    struct pt_xport_info si;
-    rc = pt_shm_open_node(&nd, slot_size, queue_slots, pid_hint, &x->so, &x->sx, &si);
-    free(nidmap);
-    free(pidmap);
-    if (rc)
-        goto fail;
-    if (si.rank != my_slot || si.nranks != x->nloc) {
-        /* another job's region under our name (a hash collision), or a
-         * process of ours holds the slot: never share it */
-        pt_log(PT_LOG_ERR, "PMIx job: the node region %s gave slot %u of %u, not %u of %u",
-               job, si.rank, si.nranks, my_slot, x->nloc);
-        x->so->close(x->sx);
-        rc = -EPROTO;
-        goto fail;
-    }
-    info_p->ranks_here = x->nloc;
-    info_p->cma_ok = si.cma_ok;
-    info_p->cma_why = si.cma_why;
-    info_p->trace_area = si.trace_area;
-    info_p->trace_bytes = si.trace_bytes;
     info_p->rndv_iov_max = 1; /* ofi's (reg_desc); per peer: mix_peer_caps */
     *ops_p = &g_mix_ops;
     *x_p = x;
-    pt_log(PT_LOG_INFO, "PMIx job: rank %u: %u peers on this host through the node region "
-                        "%s, %u beyond it through ofi", x->me, x->nloc - 1, job, x->n - x->nloc);
     return 0;
-
-fail:
-    mix_free(x);
-    oo->close(ox);
-    return rc;
-refuse_noclose:
-    pt_log(PT_LOG_ERR, "PTL_TRANSPORT=shm: cannot tell which ranks of this PMIx job share "
-                       "this host: use PTL_TRANSPORT=auto (the default) or ofi");
-    oo->close(ox);
-    return -EHOSTUNREACH;
 }

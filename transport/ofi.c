@@ -2050,6 +2050,15 @@ int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_x
     int rc = pt_pmix_open(info_p, &sub);
     if (rc)
         return rc;
+    return pt_ofi_open_pmix_sub(&sub, slot_size, queue_slots, ops_p, x_p, info_p);
+}
+
+int pt_ofi_open_pmix_sub(const struct pt_pmix_sub *subp, uint32_t slot_size, uint32_t queue_slots,
+                         const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                         struct pt_xport_info *info_p)
+{
+    struct pt_pmix_sub sub = *subp;
+    int rc;
     info_p->slot_size = slot_size;
     struct pt_xport *x = calloc(1, sizeof *x);
     if (!x) {

@@ -62,6 +62,10 @@ struct pt_xport {
     size_t evh_id;
     bool evh_registered;
     struct pt_waitword bell;       /* process-private: peers never ring it      */
+    /* A job without ofi (every rank on this node, mix.c): the bell the
+     * engine sleeps on, in the node region; the handler rings it after a
+     * death (set before the NI runs, never changed). */
+    struct pt_waitword *_Atomic wake;
 };
 
 static bool g_pmix_up;     /* the NI's PMIx_Init done, not finalized (PtlNIInit's thread) */
@@ -103,6 +107,12 @@ static void on_event(size_t id, pmix_status_t status, const pmix_proc_t *source,
             uint64_t one = 1;
             ssize_t w = write(x->evfd, &one, sizeof one);
             (void)w;
+            struct pt_waitword *b = LD_ACQUIRE(&x->wake);
+            if (b) {
+                FENCE_FULL(); /* `failed` before the ring's seq bump: the woken
+                               * sleeper's job_failed sees it */
+                pt_wake_all(b);
+            }
         }
     }
     if (cbfunc)
@@ -422,6 +432,18 @@ static int pj_lookup(void *ctx, uint32_t rank, void *name, size_t *len)
         return -ENAMETOOLONG;
     memcpy(name, x->names + (size_t)rank * PT_PMIX_NAME_MAX, x->name_len[rank]);
     *len = x->name_len[rank];
+    return 0;
+}
+
+/* Every rank of the job on this node (pt_pmix_local_size is the job's size):
+ * no wire-up fence is needed, every rank's nid is ours. The handler rings
+ * `wake` after a death. 0 or -errno. */
+int pt_pmix_node_only(struct pt_xport *x, struct pt_waitword *wake)
+{
+    uint32_t nid = node_of(x, x->rank);
+    for (uint32_t r = 0; r < x->n; r++)
+        x->nids[r] = nid;
+    ST_RELEASE(&x->wake, wake);
     return 0;
 }
 

@@ -37,6 +37,16 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p);
  * its namespace: the node regions' names, mix.c). */
 uint32_t pt_pmix_local_size(void);
 const char *pt_pmix_job_key(void);
+/* pt_ofi_open_pmix after its pt_pmix_open (ofi.c): libfabric on the sub
+ * (closed on failure). */
+int pt_ofi_open_pmix_sub(const struct pt_pmix_sub *sub, uint32_t slot_size, uint32_t queue_slots,
+                         const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
+                         struct pt_xport_info *info_p);
+/* Every rank of the job on this node (mix.c, no ofi): fill every rank's nid
+ * with ours without a fence, and have the death handler ring `wake` (the
+ * engine's bell) after it marks the job failed. x: the sub from
+ * pt_pmix_open. 0 or -errno. */
+int pt_pmix_node_only(struct pt_xport *x, struct pt_waitword *wake);
 /* A PMIx job's transport chosen per peer (mix.c): libfabric opened as
  * pt_ofi_open_pmix, then the node region (shm.h, pt_shm_open_node) for the
  * ranks on this host. shm_only: PTL_TRANSPORT=shm, refused (-EHOSTUNREACH,

@@ -1137,6 +1137,7 @@ void pt_shm_xport_free(struct pt_xport *x)
 
 static void shm_close(struct pt_xport *x)
 {
+    pt_shm_watch_stop(x); /* it reads the region */
     /* Orderly finish: detached, not dead. The launcher judges the exit status.
      * Only by the process that attached: a child of fork() that closes its
      * parent's NI must not detach the parent (api/ni.c never does). */

@@ -67,6 +67,14 @@ int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t 
 int pt_shm_ring_socket(struct pt_xport *x, const char *prefix);
 int pt_shm_ring_fd(struct pt_xport *x);
 
+/* Liveness without a launcher (shm_watch.c): a thread of this process
+ * sleeps on the pidfds of the ranks after it (up to 256) and does what
+ * ptlrun does when one ends: still attached, the job fails
+ * (PTL_NI_PEER_DIED, every bell rung); detached, a departure is counted.
+ * Stopped by the transport's close. 0 or -errno. */
+int pt_shm_watch_start(struct pt_xport *x);
+void pt_shm_watch_stop(struct pt_xport *x);
+
 /* The ops of the shared-memory transport (the ofi transport keeps the job
  * region for identity, liveness and names and delegates those ops here). */
 const struct pt_xport_ops *pt_shm_ops(void);

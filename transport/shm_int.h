@@ -190,6 +190,7 @@ struct pt_xport {
      * well. -1: off (rings are the futex's alone). The peers' names are
      * rname (an abstract address) + their process slot in decimal. */
     int rsock;
+    struct pt_shm_watch *watch;   /* shm_watch.c: liveness without a launcher, or NULL */
     struct sockaddr_un rname;
     uint32_t rname_len;           /* bytes of rname.sun_path before the slot     */
 };

@@ -1,0 +1,192 @@
+/*
+ * shm_watch.c - a region's liveness without a launcher (a PMIx job whose
+ * ranks are all on one node: transport/mix.c, docs/ofi.md "One job across
+ * hosts"). ptlrun reaps its ranks and fails the job when one ends still
+ * attached (shm_launch.c, pt_shm_rank_exited); here every rank runs a
+ * thread that does the same for the ranks it watches: it sleeps in poll()
+ * on their pidfds (at most PT_SHM_WATCH_MAX, its successors in slot order,
+ * so every rank is watched by as many as the job has, up to that bound)
+ * and on an eventfd that stops it. A watched process that ends:
+ *   - still attached (no orderly PtlNIFini): dead, as the launcher judges
+ *     it: its record's `dead`, the job's `first_dead` and `job_failed`
+ *     (PTL_NI_PEER_DIED), then every bell of the region rung, so every
+ *     sleeper rechecks and fails its waits (the same words and order as
+ *     fail_job in shm_launch.c);
+ *   - detached: it left in order; `departed` is raised (engines then ask
+ *     peer_alive about the peers that still owe them something).
+ * Ranks not attached yet are looked for every 100 ms until each has a
+ * pidfd. No CPU is used while nothing happens. Cold path only.
+ */
+#include "shm_int.h"
+
+#include "log.h"
+
+#include <p3api/misc.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define PT_SHM_WATCH_MAX 256u
+
+struct pt_shm_watch {
+    struct pt_xport *x;
+    pthread_t th;
+    int stop_fd;                 /* eventfd: written once by pt_shm_watch_stop */
+    uint32_t n;                  /* ranks watched                               */
+    uint32_t *slot;              /* [i]: the slot of watched rank i             */
+    int *pfd;                    /* [i]: its pidfd, -1 not yet (or done)        */
+    bool *done;                  /* [i]: ended and judged                       */
+};
+
+static void wake_all(struct pt_xport *x)
+{
+    for (uint32_t i = 0; i < x->np; i++)
+        pt_wake_all(&x->ranks[i].bell);
+}
+
+static void judge(struct pt_shm_watch *w, uint32_t i)
+{
+    struct pt_xport *x = w->x;
+    uint32_t s = w->slot[i];
+    struct pt_shm_rank *rec = &x->ranks[s];
+    if (LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED) { /* A-ATT */
+        ST_RELAXED(&rec->dead, 1); /* before job_failed (as fail_job) */
+        int32_t none = -1;
+        RMW_CAS(&x->hdr->first_dead, &none, (int32_t)s);
+        uint32_t zero = 0;
+        RMW_CAS(&x->hdr->job_failed, &zero, PTL_NI_PEER_DIED);
+        wake_all(x);
+        pt_log(PT_LOG_WARN, "job region: rank in slot %u (pid %d) ended without PtlNIFini: "
+                            "the job has failed", s, (int)LD_RELAXED(&rec->ospid));
+    } else {
+        RMW_ADD(&x->hdr->departed, 1);
+        wake_all(x);
+    }
+}
+
+static void *watch_main(void *arg)
+{
+    struct pt_shm_watch *w = arg;
+    struct pt_xport *x = w->x;
+    struct pollfd *p = calloc(w->n + 1, sizeof *p);
+    uint32_t *idx = calloc(w->n + 1, sizeof *idx);
+    if (!p || !idx) {
+        free(p);
+        free(idx);
+        return NULL;
+    }
+    for (;;) {
+        /* pidfds for ranks that attached since the last look */
+        bool missing = false;
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < w->n; i++) {
+            if (w->done[i])
+                continue;
+            if (w->pfd[i] < 0) {
+                struct pt_shm_rank *rec = &x->ranks[w->slot[i]];
+                pid_t pid = LD_RELAXED(&rec->ospid);
+                uint32_t st = LD_ACQUIRE(&rec->state); /* A-ATT */
+                if (pid <= 0 || st == PT_SHM_R_NONE) {
+                    missing = true;
+                    continue;
+                }
+                w->pfd[i] = (int)syscall(SYS_pidfd_open, pid, 0);
+                if (w->pfd[i] < 0) {
+                    if (errno == ESRCH) { /* gone already */
+                        w->done[i] = true;
+                        judge(w, i);
+                    }
+                    continue; /* ENOSYS and the like: not watched */
+                }
+            }
+            p[k].fd = w->pfd[i];
+            p[k].events = POLLIN;
+            idx[k++] = i;
+        }
+        p[k].fd = w->stop_fd;
+        p[k].events = POLLIN;
+        int r = poll(p, k + 1, missing ? 100 : -1);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (p[k].revents)
+            break; /* stop */
+        for (uint32_t j = 0; r > 0 && j < k; j++) {
+            if (!p[j].revents)
+                continue;
+            uint32_t i = idx[j];
+            close(w->pfd[i]);
+            w->pfd[i] = -1;
+            w->done[i] = true;
+            judge(w, i);
+        }
+    }
+    free(p);
+    free(idx);
+    return NULL;
+}
+
+int pt_shm_watch_start(struct pt_xport *x)
+{
+    if (x->watch || x->n < 2 || x->me >= x->n)
+        return 0;
+    struct pt_shm_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->x = x;
+    w->n = x->n - 1 < PT_SHM_WATCH_MAX ? x->n - 1 : PT_SHM_WATCH_MAX;
+    w->slot = calloc(w->n, sizeof *w->slot);
+    w->pfd = calloc(w->n, sizeof *w->pfd);
+    w->done = calloc(w->n, sizeof *w->done);
+    w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int rc = 0;
+    if (!w->slot || !w->pfd || !w->done || w->stop_fd < 0) {
+        rc = w->stop_fd < 0 ? -errno : -ENOMEM;
+        goto fail;
+    }
+    for (uint32_t i = 0; i < w->n; i++) {
+        w->slot[i] = (x->me + 1 + i) % x->n;
+        w->pfd[i] = -1;
+    }
+    rc = -pthread_create(&w->th, NULL, watch_main, w);
+    if (rc)
+        goto fail;
+    x->watch = w;
+    return 0;
+fail:
+    if (w->stop_fd >= 0)
+        close(w->stop_fd);
+    free(w->slot);
+    free(w->pfd);
+    free(w->done);
+    free(w);
+    return rc;
+}
+
+void pt_shm_watch_stop(struct pt_xport *x)
+{
+    struct pt_shm_watch *w = x->watch;
+    if (!w)
+        return;
+    uint64_t one = 1;
+    (void)!write(w->stop_fd, &one, sizeof one);
+    pthread_join(w->th, NULL);
+    for (uint32_t i = 0; i < w->n; i++)
+        if (w->pfd[i] >= 0)
+            close(w->pfd[i]);
+    close(w->stop_fd);
+    free(w->slot);
+    free(w->pfd);
+    free(w->done);
+    free(w);
+    x->watch = NULL;
+}
