@@ -359,6 +359,14 @@ static int open_node(struct pt_xport *x, uint32_t my_slot, uint32_t my_nid, uint
         x->so->close(x->sx);
         return -EPROTO;
     }
+    /* The launcher's part for the node's ranks (shm_watch.c): a node peer
+     * that ends still attached fails this node's ranks' job at once, in
+     * either mode (ofi's probe runs in offload mode only, in seconds). */
+    rc = pt_shm_watch_start(x->sx);
+    if (rc) {
+        x->so->close(x->sx);
+        return rc;
+    }
     info_p->ranks_here = x->nloc;
     info_p->cma_ok = si.cma_ok;
     info_p->cma_why = si.cma_why;
@@ -403,9 +411,7 @@ static int open_node_only(struct pt_xport *x, const struct pt_pmix_sub *sub, uin
         rc = open_node(x, x->me, nid, slot_size, queue_slots, pid_hint, info_p);
     if (rc)
         return rc;
-    rc = pt_shm_watch_start(x->sx);
-    if (!rc)
-        rc = pt_pmix_node_only(sub->x, x->so->doorbell(x->sx));
+    rc = pt_pmix_node_only(sub->x, x->so->doorbell(x->sx));
     if (rc) {
         x->so->close(x->sx);
         return rc;

@@ -339,6 +339,15 @@ int pt_shm_ring_socket(struct pt_xport *x, const char *prefix)
 
 int pt_shm_ring_fd(struct pt_xport *x) { return x->rsock; }
 
+void pt_shm_ring_everyone(struct pt_xport *x)
+{
+    for (uint32_t i = 0; i < x->np; i++) {
+        pt_wake_all(&x->ranks[i].bell);
+        if (x->rsock >= 0)
+            ring_sock(x, i);
+    }
+}
+
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_tx *t = &x->out[peer * 2 + cls];

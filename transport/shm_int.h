@@ -208,6 +208,9 @@ const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len);
 
 /* shm.c */
 void pt_shm_rx_list(struct pt_xport *x, uint32_t s);
+/* Ring every process's bell (and ring socket, where bound): after a failure
+ * or a departure every sleeper must recheck. Cold path. */
+void pt_shm_ring_everyone(struct pt_xport *x);
 void pt_shm_fb_tx_resume(struct pt_xport *x, uint32_t r, uint32_t k);
 void pt_shm_xport_free(struct pt_xport *x);
 

@@ -1,7 +1,7 @@
 /*
- * shm_watch.c - a region's liveness without a launcher (a PMIx job whose
- * ranks are all on one node: transport/mix.c, docs/ofi.md "One job across
- * hosts"). ptlrun reaps its ranks and fails the job when one ends still
+ * shm_watch.c - a region's liveness without a launcher (the node region of
+ * a PMIx job: transport/mix.c, docs/ofi.md "One job across hosts"). ptlrun
+ * reaps its ranks and fails the job when one ends still
  * attached (shm_launch.c, pt_shm_rank_exited); here every rank runs a
  * thread that does the same for the ranks it watches: it sleeps in poll()
  * on their pidfds (at most PT_SHM_WATCH_MAX, its successors in slot order,
@@ -9,7 +9,8 @@
  * and on an eventfd that stops it. A watched process that ends:
  *   - still attached (no orderly PtlNIFini): dead, as the launcher judges
  *     it: its record's `dead`, the job's `first_dead` and `job_failed`
- *     (PTL_NI_PEER_DIED), then every bell of the region rung, so every
+ *     (PTL_NI_PEER_DIED), then every bell of the region rung (and its ring
+ *     socket, for engines asleep on ofi's descriptor too), so every
  *     sleeper rechecks and fails its waits (the same words and order as
  *     fail_job in shm_launch.c);
  *   - detached: it left in order; `departed` is raised (engines then ask
@@ -48,12 +49,6 @@ struct pt_shm_watch {
     bool *done;                  /* [i]: ended and judged                       */
 };
 
-static void wake_all(struct pt_xport *x)
-{
-    for (uint32_t i = 0; i < x->np; i++)
-        pt_wake_all(&x->ranks[i].bell);
-}
-
 static void judge(struct pt_shm_watch *w, uint32_t i)
 {
     struct pt_xport *x = w->x;
@@ -65,12 +60,12 @@ static void judge(struct pt_shm_watch *w, uint32_t i)
         RMW_CAS(&x->hdr->first_dead, &none, (int32_t)s);
         uint32_t zero = 0;
         RMW_CAS(&x->hdr->job_failed, &zero, PTL_NI_PEER_DIED);
-        wake_all(x);
+        pt_shm_ring_everyone(x); /* futex and ring socket: sleepers may poll ofi's fd */
         pt_log(PT_LOG_WARN, "job region: rank in slot %u (pid %d) ended without PtlNIFini: "
                             "the job has failed", s, (int)LD_RELAXED(&rec->ospid));
     } else {
         RMW_ADD(&x->hdr->departed, 1);
-        wake_all(x);
+        pt_shm_ring_everyone(x);
     }
 }
 

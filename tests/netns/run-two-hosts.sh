@@ -47,6 +47,10 @@
 #             second: mp_liveness kill, rank 2 is SIGKILLed while nobody has
 #             anything in flight to it; ranks 0 and 1 (the other "host") must
 #             each see their NI fail within 10 s.
+#   livenode  4 ranks (2 per namespace, in order), mp_liveness kill: rank 3
+#             dies beside rank 2, which shares its node region: rank 2 (the
+#             region's watch thread) and ranks 0 and 1 (the other "host":
+#             ofi's probe) must each see their NI fail within 10 s.
 #   livefini  4 ranks (2 per namespace), mp_liveness fini: rank 3 (second
 #             namespace) leaves in order (PtlNIFini) while nobody has anything
 #             in flight to it: no survivor's NI may fail (the probe must not
@@ -212,7 +216,7 @@ kill)
     job="$job '$mpi --enable-recovery -H 10.213.0.1:1,10.213.0.2:1 -np 2 $prog;"
     job="$job echo mpirun exited \$? >&2'"
     ;;
-kill_target | kill_initiator | live | livefini | livefinilate | livestop)
+kill_target | kill_initiator | live | livenode | livefini | livefinilate | livestop)
     # under --enable-recovery, the survivors' lines counted by pmix_recovery.sh
     # (docs/ofi.md, "Peer death in a PMIx job")
     rec="/bin/sh $here/../mp/pmix_recovery.sh \"\$NETNS_RE\""
@@ -224,6 +228,10 @@ kill_target | kill_initiator | live | livefini | livefinilate | livestop)
     live)
         export NETNS_RE="saw the death: PtlEQPoll PTL_FAIL"
         rec="$rec 2 $mpi --enable-recovery -H 10.213.0.1:2,10.213.0.2:1 -np 3 $prog kill"
+        ;;
+    livenode)
+        export NETNS_RE="saw the death: PtlEQPoll PTL_FAIL"
+        rec="$rec 3 $mpi --enable-recovery $np4 $prog kill"
         ;;
     livefini)
         export NETNS_RE="no false death"
