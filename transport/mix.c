@@ -479,10 +479,16 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
         x->loc[r] = x->nloc;
         x->glob[x->nloc++] = r;
     }
-    uint32_t said = pt_pmix_local_size();
-    if (said && said != x->nloc) {
-        /* Hosts that share a nid (no PMIX_NODEID, one hostname): a region
-         * sized for ranks that cannot all reach it would wait for them. */
+    /* Hosts that share a nid (no PMIX_NODEID, one hostname on two
+     * machines): a region sized for ranks that cannot all reach it would
+     * wait for them. Ranks of one nid must have booted one machine.
+     * (PMIX_LOCAL_SIZE cannot tell: Open MPI 4.1's mpirun answers its own
+     * host's count on every host, an audit found with 3+2 ranks.) */
+    bool split = false;
+    for (uint32_t k = 0; k < x->nloc; k++)
+        if (!pt_pmix_same_machine(x->me, x->glob[k]))
+            split = true;
+    if (split) {
         uint32_t nloc = x->nloc;
         mix_free(x);
         if (shm_only) {
@@ -491,8 +497,8 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
             oo->close(ox);
             return -EHOSTUNREACH;
         }
-        pt_log(PT_LOG_WARN, "PMIx: %u ranks on this node, but %u share its nid %u: "
-                            "libfabric for every peer", said, nloc, my_nid);
+        pt_log(PT_LOG_WARN, "PMIx: %u ranks share this rank's nid %u but not all its "
+                            "machine: libfabric for every peer", nloc, my_nid);
         *ops_p = oo;
         *x_p = ox;
         return 0;

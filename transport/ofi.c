@@ -323,6 +323,12 @@ struct pt_xport {
     uint8_t *dead_why;       /* [peer]: OFI_WHY_*, for the log                    */
     int *dead_err;           /* [peer]: the kernel's answer (OFI_WHY_REFUSED)     */
     uint8_t *bye;            /* [peer]: it closed its NI in order (OFI_K_BYE) */
+    /* PMIx job: BYEs received (token holder writes, any thread reads
+     * relaxed): the departures op's count there, where no launcher counts
+     * them; a change makes the engine fail what a departed peer owes (an
+     * audit: a get or an ACKed put to a rank that had left waited for ever,
+     * and puts to it held up every later send of the rank). */
+    _Atomic uint32_t byes;
     uint32_t probe_next, nsuspect, byes_left;
     /* the kernel's check (kcheck: the peers' names are the TCP addresses their
      * endpoints listen on): a non-blocking connect() to a peer whose probe is
@@ -741,6 +747,8 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
     if (p->kind == OFI_K_CREDIT || p->kind == OFI_K_PROBE)
         return;
     if (p->kind == OFI_K_BYE) {
+        if (!x->bye[s] && x->pmix)
+            ST_RELAXED(&x->byes, LD_RELAXED(&x->byes) + 1);
         x->bye[s] = 1;
         return;
     }
@@ -1462,6 +1470,10 @@ static bool ofi_peer_alive(struct pt_xport *x, uint32_t peer)
 {
     if (peer < x->n && peer != x->me && (x->dead[peer] || LD_RELAXED(&x->gone[peer])))
         return false;
+    /* A PMIx job's peer that said bye will answer nothing more: gone, as a
+     * ptlrun job's rank that left in order and ended (the launcher's word). */
+    if (x->pmix && peer < x->n && peer != x->me && x->bye[peer])
+        return false;
     return x->so->peer_alive(x->shm, peer);
 }
 
@@ -1485,7 +1497,7 @@ static uint32_t ofi_job_failed(struct pt_xport *x)
 }
 static uint32_t ofi_departures(struct pt_xport *x)
 {
-    return x->so->departures(x->shm);
+    return x->so->departures(x->shm) + LD_RELAXED(&x->byes);
 }
 
 static void ofi_free(struct pt_xport *x)
@@ -1578,9 +1590,12 @@ static void ofi_close(struct pt_xport *x)
      * the peer waits for), then tear down; the region records the detach. */
     for (int i = 0; i < 1000 && (x->pend_head != x->pend_tail || (x->nsb && x->sfree == UINT32_MAX)); i++)
         progress(x);
-    if (x->tfd >= 0) {
-        /* PMIx job: a bye to every peer that has not closed (its probes to us
-         * would fail once our endpoint is gone: not a death), for at most
+    if (x->pmix) {
+        /* PMIx job, either mode: a bye to every peer that has not closed (its
+         * probes to us would fail once our endpoint is gone: not a death;
+         * what it still waits for from us fails at once: ofi_departures,
+         * ofi_peer_alive; host mode too since the node-region audit, where
+         * a get to a rank that had left waited for ever), for at most
          * OFI_BYE_MS; a peer that misses it judges us dead. Each peer's bye
          * waits only behind that peer's sends (a new connection needs the
          * peer's engine to run: a busy machine may take a while). */

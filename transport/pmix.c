@@ -49,11 +49,14 @@
 
 #define PMIX_EP_KEY "ptl.ofi.ep"
 #define PMIX_NID_KEY "ptl.nid"
+#define PMIX_BOOT_KEY "ptl.boot" /* the machine's boot id, hashed: mix.c's check */
 
 struct pt_xport {
     pmix_proc_t me;
     uint32_t rank, n;
     uint32_t *nids;                /* per rank; written at open, read-only then */
+    uint32_t *boots;               /* per rank: its machine's boot id (hashed), 0
+                                    * unknown; after the fence, read-only then  */
     unsigned char *names;          /* n * PT_PMIX_NAME_MAX, after the fence      */
     uint16_t *name_len;            /* 0: not known                              */
     _Atomic uint8_t *dead;         /* written by the event handler (relaxed)    */
@@ -173,6 +176,7 @@ static void pj_free(struct pt_xport *x)
     if (x->evfd >= 0)
         close(x->evfd);
     free(x->nids);
+    free(x->boots);
     free(x->names);
     free(x->name_len);
     free((void *)x->dead);
@@ -368,6 +372,12 @@ static int read_rank(struct pt_xport *x, uint32_t r, const pmix_info_t *info)
     x->nids[r] = pv->data.uint32;
     PMIX_VALUE_RELEASE(pv);
     pv = NULL;
+    if (PMIx_Get(&p, PMIX_BOOT_KEY, info, 1, &pv) == PMIX_SUCCESS && pv &&
+        pv->type == PMIX_UINT32)
+        x->boots[r] = pv->data.uint32;
+    if (pv)
+        PMIX_VALUE_RELEASE(pv);
+    pv = NULL;
     rc = PMIx_Get(&p, PMIX_EP_KEY, info, 1, &pv);
     if (rc != PMIX_SUCCESS || !pv || pv->type != PMIX_BYTE_OBJECT ||
         pv->data.bo.size == 0 || pv->data.bo.size > PT_PMIX_NAME_MAX) {
@@ -381,6 +391,30 @@ static int read_rank(struct pt_xport *x, uint32_t r, const pmix_info_t *info)
     x->name_len[r] = (uint16_t)pv->data.bo.size;
     PMIX_VALUE_RELEASE(pv);
     return 0;
+}
+
+/* This machine's boot id (hashed; 0: unknown): ranks that share a nid must
+ * share it too, or the nid does not name their host (mix.c). Network
+ * namespaces of one machine share it, and are told apart by their nids. */
+static uint32_t boot_hash(void)
+{
+    char b[64] = {0};
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return 0;
+    if (!fgets(b, sizeof b, f))
+        b[0] = 0;
+    fclose(f);
+    uint32_t h = b[0] ? hash32(b) : 0;
+    return h ? h : 1;
+}
+
+bool pt_pmix_same_machine(uint32_t a, uint32_t b)
+{
+    struct pt_xport *x = LD_ACQUIRE(&g_x);
+    if (!x || !x->boots || a >= x->n || b >= x->n || !x->boots[a] || !x->boots[b])
+        return true; /* unknown: nothing says otherwise */
+    return x->boots[a] == x->boots[b];
 }
 
 static int pj_publish(void *ctx, const void *name, size_t len)
@@ -402,6 +436,12 @@ static int pj_publish(void *ctx, const void *name, size_t len)
     nv.data.uint32 = node_of(x, x->rank);
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Put(PMIX_GLOBAL, PMIX_NID_KEY, &nv);
+    pmix_value_t bv;
+    PMIX_VALUE_CONSTRUCT(&bv);
+    bv.type = PMIX_UINT32;
+    bv.data.uint32 = boot_hash();
+    if (rc == PMIX_SUCCESS)
+        rc = PMIx_Put(PMIX_GLOBAL, PMIX_BOOT_KEY, &bv);
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Commit();
     if (rc != PMIX_SUCCESS) {
@@ -545,6 +585,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
         return -EIO;
     }
     x->nids = calloc(x->n, sizeof *x->nids);
+    x->boots = calloc(x->n, sizeof *x->boots);
     x->names = calloc(x->n, PT_PMIX_NAME_MAX);
     x->name_len = calloc(x->n, sizeof *x->name_len);
     x->dead = calloc(x->n, sizeof *x->dead);

@@ -32,6 +32,9 @@ bool pt_pmix_launched(void);
 /* PMIx_Init, rank and size, the event handler. Fills info_p's rank,
  * nranks, nprocs, jid, cma_*, trace_*. 0 or -errno (message logged). */
 int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p);
+/* After the wire-up fence: were ranks a and b started on one machine (the
+ * boot ids they published agree, or one is unknown)? */
+bool pt_pmix_same_machine(uint32_t a, uint32_t b);
 /* After pt_pmix_open: PMIX_LOCAL_SIZE (ranks of the job on this node; 0:
  * the launcher did not say), and 16 hex digits that name the job (a hash of
  * its namespace: the node regions' names, mix.c). */

@@ -1072,9 +1072,15 @@ static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
     if (p <= 0 || peer == x->me)
         return true; /* not started or not attached yet: nothing says it died */
     /* The engine asks on every poll while a queue to the peer is full: ask
-     * the kernel at most every PT_SHM_ALIVE_NS per peer while it lives. */
+     * the kernel at most every PT_SHM_ALIVE_NS per peer while it lives. A
+     * peer that left in order is asked each time (the engine asks once per
+     * departure counted, and a count by shm_watch.c comes right after the
+     * process ended: a cached "alive" from just before it left a get to it
+     * waiting for ever, mp_pmix_departed_auto). */
+    if (x->exited && LD_RELAXED(&x->exited[peer]))
+        return false;
     uint64_t now = pt_now_ns();
-    if (now < x->alive_until[peer])
+    if (now < x->alive_until[peer] && LD_ACQUIRE(&rec->state) != PT_SHM_R_DETACHED)
         return true;
     if (!pt_shm_pid_alive(p))
         return false;

@@ -191,6 +191,9 @@ struct pt_xport {
      * rname (an abstract address) + their process slot in decimal. */
     int rsock;
     struct pt_shm_watch *watch;   /* shm_watch.c: liveness without a launcher, or NULL */
+    _Atomic uint8_t *exited;      /* [slot]: its process ended (the watch saw its pidfd:
+                                   * a zombie still answers kill(pid, 0)); NULL
+                                   * without a watch. Watch writes, any reads.   */
     struct sockaddr_un rname;
     uint32_t rname_len;           /* bytes of rname.sun_path before the slot     */
 };

@@ -54,6 +54,10 @@ static void judge(struct pt_shm_watch *w, uint32_t i)
     struct pt_xport *x = w->x;
     uint32_t s = w->slot[i];
     struct pt_shm_rank *rec = &x->ranks[s];
+    /* Ended, if not yet reaped: peer_alive must not take the zombie's
+     * answer to kill(pid, 0) for life (it is asked once per departure). */
+    ST_RELAXED(&x->exited[s], 1);
+    FENCE_FULL(); /* before the counts below, which send engines to peer_alive */
     if (LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED) { /* A-ATT */
         ST_RELAXED(&rec->dead, 1); /* before job_failed (as fail_job) */
         int32_t none = -1;
@@ -143,8 +147,9 @@ int pt_shm_watch_start(struct pt_xport *x)
     w->pfd = calloc(w->n, sizeof *w->pfd);
     w->done = calloc(w->n, sizeof *w->done);
     w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    x->exited = calloc(x->np, sizeof *x->exited);
     int rc = 0;
-    if (!w->slot || !w->pfd || !w->done || w->stop_fd < 0) {
+    if (!w->slot || !w->pfd || !w->done || w->stop_fd < 0 || !x->exited) {
         rc = w->stop_fd < 0 ? -errno : -ENOMEM;
         goto fail;
     }
@@ -158,6 +163,8 @@ int pt_shm_watch_start(struct pt_xport *x)
     x->watch = w;
     return 0;
 fail:
+    free((void *)x->exited);
+    x->exited = NULL;
     if (w->stop_fd >= 0)
         close(w->stop_fd);
     free(w->slot);
@@ -184,4 +191,6 @@ void pt_shm_watch_stop(struct pt_xport *x)
     free(w->done);
     free(w);
     x->watch = NULL;
+    free((void *)x->exited);
+    x->exited = NULL;
 }

@@ -285,3 +285,8 @@ ptl_netns_job(iov_64x3_here NP 4 MAP slot PROG mp_iov ARGS 1048579 64 3 4097 333
               HAS "mp_iov 1048579 64 3 4097 333: OK")
 ptl_netns_job(iov_64x3_across NP 2 PROG mp_iov ARGS 1048579 64 3 4097 333
               HAS "mp_iov 1048579 64 3 4097 333: OK")
+# three ranks in order (2+1): the lone rank on the second "host" reaches both over ofi,
+# the first two share their region (an audit: Open MPI 4.1 reports the first host's
+# PMIX_LOCAL_SIZE on every host, and the check that trusted it sent such jobs all over
+# ofi; with PTL_LOG_LEVEL=2 every rank says what it chose)
+ptl_netns_job(exchange_n3_here NP 3 MAP slot PROG mp_exchange HAS "all pairs OK")
