@@ -54,6 +54,10 @@ struct env_over {
 };
 static const struct env_over *g_over; /* under g_lock */
 
+/* How messages name the region: the user's PTL_JOB, or a node region
+ * (whose name the user never set). */
+static const char *jpfx(void) { return g_over ? "node region " : "PTL_JOB="; }
+
 static const char *jenv(const char *name)
 {
     if (!g_over)
@@ -96,10 +100,10 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
 {
     uint32_t n;
     if (!env_u32("PTL_NRANKS", &n) || n < 1 || n > PT_SHM_MAX_RANKS) {
-        pt_log(PT_LOG_ERR, "PTL_JOB=%s: no such job (no named region, and no process %s of "
+        pt_log(PT_LOG_ERR, "%s%s: no such job (no named region, and no process %s of "
                            "this user holding one: ptlrun's pid or a rank's joins a running "
                            "job) and PTL_NRANKS (1..%u) is not set to create it",
-               job, job, PT_SHM_MAX_RANKS);
+               jpfx(), job, job, PT_SHM_MAX_RANKS);
         return -EINVAL;
     }
     uint32_t *nids = calloc(n, sizeof *nids), *pids = calloc(n, sizeof *pids);
@@ -128,7 +132,7 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
                                    (uint32_t)cfg->pool_req, (uint32_t)cfg->pool_rsp};
         rc = pt_shm_create(&spec, job, reg);
         if (rc && rc != -EEXIST)
-            pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot create the job region: %s", job,
+            pt_log(PT_LOG_ERR, "%s%s: cannot create the job region: %s", jpfx(), job,
                    strerror(-rc));
     }
     free(nids);
@@ -191,7 +195,7 @@ static int adopt_region(int fd, const struct stat *st, const char *job, void **b
     *size_p = (uint64_t)st->st_size;
     int rc = pt_shm_map_fd(fd, *size_p, base_p);
     if (rc) {
-        pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
+        pt_log(PT_LOG_ERR, "%s%s: mmap: %s", jpfx(), job, strerror(-rc));
         return rc;
     }
     rc = pt_shm_region_check(*base_p, *size_p, &id, &l, &why);
@@ -201,7 +205,7 @@ static int adopt_region(int fd, const struct stat *st, const char *job, void **b
     }
     if (rc) {
         munmap(*base_p, *size_p);
-        pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s", job, why);
+        pt_log(PT_LOG_ERR, "%s%s: %s", jpfx(), job, why);
     }
     return rc;
 }
@@ -251,7 +255,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
     const char *job = jenv("PTL_JOB");
     int rc = pt_shm_name(g_name, sizeof g_name, job);
     if (rc) {
-        pt_log(PT_LOG_ERR, "PTL_JOB=%s: a job name is 1-40 characters of [A-Za-z0-9._-]",
+        pt_log(PT_LOG_ERR, "%s%s: a job name is 1-40 characters of [A-Za-z0-9._-]", jpfx(),
                job ? job : "");
         return rc;
     }
@@ -263,12 +267,12 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             const char *no = pt_shm_file_refusal(&st, buf, sizeof buf);
             if (no) {
                 close(fd);
-                pt_log(PT_LOG_ERR, "PTL_JOB=%s: " SHM_DIR "%s is %s: refused", job, g_name, no);
+                pt_log(PT_LOG_ERR, "%s%s: " SHM_DIR "%s is %s: refused", jpfx(), job, g_name, no);
                 return S_ISREG(st.st_mode) ? -EACCES : -EPROTO;
             }
             if ((uint64_t)st.st_size < sizeof(struct pt_shm_hdr)) {
                 close(fd);
-                pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s is not a job region", job, g_name);
+                pt_log(PT_LOG_ERR, "%s%s: %s is not a job region", jpfx(), job, g_name);
                 return -EPROTO;
             }
             struct pt_shm_layout l;
@@ -277,7 +281,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             rc = pt_shm_map_fd(fd, *size_p, base_p);
             if (rc) {
                 close(fd);
-                pt_log(PT_LOG_ERR, "PTL_JOB=%s: mmap: %s", job, strerror(-rc));
+                pt_log(PT_LOG_ERR, "%s%s: mmap: %s", jpfx(), job, strerror(-rc));
                 return rc;
             }
             rc = pt_shm_region_check(*base_p, *size_p, &id, &l, &why);
@@ -289,17 +293,17 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             munmap(*base_p, *size_p);
             close(fd);
             if (rc) {
-                pt_log(PT_LOG_ERR, "PTL_JOB=%s: %s: %s", job, g_name, why);
+                pt_log(PT_LOG_ERR, "%s%s: %s: %s", jpfx(), job, g_name, why);
                 return rc;
             }
             /* valid, but nobody who could use it is alive: a dead job's leftover */
-            pt_log(PT_LOG_INFO, "PTL_JOB=%s: removing stale %s", job, g_name);
+            pt_log(PT_LOG_INFO, "%s%s: removing stale %s", jpfx(), job, g_name);
             shm_unlink(g_name);
             continue;
         }
         if (fd != -ENOENT) {
             rc = fd;
-            pt_log(PT_LOG_ERR, "PTL_JOB=%s: open " SHM_DIR "%s: %s", job, g_name,
+            pt_log(PT_LOG_ERR, "%s%s: open " SHM_DIR "%s: %s", jpfx(), job, g_name,
                    rc == -ELOOP ? "a symbolic link: refused" : strerror(-rc));
             return rc;
         }
@@ -327,7 +331,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
         g_named = true;
         return 0;
     }
-    pt_log(PT_LOG_ERR, "PTL_JOB=%s: cannot open or create %s", job, g_name);
+    pt_log(PT_LOG_ERR, "%s%s: cannot open or create %s", jpfx(), job, g_name);
     return -EAGAIN;
 }
 
