@@ -327,7 +327,8 @@ int pt_shm_ring_socket(struct pt_xport *x, const char *prefix)
         return -errno;
     struct sockaddr_un me = x->rname;
     int n = snprintf(me.sun_path + x->rname_len, sizeof me.sun_path - x->rname_len, "%u", x->me);
-    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + x->rname_len + (uint32_t)n);
+    socklen_t alen =
+        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + x->rname_len + (uint32_t)n);
     if (bind(fd, (struct sockaddr *)&me, alen) != 0) {
         int e = errno;
         close(fd);
