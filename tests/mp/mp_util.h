@@ -38,6 +38,7 @@ struct mp {
     ptl_handle_eq_t beq;
     ptl_handle_md_t bsend;    /* 8-byte send MD, no EQ                          */
     ptl_handle_me_t bme[2];   /* rank 0: arrival MEs of generations g, g+1      */
+    ptl_handle_me_t bsink;    /* rank 0: after them, late duplicates (no event)  */
     uint64_t bgen;
     uint64_t *seen;           /* rank 0: [size] latest generation arrived, + 1  */
     uint64_t bbuf[2], gobuf, sendbuf;
