@@ -181,9 +181,9 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 #if FDWAIT
 #ifdef MUT_FDDRAIN
 #define DRAIN_BEFORE(r)
-#define DRAIN_AFTER(r)  drained = evfdw[r]; evfdw[r] = 0;
+#define DRAIN_AFTER(r)  evfdw[r] = 0;
 #else
-#define DRAIN_BEFORE(r) drained = evfdw[r]; evfdw[r] = 0;
+#define DRAIN_BEFORE(r) evfdw[r] = 0;
 #define DRAIN_AFTER(r)
 #endif
 #ifdef MUT_P1
@@ -205,8 +205,7 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
         GIVE_POLLER(r) \
     :: else -> lbl##f: (FUTEX_WAIT(seq[r]) || T1_WAKE(r)) \
     fi; \
-    took = 0; \
-    drained = 0
+    took = 0
 #define BELL_WAIT(r, lbl) FD_WAIT(r, lbl, fdrdy[r])
 /* S3b: the same wait without the descriptor (ppoll on the eventfd alone). */
 #define BELL_ONLY_WAIT(r, lbl) FD_WAIT(r, lbl, false)
@@ -620,7 +619,7 @@ proctype App(byte r; byte a)
 {
     byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw;
     bool so;             /* poll's send-only flag (submit) */
-    bool holding, wanted, polling, drained, took, lg, lu;
+    bool holding, wanted, polling, took, lg, lu;
     byte round = 0;
     do
     :: round < ROUNDS ->
@@ -651,7 +650,7 @@ proctype Nic(byte r)
 {
     byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw;
     bool so;             /* poll's send-only flag: never set here */
-    bool drained, took, handed, tmd, ll;
+    bool took, handed, tmd, ll;
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
         * with work) */
