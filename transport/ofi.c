@@ -283,6 +283,12 @@ struct pt_xport {
     uint32_t rr[PT_CLS_NR];
     uint32_t *held_list, nheld;
     _Atomic uint32_t queued; /* messages in the rings (any thread reads; rx_pending) */
+    /* 1 while sends wait in pend (the provider said -FI_EAGAIN) or credit
+     * messages are owed (nowe): work only progress() retries, which the wait
+     * descriptor need not announce (nothing may arrive until they leave: the
+     * peer waits for them). Written by the token holder (backlog_note),
+     * read by any thread in rx_pending, relaxed as `queued`. */
+    _Atomic uint32_t backlog;
     char *inmem;
     uint64_t bad_msgs;
 
@@ -606,6 +612,14 @@ static bool try_send(struct pt_xport *x, uint32_t i)
     return true;
 }
 
+/* The token holder, after pend or nowe changed: the mirror rx_pending reads. */
+static inline void backlog_note(struct pt_xport *x)
+{
+    uint32_t b = x->pend_head != x->pend_tail || x->nowe;
+    if (LD_RELAXED(&x->backlog) != b)
+        ST_RELAXED(&x->backlog, b);
+}
+
 /* Hand a filled buffer to the provider, or queue it behind the earlier ones
  * to the same peer (per peer, the queue keeps commit order). */
 static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
@@ -621,6 +635,7 @@ static void send_or_queue(struct pt_xport *x, uint32_t i, size_t len)
         return;
     x->pend[x->pend_head++ % x->npend_cap] = i;
     x->npendp[peer]++;
+    backlog_note(x);
 }
 
 /* Retry the queued sends, in commit order per peer: a peer that answers
@@ -653,6 +668,7 @@ static void flush_pending(struct pt_xport *x)
     x->pend_head = w;
     if (w == x->pend_tail)
         x->pend_head = x->pend_tail = 0; /* empty: the counters never wrap */
+    backlog_note(x);
 }
 
 /* A send buffer holding a bare prefix of `kind` from us to peer (a control
@@ -839,6 +855,7 @@ static int progress(struct pt_xport *x)
                 if (x->owe_flag[p])
                     x->nowe = 1;
             }
+        backlog_note(x);
     }
     return (int)n;
 }
@@ -1245,6 +1262,7 @@ static void ofi_release(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
         send_credits(x, peer);
         if (x->owe_flag[peer])
             x->nowe = 1; /* no buffer now: progress() sends it */
+        backlog_note(x);
     }
 }
 
@@ -1269,6 +1287,14 @@ static void ofi_unhold_all(struct pt_xport *x)
  * wait_fd is safe, the fd becomes readable for anything that comes later. */
 static bool ofi_rx_pending(struct pt_xport *x)
 {
+    /* A send the provider refused (-FI_EAGAIN) or an owed credit message
+     * leaves only when progress() retries it, and the wait descriptor need
+     * not become readable first (the provider's contract: after
+     * -FI_EAGAIN, progress and try again). An engine asleep on it while
+     * the peer waits for that very send would wait for something unrelated
+     * (the probe timer, the backstop) or, in host mode, for ever. So it is
+     * work, checked below after the descriptors: the engine keeps polling
+     * until it is out, as a manual-progress libfabric client must. */
     if (LD_RELAXED(&x->queued))
         return true;
     if (x->npidfd || x->ev_fd >= 0 || x->tfd >= 0) {
@@ -1313,6 +1339,10 @@ static bool ofi_rx_pending(struct pt_xport *x)
         if (died)
             return true;
     }
+    /* (after the descriptors above: a peer's death and the probe's period
+     * must still be seen while sends wait for it) */
+    if (LD_RELAXED(&x->backlog))
+        return true;
     struct fid *f = &x->cq->fid;
     return fi_trywait(x->fabric, &f, 1) != FI_SUCCESS;
 }
