@@ -730,9 +730,13 @@ void *pt_wait_nic_thread(void *arg)
                 rung = bell_wait(w, b, seq, tmo);
             }
         }
-        ST_RELAXED(&w->untimed, 0);
+        /* check_missed may sleep a backstop period more: still untimed then,
+         * so that a waiter's L1 meanwhile takes its lease back (cleared
+         * before it, a lease left in that period had no end for up to the
+         * whole period: nobody rang, peers skipped their rings). */
         if (PT_UNLIKELY(!rung) && !timed)
             check_missed(nic, b, seq, &rung); /* still announced */
+        ST_RELAXED(&w->untimed, 0);
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
         RMW_SUB(&b->sleepers, 1);
         if (timed && !rung) {
