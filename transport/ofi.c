@@ -1287,14 +1287,6 @@ static void ofi_unhold_all(struct pt_xport *x)
  * wait_fd is safe, the fd becomes readable for anything that comes later. */
 static bool ofi_rx_pending(struct pt_xport *x)
 {
-    /* A send the provider refused (-FI_EAGAIN) or an owed credit message
-     * leaves only when progress() retries it, and the wait descriptor need
-     * not become readable first (the provider's contract: after
-     * -FI_EAGAIN, progress and try again). An engine asleep on it while
-     * the peer waits for that very send would wait for something unrelated
-     * (the probe timer, the backstop) or, in host mode, for ever. So it is
-     * work, checked below after the descriptors: the engine keeps polling
-     * until it is out, as a manual-progress libfabric client must. */
     if (LD_RELAXED(&x->queued))
         return true;
     if (x->npidfd || x->ev_fd >= 0 || x->tfd >= 0) {
@@ -1339,8 +1331,15 @@ static bool ofi_rx_pending(struct pt_xport *x)
         if (died)
             return true;
     }
-    /* (after the descriptors above: a peer's death and the probe's period
-     * must still be seen while sends wait for it) */
+    /* A send the provider refused (-FI_EAGAIN) or an owed credit message
+     * leaves only when progress() retries it, and the wait descriptor need
+     * not become readable first (the provider's contract: after
+     * -FI_EAGAIN, progress and try again). An engine asleep on it while
+     * the peer waits for that very send would wait for something unrelated
+     * (the probe timer, the backstop) or, in host mode, for ever. So it is
+     * work: the engine keeps polling until it is out, as a manual-progress
+     * libfabric client must. Checked after the descriptors above, so that
+     * a peer's death and the probe's period are still seen meanwhile. */
     if (LD_RELAXED(&x->backlog))
         return true;
     struct fid *f = &x->cq->fid;
