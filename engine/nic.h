@@ -154,6 +154,10 @@ struct pt_op {
     /* cooperative rendezvous, target side */
     uint8_t coop_wait;            /* the initiator's PDONE has not come        */
     uint8_t idle;                 /* nothing to do but wait for it (nops_idle) */
+    uint8_t xfer_busy;            /* the transport holds a step of ours in flight
+                                   * (its pull said -EAGAIN): the same call again
+                                   * every pass until it answers (pt_ops_progress) */
+    uint8_t xfer_async;           /* ... it did once: our steps may be long    */
     uint8_t cstall;               /* PT_OP_COPY_SEND: out of credits with a mark
                                    * armed (nops_cstall; copy.c)              */
     uint64_t push_at, push_len;   /* the part asked of the initiator           */

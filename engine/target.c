@@ -661,60 +661,39 @@ static void op_to_tail(struct pt_nic *nic, struct pt_op *op)
     op->next = NULL;
 }
 
-/* One pass over the in-flight operations. Returns work done. Bounded: at
- * most one rendezvous pull step (PTL_RNDV_SEG bytes) per pass, taken by the
- * pulls in turn. A pass that pulled a segment for every op at once moved up
- * to ops x PTL_RNDV_SEG bytes: a host-mode PtlPut (which polls after its
- * command) then pulled a whole window of incoming 4 MiB puts before its own
- * request left, and the two ranks of a bidirectional stream took turns
- * instead of pulling at the same time (bench/results-notes.md). Copy-mode
- * streams and due responses all progress in every pass. */
-int pt_ops_progress(struct pt_nic *nic)
+/* A transport that moves a step by itself (its pull answered -EAGAIN: ofi,
+ * whose reads are posted) does not hold the engine for it, so such an op's
+ * later steps are long: PT_OPS_ASYNC_SEGS x PTL_RNDV_SEG (fewer round
+ * trips of read request and data; the transport splits a step into reads
+ * the provider takes). At most PT_OPS_BUSY such steps are asked after per
+ * pass (the transport holds at most that many: ofi's OFI_STEPS). */
+#define PT_OPS_ASYNC_SEGS 16u
+#define PT_OPS_BUSY 8
+
+static long op_step(struct pt_nic *nic, struct pt_op *op, uint64_t seg)
+{
+    return op->atomic ? atomic_step(nic, op, seg)
+                      : pt_rndv_step(&op->rv, nic->xo, nic->x, &op->md->mem, seg,
+                                     op->kind == PT_OP_PUSH);
+}
+
+/* After a step of op `pull` that returned n: the op's next state. Returns
+ * work done. */
+static int op_stepped(struct pt_nic *nic, struct pt_op *pull, long n)
 {
     int work = 0;
-    struct pt_op *pull = NULL; /* the first op (from the head) with data to move */
-    bool several = false;      /* another op has data to move too */
-    for (struct pt_op *op = nic->ops, *next; op; op = next) {
-        next = op->next;
-        if (op->kind == PT_OP_COPY_SEND) {
-            work += pt_copy_send_step(nic, op);
-            continue;
-        }
-        if (!op->rsp_pending) {
-            if (op->coop_wait && (op->rv.done >= op->rv.total || op->failed) &&
-                !coop_lost(nic, op) && !coop_steal(nic, op)) {
-                coop_idle(nic, op); /* our part is done: the initiator's PDONE is due */
-                continue;
-            }
-            if (op->rv.done >= op->rv.total && !op->coop_wait && !op->failed &&
-                op->tail_from < op->tail_to) {
-                /* the initiator wrote less than we asked: the rest is ours */
-                op->rv.done = op->tail_from;
-                op->rv.total = op->tail_to;
-                op->tail_from = op->tail_to;
-            }
-            if (op->rv.done < op->rv.total && !op->failed) {
-                several |= pull != NULL;
-                if (!pull)
-                    pull = op;
-                continue;
-            }
-            op_moved(nic, op); /* nothing (left) to move */
-            work++;
-        }
-        op_respond(nic, op);
+    if (n == -EAGAIN) {
+        /* The transport took the step and moves it while we do other work:
+         * the same call again next pass (the reads of a reduction's step
+         * land in the NI's scratch: no other reduction starts one meanwhile).
+         * Nothing moved yet: no work, no turn. */
+        pull->xfer_busy = 1;
+        pull->xfer_async = 1;
+        return 0;
     }
-    if (!pull)
-        return work;
-    /* A lone transfer moves in long steps (fewer calls: a ping-pong of 1 MiB
-     * is ~6% faster in 1 MiB steps than in 256 KiB ones); with several in
-     * flight (a stream, both directions at once) a step is a quarter of
-     * that, so the engine turns round sooner (offload bidirectional 4 MiB:
-     * 11 GB/s in 1 MiB steps, 16 GB/s in 256 KiB ones; bench/results-notes.md). */
-    uint64_t seg = several && nic->rndv_seg >= 16384 ? nic->rndv_seg / 4 : nic->rndv_seg;
-    long n = pull->atomic ? atomic_step(nic, pull, seg)
-                          : pt_rndv_step(&pull->rv, nic->xo, nic->x, &pull->md->mem, seg,
-                                         pull->kind == PT_OP_PUSH);
+    if (n == -EBUSY)
+        return 0; /* the transport holds as many steps as it can: a later pass */
+    pull->xfer_busy = 0;
     if (n > 0) {
         work++;
         PT_TRACE(nic, PT_TR_XFER_STEP, PT_TV_XFER(pull->rsp_peer, pull->rv.done));
@@ -738,4 +717,79 @@ int pt_ops_progress(struct pt_nic *nic)
     op_moved(nic, pull);
     op_respond(nic, pull);
     return work;
+}
+
+/* One pass over the in-flight operations. Returns work done. Bounded: at
+ * most one rendezvous pull step (PTL_RNDV_SEG bytes) per pass, taken by the
+ * pulls in turn. A pass that pulled a segment for every op at once moved up
+ * to ops x PTL_RNDV_SEG bytes: a host-mode PtlPut (which polls after its
+ * command) then pulled a whole window of incoming 4 MiB puts before its own
+ * request left, and the two ranks of a bidirectional stream took turns
+ * instead of pulling at the same time (bench/results-notes.md). Copy-mode
+ * streams and due responses all progress in every pass. Steps a transport
+ * moves by itself (xfer_busy) are asked after in every pass too (at most
+ * PT_OPS_BUSY): each such call only looks whether its reads completed. */
+int pt_ops_progress(struct pt_nic *nic)
+{
+    int work = 0;
+    struct pt_op *pull = NULL;  /* the first op (from the head) with data to move */
+    struct pt_op *pull_na = NULL; /* ... that is no reduction */
+    struct pt_op *busy[PT_OPS_BUSY];
+    int nbusy = 0;
+    bool abusy = false;         /* a reduction's step is in flight (the scratch) */
+    bool several = false;       /* another op has data to move too */
+    for (struct pt_op *op = nic->ops, *next; op; op = next) {
+        next = op->next;
+        if (op->kind == PT_OP_COPY_SEND) {
+            work += pt_copy_send_step(nic, op);
+            continue;
+        }
+        if (!op->rsp_pending) {
+            if (op->coop_wait && (op->rv.done >= op->rv.total || op->failed) &&
+                !coop_lost(nic, op) && !coop_steal(nic, op)) {
+                coop_idle(nic, op); /* our part is done: the initiator's PDONE is due */
+                continue;
+            }
+            if (op->rv.done >= op->rv.total && !op->coop_wait && !op->failed &&
+                op->tail_from < op->tail_to) {
+                /* the initiator wrote less than we asked: the rest is ours */
+                op->rv.done = op->tail_from;
+                op->rv.total = op->tail_to;
+                op->tail_from = op->tail_to;
+            }
+            if (op->rv.done < op->rv.total && !op->failed) {
+                if (op->xfer_busy) {
+                    abusy |= op->atomic;
+                    if (nbusy < PT_OPS_BUSY)
+                        busy[nbusy++] = op;
+                    continue;
+                }
+                several |= pull != NULL;
+                if (!pull)
+                    pull = op;
+                if (!pull_na && !op->atomic)
+                    pull_na = op;
+                continue;
+            }
+            op_moved(nic, op); /* nothing (left) to move */
+            work++;
+        }
+        op_respond(nic, op);
+    }
+    /* A lone transfer moves in long steps (fewer calls: a ping-pong of 1 MiB
+     * is ~6% faster in 1 MiB steps than in 256 KiB ones); with several in
+     * flight (a stream, both directions at once) a step is a quarter of
+     * that, so the engine turns round sooner (offload bidirectional 4 MiB:
+     * 11 GB/s in 1 MiB steps, 16 GB/s in 256 KiB ones; bench/results-notes.md). */
+    several |= pull && nbusy;
+    uint64_t seg = several && nic->rndv_seg >= 16384 ? nic->rndv_seg / 4 : nic->rndv_seg;
+    for (int i = 0; i < nbusy; i++) /* the same call again: its bytes, or -EAGAIN */
+        work += op_stepped(nic, busy[i], op_step(nic, busy[i], seg));
+    if (abusy)
+        pull = pull_na; /* one reduction's step at a time (the scratch) */
+    if (!pull)
+        return work;
+    if (pull->xfer_async)
+        seg = (uint64_t)nic->rndv_seg * PT_OPS_ASYNC_SEGS;
+    return work + op_stepped(nic, pull, op_step(nic, pull, seg));
 }

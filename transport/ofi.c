@@ -219,13 +219,33 @@ struct ofi_rkey {
     uint64_t id;
 };
 
-#define OFI_MAX_READS 32u /* reads in flight per pull step */
+#define OFI_MAX_READS 32u /* reads posted per pull step */
+#define OFI_STEPS 8u      /* pull steps in flight at once (< 16: ctx idx) */
 
-/* The contexts of one pull step's reads (idx: the step's rd_gen). */
+/* The contexts of one pull step's reads (idx: OFI_RD_IDX of its step). */
 struct ofi_rdset {
     struct ofi_rdset *next;
     struct ofi_ctx c[OFI_MAX_READS];
 };
+
+/* A pull step in flight (ofi_pull): its reads are posted, the engine asks
+ * again with the same arguments until they complete (engine/target.c,
+ * xfer_busy). The key (peer, first local and remote address) tells one
+ * op's step from another's. gen: the step slot's life; a completion of an
+ * earlier life (a step given up on, pull_lost) is not counted. Token
+ * holder only. */
+struct ofi_step {
+    struct ofi_rdset *rd;  /* the contexts of its reads                          */
+    uint32_t gen;
+    uint32_t pending;      /* reads posted, not completed                        */
+    int err;
+    bool busy;
+    uint32_t peer;
+    const void *l0, *r0;
+    size_t len;            /* bytes its reads move                               */
+    uint32_t turns;        /* -EAGAIN answers: every 4,096 the peer is checked   */
+};
+#define OFI_RD_IDX(slot, gen) ((gen) << 4 | (slot))
 
 struct pt_xport {
     /* the job region underneath (identity, liveness, names, trace) */
@@ -245,6 +265,8 @@ struct pt_xport {
     uint32_t npidfd;
     bool mr_local;        /* FI_MR_LOCAL: our buffers need descriptors           */
     bool mr_virt;         /* FI_MR_VIRT_ADDR: RMA addresses are virtual          */
+    size_t max_read;      /* the provider's max_msg_size: longer pieces are read
+                           * in several reads                                   */
     bool mr_prov_key;
 
     /* peers */
@@ -300,13 +322,12 @@ struct pt_xport {
     struct ofi_rkey *rk;  /* [reg_cap]: peers' descriptors we may pull from      */
     uint32_t nrk, rk_next;
     uint64_t next_key;    /* requested keys (providers without FI_MR_PROV_KEY)  */
-    struct ofi_rdset *rd; /* pull: the contexts of its reads (OFI_MAX_READS)      */
+    struct ofi_step st[OFI_STEPS]; /* pull steps in flight                      */
     struct ofi_rdset *rd_lost; /* sets a pull gave up on with reads still posted:
                            * the provider may hold them until close (ofi_free)  */
-    uint32_t rd_gen;      /* pull: this step's number; a completion of an earlier
-                           * one (a lost set's) is not counted                    */
-    uint32_t rd_pending;  /* pull: reads of this step posted, not completed       */
-    int rd_err;
+    uint32_t post_turns;  /* -EAGAIN answers to a step's first read (the
+                           * provider's queue full): every 4,096 the peer is
+                           * checked                                           */
     uint8_t fault;        /* PTL_OFI_FAULT, tests only: set at open, read by pull
                            * and try_send (OFI_FAULT_*; 0 off)                    */
     uint32_t fault_sends; /* OFI_FAULT_SENDERR: data messages sent so far         */
@@ -792,6 +813,14 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
 }
 
 /* Read the CQ once (one batch). Returns completions handled. */
+/* The step a read completion counts for, or NULL (its step was given up on). */
+static inline struct ofi_step *read_step(struct pt_xport *x, const struct ofi_ctx *c)
+{
+    struct ofi_step *t = &x->st[c->idx & 15u];
+    return (c->idx & 15u) < OFI_STEPS && c->idx == OFI_RD_IDX((uint32_t)(t - x->st), t->gen) ? t
+                                                                                            : NULL;
+}
+
 static int progress(struct pt_xport *x)
 {
     struct fi_cq_data_entry e[OFI_CQ_BATCH];
@@ -810,9 +839,12 @@ static int progress(struct pt_xport *x)
                 struct ofi_sbuf *b = (struct ofi_sbuf *)c;
                 send_failed(x, b->peer, fi_strerror(err.err));
                 sbuf_done(x, (uint32_t)(b - x->sb));
-            } else if (c && c->kind == CTX_READ && c->idx == x->rd_gen) {
-                x->rd_pending--;
-                x->rd_err = err.err ? -err.err : -EIO;
+            } else if (c && c->kind == CTX_READ) {
+                struct ofi_step *t = read_step(x, c);
+                if (t) {
+                    t->pending--;
+                    t->err = err.err ? -err.err : -EIO;
+                }
             } else if (c && c->kind == CTX_RECV) {
                 struct ofi_rbuf *b = (struct ofi_rbuf *)c;
                 if (err.flags & FI_MULTI_RECV)
@@ -838,8 +870,9 @@ static int progress(struct pt_xport *x)
             if (e[k].flags & FI_MULTI_RECV)
                 b->posted = false;
         } else if (c->kind == CTX_READ) {
-            if (c->idx == x->rd_gen)
-                x->rd_pending--; /* else a read of a step given up on (pull_lost) */
+            struct ofi_step *t = read_step(x, c);
+            if (t)
+                t->pending--; /* else a read of a step given up on (pull_lost) */
         }
     }
     for (uint32_t i = 0; i < OFI_NRBUF; i++)
@@ -1348,16 +1381,16 @@ static bool ofi_rx_pending(struct pt_xport *x)
 
 static int ofi_wait_fd(struct pt_xport *x) { return x->epfd; }
 
-/* A pull step waits inside the engine (for the provider to take a read, then
- * for the reads to complete), so the engine's own liveness checks do not run
- * meanwhile: the probe's period comes in rx_pending, before a sleep. Every
- * 4,096 turns of either wait: the probe timer read here (non-blocking) runs
+/* A pull step's reads complete only with the peer's help (rxm serves a read
+ * from the peer's progress), so a step may stay in flight for ever once the
+ * peer is gone: seen, rxm answered fi_read -FI_EAGAIN for ever once the
+ * initiator of a 64 MiB put was killed mid-transfer, and its target's NIC
+ * thread spun with the job's failure never reported
+ * (mp_pmix_kill_initiator_recovery, mp_netns_kill: docs/ofi.md). So every
+ * 4,096 -EAGAIN answers: the probe timer read here (non-blocking) runs
  * probe_tick, and the peer is lost when it is marked dead (a probe not
  * completed within OFI_PROBE_LATE periods, a failed send), gone, or the job
- * region says so. Seen: rxm answered fi_read -FI_EAGAIN for ever once the
- * initiator of a 64 MiB put was killed mid-transfer, and its target's NIC
- * thread spun here with the job's failure never reported
- * (mp_pmix_kill_initiator_recovery, mp_netns_kill: docs/ofi.md). */
+ * region says so. */
 static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
 {
     if (x->tfd >= 0) {
@@ -1374,13 +1407,13 @@ static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
     return false;
 }
 
-/* One read of a pull step (c->idx: this step's rd_gen). PTL_OFI_FAULT, for
- * tests only (docs/ofi.md), makes one of ofi_pull's two waits last until
+/* One read of a pull step. PTL_OFI_FAULT, for tests only (docs/ofi.md),
+ * makes a step (its first read, or its completion) wait until
  * pull_peer_lost finds the peer lost: OFI_FAULT_EAGAIN answers for the
  * provider as rxm did once the initiator was killed (-FI_EAGAIN for ever,
- * nothing posted); OFI_FAULT_NOCOMPL posts the read under a step already
- * given up on, so that progress() never counts its completion (rd_pending
- * stays up). Without it: one predictable branch. */
+ * nothing posted); OFI_FAULT_NOCOMPL posts the read under an index no step
+ * has, so that progress() never counts its completion (pending stays up).
+ * Without it: one predictable branch. */
 static inline ssize_t pull_read(struct pt_xport *x, uint32_t peer, void *buf, size_t len,
                                 uint64_t ra, uint64_t key, struct ofi_ctx *c)
 {
@@ -1388,29 +1421,65 @@ static inline ssize_t pull_read(struct pt_xport *x, uint32_t peer, void *buf, si
         if (x->fault == OFI_FAULT_EAGAIN)
             return -FI_EAGAIN;
         if (x->fault == OFI_FAULT_NOCOMPL)
-            c->idx = x->rd_gen - 1;
+            c->idx = 15u; /* no step's (OFI_STEPS < 16) */
     }
     return fi_read(x->ep, buf, len, NULL, x->addr[peer], ra, key, &c->fc);
 }
 
-/* The step ends with reads still posted: their contexts stay the provider's
- * (a new set for the next step), their completions no longer count. */
-static ssize_t pull_lost(struct pt_xport *x, uint32_t peer)
+/* The step is given up on with reads still posted: their contexts stay the
+ * provider's (a new set for the slot's next step), their completions no
+ * longer count (a new gen). */
+static ssize_t pull_lost(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 {
     pt_log_once(PT_LOG_WARN, "ofi: a read from rank %u given up: the rank is lost", peer);
-    x->rd_gen++;
-    if (x->rd_pending) {
+    if (!t)
+        return -ESRCH; /* nothing posted */
+    if (t->pending) {
         struct ofi_rdset *n = calloc(1, sizeof *n);
         if (!n)
-            return -ENOMEM; /* the old set stays: its reads may complete */
-        x->rd->next = x->rd_lost;
-        x->rd_lost = x->rd;
-        x->rd = n;
-        x->rd_pending = 0;
+            return -ENOMEM; /* the step stays: its reads may complete */
+        t->rd->next = x->rd_lost;
+        x->rd_lost = t->rd;
+        t->rd = n;
+        t->pending = 0;
     }
+    t->gen++;
+    t->busy = false;
     return -ESRCH;
 }
 
+/* The step t (in flight) or a first read (t NULL) is not done: -EAGAIN, the
+ * engine asks again next pass. Every 4,096 answers: is the peer still there? */
+static ssize_t pull_again(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
+{
+    uint32_t n = t ? ++t->turns : ++x->post_turns;
+    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]) || ((n & 0xfff) == 0 && pull_peer_lost(x, peer)))
+        return pull_lost(x, t, peer);
+    return -EAGAIN;
+}
+
+/* The step in flight: its bytes once every read completed, its error if one
+ * failed, else -EAGAIN. */
+static ssize_t pull_collect(struct pt_xport *x, struct ofi_step *t)
+{
+    if (t->pending) {
+        progress(x);
+        if (t->pending)
+            return pull_again(x, t, t->peer);
+    }
+    t->busy = false;
+    if (t->err)
+        return t->err < 0 ? t->err : -EIO;
+    return (ssize_t)t->len;
+}
+
+/* A pull step, asynchronous: the first call posts up to OFI_MAX_READS reads
+ * (a step of more pieces ends early: the engine takes what moved and asks
+ * for the rest) and, like every later call with the same arguments, answers
+ * -EAGAIN until they complete; then the bytes they moved. Up to OFI_STEPS
+ * steps (of different ops) are in flight at once; the engine polls its
+ * other peers, commands and events meanwhile (before, it waited here for a
+ * whole PTL_RNDV_SEG segment's reads, one segment at a time). */
 static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                         const struct iovec *remote, int nremote)
 {
@@ -1418,8 +1487,22 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
         return -EINVAL;
     if (peer == x->me)
         return pt_iov_copy_local(local, nlocal, remote, nremote);
-    if (nremote < 1)
+    if (nremote < 1 || nlocal < 1)
         return -EFAULT;
+    struct ofi_step *t = NULL;
+    for (uint32_t k = 0; k < OFI_STEPS; k++) {
+        struct ofi_step *u = &x->st[k];
+        if (u->busy && u->peer == peer && u->l0 == local[0].iov_base &&
+            u->r0 == remote[0].iov_base)
+            return pull_collect(x, u); /* ours (its length may differ from this
+                                         * call's: the bytes moved are from the start) */
+        if (!u->busy && !t)
+            t = u;
+    }
+    if (!t) {
+        progress(x);
+        return -EBUSY; /* every slot in flight: the engine asks again later */
+    }
     /* A key whose registration holds every byte this step reads: the
      * descriptors of one peer may overlap (two gets of one MD at different
      * offsets and lengths, two puts from one buffer), and the first whose
@@ -1446,53 +1529,53 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
     if (!rk || x->dead[peer] || !peer_addr(x, peer))
         return rk ? -ESRCH : -EFAULT;
     uint64_t key = rk->key, base = x->mr_virt ? 0 : rk->lo;
+    uint32_t idx = OFI_RD_IDX((uint32_t)(t - x->st), t->gen);
     size_t done = 0, li = 0, ri = 0, lo = 0, ro = 0;
-    x->rd_err = 0;
-    while ((int)li < nlocal && (int)ri < nremote) {
-        /* post up to OFI_MAX_READS pieces, then wait for them */
-        uint32_t posted = 0;
-        while (posted < OFI_MAX_READS && (int)li < nlocal && (int)ri < nremote) {
-            size_t m = local[li].iov_len - lo;
-            if (remote[ri].iov_len - ro < m)
-                m = remote[ri].iov_len - ro;
-            if (m) {
-                uint64_t ra = (uint64_t)(uintptr_t)remote[ri].iov_base + ro - base;
-                struct ofi_ctx *c = &x->rd->c[posted];
-                c->kind = CTX_READ;
-                c->idx = x->rd_gen;
-                ssize_t rc;
-                for (uint64_t turns = 1;
-                     (rc = pull_read(x, peer, (char *)local[li].iov_base + lo, m, ra, key, c)) ==
-                     -FI_EAGAIN;
-                     turns++) {
-                    progress(x);
-                    if ((turns & 0xfff) == 0 && pull_peer_lost(x, peer))
-                        return pull_lost(x, peer);
-                }
-                if (rc) {
-                    pt_log_once(PT_LOG_WARN, "ofi: fi_read from rank %u: %s", peer,
-                                fi_strerror((int)-rc));
-                    x->rd_err = (int)rc;
-                    break;
-                }
-                x->rd_pending++;
-                posted++;
-                done += m;
+    uint32_t posted = 0;
+    t->err = 0;
+    while (posted < OFI_MAX_READS && (int)li < nlocal && (int)ri < nremote) {
+        size_t m = local[li].iov_len - lo;
+        if (remote[ri].iov_len - ro < m)
+            m = remote[ri].iov_len - ro;
+        if (m > x->max_read)
+            m = x->max_read;
+        if (m) {
+            uint64_t ra = (uint64_t)(uintptr_t)remote[ri].iov_base + ro - base;
+            struct ofi_ctx *c = &t->rd->c[posted];
+            c->kind = CTX_READ;
+            c->idx = idx;
+            ssize_t rc = pull_read(x, peer, (char *)local[li].iov_base + lo, m, ra, key, c);
+            if (rc == -FI_EAGAIN) {
+                if (posted)
+                    break; /* a shorter step */
+                progress(x);
+                return pull_again(x, NULL, peer); /* the provider's queue is full */
             }
-            lo += m;
-            ro += m;
-            if (lo == local[li].iov_len) { li++; lo = 0; }
-            if (ro == remote[ri].iov_len) { ri++; ro = 0; }
+            if (rc) {
+                pt_log_once(PT_LOG_WARN, "ofi: fi_read from rank %u: %s", peer,
+                            fi_strerror((int)-rc));
+                if (!posted)
+                    return rc;
+                t->err = (int)rc;
+                break;
+            }
+            t->pending++;
+            posted++;
+            done += m;
         }
-        for (uint64_t turns = 1; x->rd_pending; turns++) {
-            progress(x);
-            if ((turns & 0xfff) == 0 && pull_peer_lost(x, peer))
-                return pull_lost(x, peer);
-        }
-        if (x->rd_err)
-            return x->rd_err < 0 ? x->rd_err : -EIO;
+        lo += m;
+        ro += m;
+        if (lo == local[li].iov_len) { li++; lo = 0; }
+        if (ro == remote[ri].iov_len) { ri++; ro = 0; }
     }
-    return (ssize_t)done;
+    x->post_turns = 0;
+    t->busy = true;
+    t->turns = 0;
+    t->peer = peer;
+    t->l0 = local[0].iov_base;
+    t->r0 = remote[0].iov_base;
+    t->len = done;
+    return pull_collect(x, t);
 }
 
 static bool ofi_peer_alive(struct pt_xport *x, uint32_t peer)
@@ -1554,7 +1637,8 @@ static void ofi_free(struct pt_xport *x)
         close(x->epfd);
     if (x->tfd >= 0)
         close(x->tfd);
-    free(x->rd); /* the endpoint is closed: no read holds a context now */
+    for (uint32_t k = 0; k < OFI_STEPS; k++)
+        free(x->st[k].rd); /* the endpoint is closed: no read holds a context now */
     while (x->rd_lost) {
         struct ofi_rdset *n = x->rd_lost->next;
         free(x->rd_lost);
@@ -1837,6 +1921,9 @@ static int open_fabric(struct pt_xport *x)
         return -ENOMEM;
     snprintf(x->prov, sizeof x->prov, "%s", x->info->fabric_attr->prov_name);
     x->mr_virt = x->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+    x->max_read = x->info->ep_attr && x->info->ep_attr->max_msg_size
+                      ? (size_t)x->info->ep_attr->max_msg_size
+                      : SIZE_MAX;
     x->mr_prov_key = x->info->domain_attr->mr_mode & FI_MR_PROV_KEY;
 #define TRY(call, what)                  \
     do {                                 \
@@ -1873,7 +1960,9 @@ static int ofi_setup(struct pt_xport *x)
     x->fault = (uint8_t)pt_config()->ofi_fault;
     x->probe_t = calloc(n, sizeof *x->probe_t);
     x->probe_k = calloc(n, sizeof *x->probe_k);
-    x->rd = calloc(1, sizeof *x->rd);
+    bool rd_ok = true;
+    for (uint32_t k = 0; k < OFI_STEPS; k++)
+        rd_ok &= (x->st[k].rd = calloc(1, sizeof *x->st[k].rd)) != NULL;
     x->dead_t = calloc(n, sizeof *x->dead_t);
     x->dead_why = calloc(n, 1);
     x->dead_err = calloc(n, sizeof *x->dead_err);
@@ -1883,7 +1972,7 @@ static int ofi_setup(struct pt_xport *x)
     x->chk_fd = malloc(n * sizeof *x->chk_fd);
     x->chk_next = calloc(n, sizeof *x->chk_next);
     x->chk_shift = calloc(n, 1);
-    if (!x->probe_t || !x->probe_k || !x->rd || !x->dead_t || !x->dead_why || !x->dead_err ||
+    if (!x->probe_t || !x->probe_k || !rd_ok || !x->dead_t || !x->dead_why || !x->dead_err ||
         !x->bye || !x->npendp || !x->blk || !x->chk_fd || !x->chk_next || !x->chk_shift)
         return -ENOMEM;
     for (uint32_t p = 0; p < n; p++)

@@ -117,7 +117,12 @@ struct pt_xport_ops {
     uint32_t (*rx_pending_from)(struct pt_xport *x, uint32_t *peers, uint32_t max);
     /* Bulk: copy from the peer's address space into local iovecs (CMA or a
      * same-process memcpy). Returns bytes copied or -errno (-EPERM/-ENOSYS:
-     * CMA refused; the caller falls back to copying through the queues). */
+     * CMA refused; the caller falls back to copying through the queues).
+     * A transport that moves the bytes by itself (ofi's RMA reads) may take
+     * the step and answer -EAGAIN: the engine makes the same call again
+     * (same peer and first addresses; the length may differ) until it
+     * answers the bytes moved from the start, or an error; -EBUSY: no step
+     * taken (as many in flight as it holds), ask again later. */
     ssize_t (*pull)(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                     const struct iovec *remote, int nremote);
     /* Bulk, the other way: copy local iovecs into the peer's address space
