@@ -72,6 +72,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -99,6 +100,10 @@
 #define OFI_K_CREDIT   2u
 #define OFI_K_BYE      3u            /* PMIx job: the sender's NI closes (orderly) */
 #define OFI_K_PROBE    4u            /* PMIx job: liveness probe, no content       */
+/* Host mode's connections (connect_all): none (never probed), the first
+ * probe sent, up (the provider wrote a probe to the connection). */
+enum { OFI_CONN_NONE = 0, OFI_CONN_ASKED = 1, OFI_CONN_UP = 2 };
+#define OFI_CONNECT_MAX 1024u /* host mode probes jobs up to this size */
 #define OFI_PROBE_MAX  64u           /* peers probed per probe period, at most     */
 #define OFI_PROBE_LATE 4u            /* periods (ours) a probe may stay uncompleted
                                       * (providers without the kernel's check)    */
@@ -350,6 +355,8 @@ struct pt_xport {
     uint8_t *dead_why;       /* [peer]: OFI_WHY_*, for the log                    */
     int *dead_err;           /* [peer]: the kernel's answer (OFI_WHY_REFUSED)     */
     uint8_t *bye;            /* [peer]: it closed its NI in order (OFI_K_BYE) */
+    uint8_t *conn;           /* [peer], host mode only (else NULL): OFI_CONN_*,
+                              * the connection made in PtlNIInit (connect_all) */
     /* PMIx job: BYEs received (token holder writes, any thread reads
      * relaxed): the departures op's count there, where no launcher counts
      * them; a change makes the engine fail what a departed peer owes (an
@@ -574,6 +581,8 @@ static void sbuf_done(struct pt_xport *x, uint32_t i)
         if (b->what == 1) {
             /* the probe left: the peer took it (or it failed: mark_dead) */
             x->probe_t[b->peer] = 0;
+            if (x->conn && x->conn[b->peer] == OFI_CONN_ASKED)
+                x->conn[b->peer] = x->dead[b->peer] ? OFI_CONN_NONE : OFI_CONN_UP;
             x->chk_shift[b->peer] = 0;
             x->chk_next[b->peer] = x->tick;
             if (x->nchk)
@@ -1243,6 +1252,8 @@ static void probe_tick(struct pt_xport *x)
         x->probe_next = p + 1 < x->n ? p + 1 : 0;
         if (p == x->me || x->dead[p] || x->bye[p])
             continue;
+        if (x->conn && x->conn[p] != OFI_CONN_UP)
+            continue; /* host mode: no connection made at start (connect_all) */
         if (x->probe_t[p]) {
             uint32_t waited = x->tick - x->probe_k[p];
             if (x->kcheck) {
@@ -1657,6 +1668,7 @@ static void ofi_free(struct pt_xport *x)
     free(x->dead_why);
     free(x->dead_err);
     free(x->bye);
+    free(x->conn);
     free(x->npendp);
     free(x->blk);
     if (x->pidfd)
@@ -1952,6 +1964,71 @@ static int open_fabric(struct pt_xport *x)
     return 0;
 }
 
+/* Host mode, PMIx job (x->conn): a connection to every peer before PtlNIInit
+ * returns, made while every rank runs its engine here (after the wire-up
+ * fence, every name known): a probe to each, then progress until the
+ * provider has written each one (its completion: the connection is up) or
+ * PTL_PMIX_TIMEOUT_S has passed. On a connection that is up a probe
+ * completes whether or not the peer's engine runs, and so does a bye: the
+ * host-mode probe (probe_tick) then tells a rank that computes alive and a
+ * rank that left in order gone, as in offload mode. A peer whose connection
+ * is not up is not probed (its probe may still complete later: then it is);
+ * its death is found by a failed send, as before. The connections are up
+ * before the first rank returns: rxm makes one per pair, so once our probe
+ * to a peer completed its probes to us need none of our engine. */
+static void connect_all(struct pt_xport *x)
+{
+    uint64_t t0 = pt_now_ns(), idle_since = 0;
+    uint64_t bound = (uint64_t)pt_config()->pmix_timeout_s * 1000000000u;
+    uint32_t next = 0, up = 0, asked = 0;
+    for (;;) {
+        for (; next < x->n; next++) { /* ask each peer once, as buffers allow */
+            uint32_t p = next;
+            if (p == x->me || x->dead[p] || !peer_addr(x, p))
+                continue;
+            x->probe_t[p] = pt_now_ns();
+            x->probe_k[p] = x->tick;
+            x->conn[p] = OFI_CONN_ASKED;
+            if (!send_ctl(x, p, OFI_K_PROBE, 1)) {
+                x->probe_t[p] = 0;
+                x->conn[p] = OFI_CONN_NONE;
+                break; /* no buffer: after some completions */
+            }
+        }
+        asked = up = 0;
+        for (uint32_t p = 0; p < x->n; p++) {
+            asked += x->conn[p] == OFI_CONN_ASKED;
+            up += x->conn[p] == OFI_CONN_UP;
+        }
+        if (next == x->n && !asked)
+            break;
+        uint64_t now = pt_now_ns();
+        if (now - t0 >= bound)
+            break;
+        if (progress(x)) {
+            idle_since = 0;
+            continue;
+        }
+        /* Nothing yet: the peers' engines run here too (more ranks than
+         * cores: give them the core; after 10 ms, sleep a little). */
+        if (!idle_since)
+            idle_since = now;
+        if (now - idle_since < 10000000u)
+            sched_yield();
+        else
+            usleep(200);
+    }
+    uint32_t peers = x->n - 1;
+    if (up == peers)
+        pt_log(PT_LOG_INFO, "ofi: host mode: connected to the %u peers in %.1f ms (the liveness probe)",
+               peers, (double)(pt_now_ns() - t0) / 1e6);
+    else
+        pt_log(PT_LOG_WARN, "ofi: host mode: %u of %u peers connected in %.1f s; the others are "
+                            "not probed until their connection is up (a death among them is "
+                            "found by a failed send)",
+               up, peers, (double)(pt_now_ns() - t0) / 1e9);
+}
+
 static int ofi_setup(struct pt_xport *x)
 {
     uint32_t n = x->n;
@@ -2047,19 +2124,25 @@ static int ofi_setup(struct pt_xport *x)
             return -errno;
     }
     int64_t probe_ms = pt_config()->ofi_probe_ms;
-    if (x->pmix && probe_ms > 0 && n > 1 && pt_config()->offload) {
-        /* PMIx job: the liveness probe's timer (probe_tick). Offload mode
-         * only: a probe completes once the provider has connected to the
-         * peer, which needs the peer's engine to run; in host mode a rank
-         * that makes no Portals call for a few seconds was taken for dead
-         * (mp_pmix_liveness_busy_host, docs/ofi.md). The kernel's check
-         * tells such a rank alive, but not a rank that left in order from
-         * a dead one: a bye needs a connection, which a host-mode peer that
-         * computes does not accept, so a rank that left before its first
-         * contact with that peer was taken for dead once its endpoint
-         * refused the check (an audit of the host-mode probe, 2026-11-30:
-         * 6 of 6 runs). A missed death ends the job through the launcher;
-         * a false one ends a correct job. */
+    bool host_probe = !pt_config()->offload && n <= OFI_CONNECT_MAX;
+    if (x->pmix && probe_ms > 0 && n > 1 && (pt_config()->offload || host_probe)) {
+        /* PMIx job: the liveness probe's timer (probe_tick). A probe
+         * completes once the provider has connected to the peer, which needs
+         * the peer's engine to run: in host mode a rank that makes no Portals
+         * call for a few seconds was taken for dead (mp_pmix_liveness_busy_host,
+         * docs/ofi.md), and a rank that left in order before its first
+         * contact with a host-mode peer that computes could not say bye, so
+         * it was taken for dead once its endpoint refused the kernel's check
+         * (an audit of the host-mode probe, 2026-11-30: 6 of 6 runs). So in
+         * host mode the connections are made in PtlNIInit, while every rank
+         * runs its engine there (connect_all, after the wire-up fence), and
+         * only peers connected then are probed; jobs above OFI_CONNECT_MAX
+         * ranks are not (a connection to every peer). */
+        if (!pt_config()->offload) {
+            x->conn = calloc(n, 1);
+            if (!x->conn)
+                return -ENOMEM;
+        }
         x->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         if (x->tfd < 0)
             return -errno;
@@ -2111,6 +2194,8 @@ static int ofi_setup(struct pt_xport *x)
     if (rc)
         pt_log(PT_LOG_ERR, "ofi: cannot publish the endpoint name (%zu bytes): %s", len,
                strerror(-rc));
+    else if (x->conn)
+        connect_all(x);
     return rc;
 }
 
