@@ -847,6 +847,20 @@ fail:
     return rc;
 }
 
+bool pt_shm_named_ident(char *name, size_t len, dev_t *dev_p, ino_t *ino_p)
+{
+    struct stat st;
+    pthread_mutex_lock(&g_lock);
+    bool ok = g_named && g_fd >= 0 && fstat(g_fd, &st) == 0;
+    if (ok) {
+        snprintf(name, len, "%s", g_name);
+        *dev_p = st.st_dev;
+        *ino_p = st.st_ino;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ok;
+}
+
 int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t queue_slots,
                      uint32_t pid_hint, const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                      struct pt_xport_info *info_p)

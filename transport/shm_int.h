@@ -207,6 +207,10 @@ int pt_shm_region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
 bool pt_shm_region_in_use(void *base, uint64_t size);
 int pt_shm_open_nb(const char *name, int flags, struct stat *st);
 int pt_shm_map_fd(int fd, uint64_t size, void **base_p);
+/* The name of the region this process opened by name, and the file's
+ * identity (the watch unlinks the name only while it still names that file).
+ * false: not opened by name. Takes the attach lock: not from an open. */
+bool pt_shm_named_ident(char *name, size_t len, dev_t *dev_p, ino_t *ino_p);
 const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len);
 
 /* shm.c */

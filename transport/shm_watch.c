@@ -16,10 +16,20 @@
  *   - detached: it left in order; `departed` is raised (engines then ask
  *     peer_alive about the peers that still owe them something).
  * Ranks not attached yet are looked for every 100 ms until each has a
- * pidfd. No CPU is used while nothing happens. Cold path only.
+ * pidfd. One still not attached PTL_PMIX_TIMEOUT_S after the watch started
+ * is judged lost (lost_unattached): it may have died before its PtlNIInit,
+ * and nothing tells its pid (Open MPI 4.1's PMIx answers PMIX_PROC_PID
+ * with "not found"), so without a bound the others waited for it for ever
+ * and the region's name, which the last rank to attach removes, stayed in
+ * /dev/shm (an audit: 8 of 8 runs under mpirun --enable-recovery). The
+ * same bound as a job across hosts gives a rank that does not reach its
+ * PtlNIInit (the wire-up fence, pmix.c). No CPU is used while nothing
+ * happens. Cold path only.
  */
 #include "shm_int.h"
 
+#include "clock.h"
+#include "config.h"
 #include "log.h"
 
 #include <p3api/misc.h>
@@ -28,8 +38,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,6 +60,11 @@ struct pt_shm_watch {
     uint32_t *slot;              /* [i]: the slot of watched rank i             */
     int *pfd;                    /* [i]: its pidfd, -1 not yet (or done)        */
     bool *done;                  /* [i]: ended and judged                       */
+    uint64_t t0;                 /* the watch's start (ns): the attach bound    */
+    bool named;                  /* the region was opened by name:              */
+    char name[80];               /* ... this one, which names the file dev/ino  */
+    dev_t dev;                   /* while nobody else replaced it              */
+    ino_t ino;
 };
 
 static void judge(struct pt_shm_watch *w, uint32_t i)
@@ -71,6 +89,36 @@ static void judge(struct pt_shm_watch *w, uint32_t i)
         RMW_ADD(&x->hdr->departed, 1);
         pt_shm_ring_everyone(x);
     }
+}
+
+/* Watched rank i has not attached within the bound: dead to this rank's job,
+ * as one that ended attached (judge), and the region's name goes (nobody
+ * else will remove it: the last rank to attach does that). The name is
+ * removed only while it still names our region's file. */
+static void lost_unattached(struct pt_shm_watch *w, uint32_t i)
+{
+    struct pt_xport *x = w->x;
+    uint32_t s = w->slot[i];
+    struct pt_shm_rank *rec = &x->ranks[s];
+    ST_RELAXED(&x->exited[s], 1);
+    ST_RELAXED(&rec->dead, 1); /* before job_failed (as judge) */
+    int32_t none = -1;
+    RMW_CAS(&x->hdr->first_dead, &none, (int32_t)s);
+    uint32_t zero = 0;
+    RMW_CAS(&x->hdr->job_failed, &zero, PTL_NI_PEER_DIED);
+    pt_shm_ring_everyone(x);
+    pt_log(PT_LOG_WARN, "job region: the rank in slot %u has not attached within %lld s "
+                        "(PTL_PMIX_TIMEOUT_S; it may have died before its PtlNIInit): taken "
+                        "for dead, the job has failed",
+           s, (long long)pt_config()->pmix_timeout_s);
+    if (!w->named)
+        return;
+    char path[96];
+    struct stat st;
+    snprintf(path, sizeof path, SHM_DIR "%s", w->name);
+    if (stat(path, &st) == 0 && st.st_dev == w->dev && st.st_ino == w->ino &&
+        shm_unlink(w->name) == 0)
+        pt_log(PT_LOG_INFO, "job region: %s removed (a rank will not attach)", w->name);
 }
 
 static void *watch_main(void *arg)
@@ -111,6 +159,18 @@ static void *watch_main(void *arg)
             p[k].fd = w->pfd[i];
             p[k].events = POLLIN;
             idx[k++] = i;
+        }
+        if (missing &&
+            pt_now_ns() - w->t0 >= (uint64_t)pt_config()->pmix_timeout_s * 1000000000u) {
+            for (uint32_t i = 0; i < w->n; i++) {
+                if (w->done[i] || w->pfd[i] >= 0)
+                    continue;
+                struct pt_shm_rank *rec = &x->ranks[w->slot[i]];
+                if (LD_ACQUIRE(&rec->state) != PT_SHM_R_NONE) /* A-ATT */
+                    continue; /* attached meanwhile: its pidfd next look */
+                w->done[i] = true;
+                lost_unattached(w, i);
+            }
         }
         p[k].fd = w->stop_fd;
         p[k].events = POLLIN;
@@ -157,6 +217,8 @@ int pt_shm_watch_start(struct pt_xport *x)
         w->slot[i] = (x->me + 1 + i) % x->n;
         w->pfd[i] = -1;
     }
+    w->t0 = pt_now_ns();
+    w->named = pt_shm_named_ident(w->name, sizeof w->name, &w->dev, &w->ino);
     rc = -pthread_create(&w->th, NULL, watch_main, w);
     if (rc)
         goto fail;

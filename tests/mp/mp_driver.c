@@ -13,6 +13,11 @@
  *                     (pid: the command's, which is ptlrun's job id) and no
  *                     process it started may be left (mp_driver is a child
  *                     subreaper: orphans would become its children)
+ *   --no-px-residue   afterwards no /dev/shm/ptl-<uid>-px* entry that was not
+ *                     there before (a PMIx job's node region, whose name comes
+ *                     from the launcher's namespace). Only for PMIx jobs, which
+ *                     run one at a time (RESOURCE_LOCK mpirun): another PMIx
+ *                     job's region would count
  *   --skip N          if the command (every copy) exits N, the test is
  *                     skipped: the other checks but --no-residue are waived
  *                     and mp_driver exits 77 (CTest's SKIP_RETURN_CODE)
@@ -37,6 +42,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -190,10 +196,47 @@ static int shm_residue(const char *job)
     return found;
 }
 
+/* A PMIx job's node region names (ptl-<uid>-px...): before the command runs,
+ * remember them; afterwards, report new ones (--no-px-residue). */
+#define PX_MAX 64
+static char px_seen[PX_MAX][NAME_MAX + 1];
+static int px_n;
+
+static int px_scan(bool after)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "ptl-%u-px", (unsigned)getuid());
+    size_t plen = strlen(prefix);
+    int found = 0;
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        if (!after) {
+            if (px_n < PX_MAX)
+                snprintf(px_seen[px_n++], sizeof px_seen[0], "%s", e->d_name);
+            continue;
+        }
+        bool old = false;
+        for (int k = 0; k < px_n && !old; k++)
+            old = !strcmp(px_seen[k], e->d_name);
+        if (old)
+            continue;
+        fprintf(stderr, "mp_driver: /dev/shm/%s (a PMIx job's node region) was left behind\n",
+                e->d_name);
+        found++;
+    }
+    closedir(d);
+    return found;
+}
+
 int main(int argc, char **argv)
 {
     int want_exit = 0, spawn = 0, skip_code = -1;
-    bool nonzero = false, residue = false, fault_ok = false;
+    bool nonzero = false, residue = false, px_residue = false, fault_ok = false;
     double settle = 0;
     double within = 100;
     const char *err_has = NULL, *out_has = NULL;
@@ -211,6 +254,8 @@ int main(int argc, char **argv)
             out_has = argv[++i];
         else if (!strcmp(argv[i], "--no-residue"))
             residue = true;
+        else if (!strcmp(argv[i], "--no-px-residue"))
+            px_residue = true;
         else if (!strcmp(argv[i], "--settle") && i + 1 < argc)
             settle = atof(argv[++i]);
         else if (!strcmp(argv[i], "--fault-ok"))
@@ -248,6 +293,8 @@ int main(int argc, char **argv)
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, &old);
 
+    if (px_residue)
+        px_scan(false);
     char job[32];
     snprintf(job, sizeof job, "mpd%d", (int)getpid());
     int n = spawn ? spawn : 1;
@@ -358,6 +405,8 @@ int main(int argc, char **argv)
         bad += shm_residue(spawn ? job : pidjob);
         bad += reap_leftovers(settle);
     }
+    if (px_residue)
+        bad += px_scan(true);
     fprintf(stderr, "mp_driver: finished in %.2f s: %s\n", took,
             bad ? "FAILED" : skipped ? "skipped" : "ok");
     free(o);
