@@ -174,26 +174,39 @@ static int reap_leftovers(double settle_s)
     return left;
 }
 
-static int shm_residue(const char *job)
+/* Calls fn for every /dev/shm entry whose name starts with prefix; returns
+ * how many fn counted. */
+static int shm_walk(const char *prefix, int (*fn)(const char *name, size_t plen, void *arg),
+                    void *arg)
 {
-    char prefix[96];
-    snprintf(prefix, sizeof prefix, "ptl-%u-%s", (unsigned)getuid(), job);
     size_t plen = strlen(prefix);
     int found = 0;
     DIR *d = opendir("/dev/shm");
     if (!d)
         return 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, plen) == 0 &&
-            (e->d_name[plen] == '\0' || e->d_name[plen] == '-' || e->d_name[plen] == '.' ||
-             e->d_name[plen] == '~')) { /* '~': a creator's private name (transport/shm.c) */
-            fprintf(stderr, "mp_driver: /dev/shm/%s was left behind\n", e->d_name);
-            found++;
-        }
-    }
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, plen) == 0)
+            found += fn(e->d_name, plen, arg);
     closedir(d);
     return found;
+}
+
+static int job_left(const char *name, size_t plen, void *arg)
+{
+    (void)arg;
+    char c = name[plen]; /* '~': a creator's private name (transport/shm.c) */
+    if (c != '\0' && c != '-' && c != '.' && c != '~')
+        return 0;
+    fprintf(stderr, "mp_driver: /dev/shm/%s was left behind\n", name);
+    return 1;
+}
+
+static int shm_residue(const char *job)
+{
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "ptl-%u-%s", (unsigned)getuid(), job);
+    return shm_walk(prefix, job_left, NULL);
 }
 
 /* A PMIx job's node region names (ptl-<uid>-px...): before the command runs,
@@ -202,35 +215,26 @@ static int shm_residue(const char *job)
 static char px_seen[PX_MAX][NAME_MAX + 1];
 static int px_n;
 
+static int px_one(const char *name, size_t plen, void *arg)
+{
+    (void)plen;
+    if (!*(bool *)arg) {
+        if (px_n < PX_MAX)
+            snprintf(px_seen[px_n++], sizeof px_seen[0], "%s", name);
+        return 0;
+    }
+    for (int k = 0; k < px_n; k++)
+        if (!strcmp(px_seen[k], name))
+            return 0;
+    fprintf(stderr, "mp_driver: /dev/shm/%s (a PMIx job's node region) was left behind\n", name);
+    return 1;
+}
+
 static int px_scan(bool after)
 {
     char prefix[32];
     snprintf(prefix, sizeof prefix, "ptl-%u-px", (unsigned)getuid());
-    size_t plen = strlen(prefix);
-    int found = 0;
-    DIR *d = opendir("/dev/shm");
-    if (!d)
-        return 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, plen) != 0)
-            continue;
-        if (!after) {
-            if (px_n < PX_MAX)
-                snprintf(px_seen[px_n++], sizeof px_seen[0], "%s", e->d_name);
-            continue;
-        }
-        bool old = false;
-        for (int k = 0; k < px_n && !old; k++)
-            old = !strcmp(px_seen[k], e->d_name);
-        if (old)
-            continue;
-        fprintf(stderr, "mp_driver: /dev/shm/%s (a PMIx job's node region) was left behind\n",
-                e->d_name);
-        found++;
-    }
-    closedir(d);
-    return found;
+    return shm_walk(prefix, px_one, &after);
 }
 
 int main(int argc, char **argv)

@@ -32,13 +32,8 @@ int main(int argc, char **argv)
         mp_die("usage: mp_late <delay s> <most ms>");
     unsigned delay_s = (unsigned)atoi(argv[1]);
     uint64_t most_ms = (uint64_t)atoll(argv[2]);
-    int maxif;
-    MP_CHECK(PtlInit(&maxif));
-    MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
     unsigned rank, size;
-    MP_CHECK(PtlGetRank(PTL_INVALID_HANDLE, &rank, &size));
-    if (size < 2)
-        mp_die("this test needs at least 2 ranks (run it with mpirun -np 2)");
+    mp_rank_init(2, &rank, &size);
     bool late = rank == size - 1;
     if (late) {
         fprintf(stderr, "rank %u: sleeping %u s before PtlNIInit\n", rank, delay_s);

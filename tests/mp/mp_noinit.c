@@ -32,13 +32,8 @@ int main(int argc, char **argv)
     if (argc < 2 || atoi(argv[1]) <= 0)
         mp_die("usage: mp_noinit <most ms>");
     uint64_t most_ms = (uint64_t)atoll(argv[1]);
-    int maxif;
-    MP_CHECK(PtlInit(&maxif));
-    MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
     unsigned rank, size;
-    MP_CHECK(PtlGetRank(PTL_INVALID_HANDLE, &rank, &size));
-    if (size < 2)
-        mp_die("this test needs at least 2 ranks (run it with mpirun -np 2)");
+    mp_rank_init(2, &rank, &size);
     unsigned victim = size - 1;
     if (rank == victim) {
         fprintf(stderr, "rank %u: raising SIGKILL before PtlNIInit\n", rank);

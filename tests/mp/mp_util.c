@@ -229,6 +229,17 @@ static void post_arrival(struct mp *m, uint64_t gen)
 
 void mp_init(struct mp *m, unsigned min_size) { mp_init_epoch(m, min_size, 0); }
 
+void mp_rank_init(unsigned min_size, unsigned *rank, unsigned *size)
+{
+    int maxif;
+    MP_CHECK(PtlInit(&maxif));
+    MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
+    MP_CHECK(PtlGetRank(PTL_INVALID_HANDLE, rank, size));
+    if (*size < min_size)
+        mp_die("this test needs at least %u ranks (run it with mpirun -np %u)", min_size,
+               min_size);
+}
+
 void mp_init_epoch(struct mp *m, unsigned min_size, unsigned epoch)
 {
     memset(m, 0, sizeof *m);

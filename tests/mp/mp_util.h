@@ -61,6 +61,10 @@ void mp_check_at(const char *file, int line, const char *what, int rc);
  * own MEs. Exits 1 (with a message) when the job has fewer than min_size
  * ranks. */
 void mp_init(struct mp *m, unsigned min_size);
+/* The runtime alone, for a program that opens its NI itself (or not at all):
+ * PtlInit, PtlSetRank from the launcher, PtlGetRank. Exits 1 (with a
+ * message) when the job has fewer than min_size ranks. */
+void mp_rank_init(unsigned min_size, unsigned *rank, unsigned *size);
 /* The same for the epoch-th NI of this process (after an mp_fini): barrier
  * messages of an earlier NI that are still queued cannot match this one's. */
 void mp_init_epoch(struct mp *m, unsigned min_size, unsigned epoch);
