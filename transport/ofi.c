@@ -825,9 +825,11 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
 /* The step a read completion counts for, or NULL (its step was given up on). */
 static inline struct ofi_step *read_step(struct pt_xport *x, const struct ofi_ctx *c)
 {
-    struct ofi_step *t = &x->st[c->idx & 15u];
-    return (c->idx & 15u) < OFI_STEPS && c->idx == OFI_RD_IDX((uint32_t)(t - x->st), t->gen) ? t
-                                                                                            : NULL;
+    uint32_t slot = c->idx & 15u;
+    if (slot >= OFI_STEPS)
+        return NULL; /* OFI_FAULT_NOCOMPL's index */
+    struct ofi_step *t = &x->st[slot];
+    return c->idx == OFI_RD_IDX(slot, t->gen) ? t : NULL;
 }
 
 static int progress(struct pt_xport *x)
