@@ -1007,12 +1007,15 @@ void pt_nic_destroy(struct pt_nic *nic)
     }
     free(nic->ops_pool);
     pt_ireq_fini(nic);
-    pt_ct_fini(nic); /* with the operations still armed (never fired) */
     munmap(nic->nomatch_since, peer_state_bytes(nic));
     pt_obj_tables_fini(nic);
     pt_nic_trace_stop(nic);
     pt_wait_fini(&nic->w);
     nic->xo->close(nic->x);
+    /* After the transport's close: a read still posted (ofi: a step given up
+     * on when the peer was lost or the flush's grace ran out) may complete
+     * until then, into the reduction scratch among others (an audit). */
+    pt_ct_fini(nic); /* with the operations still armed (never fired) */
     free(nic);
 }
 

@@ -117,6 +117,7 @@ void pt_rndv_init(struct pt_rndv *r, const struct pt_wire_hdr *h, uint32_t peer,
     r->total = mlength;
     r->done = 0;
     r->dst_off = dst_off;
+    r->desc = pt_xport_desc_id(h);
 }
 
 /* Move the next at most seg bytes of the transfer between the remote iovecs
@@ -168,7 +169,7 @@ static long rndv_move(struct pt_rndv *r, const struct pt_xport_ops *xo, struct p
     if (nl == 0)
         return -EFAULT; /* the MD ends before the transfer does */
     ssize_t got = push ? (xo->push ? xo->push(x, r->peer, lv, nl, rv, nr) : -ENOSYS)
-                       : xo->pull(x, r->peer, lv, nl, rv, nr);
+                       : xo->pull(x, r->peer, lv, nl, rv, nr, r->desc);
     if (got <= 0)
         return got < 0 ? (long)got : -EIO;
     r->done += (uint64_t)got;

@@ -109,6 +109,7 @@ struct pt_rndv {
     uint64_t total;   /* end of the part to move                  */
     uint64_t done;    /* moved up to here                         */
     uint64_t dst_off; /* where in the local MD the transfer starts */
+    uint64_t desc;    /* the descriptor's id (pt_xport_desc_id): pull's desc */
 };
 
 /* Start a rendezvous receive of mlength bytes described by header h. */

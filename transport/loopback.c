@@ -83,8 +83,9 @@ static bool lo_rx_pending(struct pt_xport *x)
 }
 
 static ssize_t lo_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
-                       const struct iovec *remote, int nremote)
+                       const struct iovec *remote, int nremote, uint64_t desc)
 {
+    (void)desc;
     /* Same address space, but the addresses come from a message header: read
      * them with process_vm_readv on ourselves, so a bad address is EFAULT and
      * not a crash. Only if the kernel refuses the call (seccomp) do we copy

@@ -169,10 +169,10 @@ static uint32_t mix_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_
 }
 
 static ssize_t mix_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
-                        const struct iovec *remote, int nremote)
+                        const struct iovec *remote, int nremote, uint64_t desc)
 {
-    return here(x, peer) ? x->so->pull(x->sx, x->loc[peer], local, nlocal, remote, nremote)
-                         : x->oo->pull(x->ox, peer, local, nlocal, remote, nremote);
+    return here(x, peer) ? x->so->pull(x->sx, x->loc[peer], local, nlocal, remote, nremote, desc)
+                         : x->oo->pull(x->ox, peer, local, nlocal, remote, nremote, desc);
 }
 
 /* The cooperative rendezvous (xport.h push, coop_word): towards node peers

@@ -103,7 +103,7 @@
 /* Host mode's connections (connect_all): none (never probed), the first
  * probe sent, up (the provider wrote a probe to the connection). */
 enum { OFI_CONN_NONE = 0, OFI_CONN_ASKED = 1, OFI_CONN_UP = 2 };
-#define OFI_CONNECT_MAX 1024u /* host mode probes jobs up to this size */
+#define OFI_CONNECT_MAX 256u /* host mode probes jobs up to this size (a socket per peer) */
 #define OFI_PROBE_MAX  64u           /* peers probed per probe period, at most     */
 #define OFI_PROBE_LATE 4u            /* periods (ours) a probe may stay uncompleted
                                       * (providers without the kernel's check)    */
@@ -135,22 +135,11 @@ struct ofi_wiov {
 #define W_NIOV(h)     W_U16(h, PT_XPORT_NIOV_OFF)
 #define W_IOV(h)      ((const struct ofi_wiov *)((const char *)(h) + PT_XPORT_HDR_BYTES))
 #define W_U64(h, off) (*(const uint64_t *)((const char *)(h) + (off)))
-/* What a descriptor and the answer that ends its life both carry: a put's
- * req (unique while it waits), or a reply's target MD, offset, length and
- * GET_START link (the link alone is 0 when start events are off). Two
- * replies with the same id describe the same memory: either's key reads it,
- * so the reader may end either one, but both sides must end the same one:
- * the answer names the key the reader forgot (rkey_end, reg_end). */
-static inline uint64_t w_desc_id(const void *h)
-{
-    uint8_t op = W_OP(h);
-    if (op == PT_XPORT_W_PUT || op == PT_XPORT_W_FIN)
-        return W_U32(h, PT_XPORT_REQ_OFF);
-    uint64_t v = W_U32(h, PT_XPORT_TGT_MD_OFF) | (uint64_t)W_U32(h, PT_XPORT_TGT_LINK_OFF) << 32;
-    v ^= W_U64(h, PT_XPORT_TGT_OFFSET_OFF) * 0x9e3779b97f4a7c15ull;
-    v ^= W_U64(h, PT_XPORT_MLENGTH_OFF) * 0xc2b2ae3d27d4eb4full;
-    return v;
-}
+/* A descriptor's id: xport.h, pt_xport_desc_id. Two replies with the same id
+ * describe the same memory: either's key reads it, so the reader may end
+ * either one, but both sides must end the same one: the answer names the key
+ * the reader forgot (rkey_end, reg_end). */
+#define w_desc_id(h) pt_xport_desc_id(h)
 
 /* The prefix every message carries (64 bytes, so slots stay 64-aligned). */
 struct ofi_pfx {
@@ -247,10 +236,13 @@ struct ofi_step {
     bool busy;
     uint32_t peer;
     const void *l0, *r0;
+    uint64_t desc;         /* the descriptor's id (the engine's desc)            */
+    uint64_t key;          /* the registration its reads use (rkey_end spares it) */
     size_t len;            /* bytes its reads move                               */
     uint32_t turns;        /* -EAGAIN answers: every 4,096 the peer is checked   */
 };
 #define OFI_RD_IDX(slot, gen) ((gen) << 4 | (slot))
+_Static_assert(OFI_STEPS < 16, "a read's idx holds its step's slot in 4 bits, 15 none");
 
 struct pt_xport {
     /* the job region underneath (identity, liveness, names, trace) */
@@ -330,9 +322,9 @@ struct pt_xport {
     struct ofi_step st[OFI_STEPS]; /* pull steps in flight                      */
     struct ofi_rdset *rd_lost; /* sets a pull gave up on with reads still posted:
                            * the provider may hold them until close (ofi_free)  */
-    uint32_t post_turns;  /* -EAGAIN answers to a step's first read (the
-                           * provider's queue full): every 4,096 the peer is
-                           * checked                                           */
+    uint32_t *post_turns; /* [peer]: refused first reads (the provider's queue
+                           * full) since one to it was taken: every 4,096 the
+                           * peer is checked                                   */
     uint8_t fault;        /* PTL_OFI_FAULT, tests only: set at open, read by pull
                            * and try_send (OFI_FAULT_*; 0 off)                    */
     uint32_t fault_sends; /* OFI_FAULT_SENDERR: data messages sent so far         */
@@ -989,15 +981,26 @@ static uint64_t rkey_end(struct pt_xport *x, uint32_t peer, const void *h)
 {
     uint8_t op = W_OP(h) == PT_XPORT_W_FIN ? PT_XPORT_W_PUT : PT_XPORT_W_REPLY;
     uint64_t id = w_desc_id(h);
+    uint32_t pick = UINT32_MAX;
     for (uint32_t k = 0; k < x->nrk; k++) {
         struct ofi_rkey *r = &x->rk[k];
-        if (r->peer == peer && r->op == op && r->id == id) {
-            uint64_t key = r->key;
-            x->rk[k] = x->rk[--x->nrk];
-            return key;
-        }
+        if (r->peer != peer || r->op != op || r->id != id)
+            continue;
+        /* Two replies with the same id: end one no pull step reads with
+         * (steps are asynchronous: another op's may be in flight). */
+        bool used = false;
+        for (uint32_t t = 0; t < OFI_STEPS && !used; t++)
+            used = x->st[t].busy && x->st[t].peer == peer && x->st[t].key == r->key;
+        if (pick == UINT32_MAX || !used)
+            pick = k;
+        if (!used)
+            break;
     }
-    return 0;
+    if (pick == UINT32_MAX)
+        return 0;
+    uint64_t key = x->rk[pick].key;
+    x->rk[pick] = x->rk[--x->nrk];
+    return key;
 }
 
 static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key)
@@ -1449,8 +1452,12 @@ static ssize_t pull_lost(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
         return -ESRCH; /* nothing posted */
     if (t->pending) {
         struct ofi_rdset *n = calloc(1, sizeof *n);
-        if (!n)
-            return -ENOMEM; /* the step stays: its reads may complete */
+        if (!n) {
+            /* The slot keeps its reads' contexts for good (busy, matching
+             * no call): one step fewer in flight until the NI closes. */
+            t->peer = UINT32_MAX;
+            return -ENOMEM;
+        }
         t->rd->next = x->rd_lost;
         x->rd_lost = t->rd;
         t->rd = n;
@@ -1465,7 +1472,7 @@ static ssize_t pull_lost(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
  * engine asks again next pass. Every 4,096 answers: is the peer still there? */
 static ssize_t pull_again(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 {
-    uint32_t n = t ? ++t->turns : ++x->post_turns;
+    uint32_t n = t ? ++t->turns : ++x->post_turns[peer];
     if (x->dead[peer] || LD_RELAXED(&x->gone[peer]) || ((n & 0xfff) == 0 && pull_peer_lost(x, peer)))
         return pull_lost(x, t, peer);
     return -EAGAIN;
@@ -1494,7 +1501,7 @@ static ssize_t pull_collect(struct pt_xport *x, struct ofi_step *t)
  * other peers, commands and events meanwhile (before, it waited here for a
  * whole PTL_RNDV_SEG segment's reads, one segment at a time). */
 static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
-                        const struct iovec *remote, int nremote)
+                        const struct iovec *remote, int nremote, uint64_t desc)
 {
     if (peer >= x->n)
         return -EINVAL;
@@ -1505,7 +1512,7 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
     struct ofi_step *t = NULL;
     for (uint32_t k = 0; k < OFI_STEPS; k++) {
         struct ofi_step *u = &x->st[k];
-        if (u->busy && u->peer == peer && u->l0 == local[0].iov_base &&
+        if (u->busy && u->peer == peer && u->desc == desc && u->l0 == local[0].iov_base &&
             u->r0 == remote[0].iov_base)
             return pull_collect(x, u); /* ours (its length may differ from this
                                          * call's: the bytes moved are from the start) */
@@ -1516,13 +1523,16 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
         progress(x);
         return -EBUSY; /* every slot in flight: the engine asks again later */
     }
-    /* A key whose registration holds every byte this step reads: the
-     * descriptors of one peer may overlap (two gets of one MD at different
-     * offsets and lengths, two puts from one buffer), and the first whose
-     * range held the first byte was read past its end (an audit: "out of
-     * registered range" at the peer, whose tcp then reset the connection).
-     * Any such key is good: every registration in the table lives until our
-     * answer to its descriptor, and this step ends before we send one. */
+    /* The descriptor's own key (desc), whose registration lives until our
+     * answer to it, which comes after this step; else (never seen: a
+     * registration evicted from a full table) one whose registration holds
+     * every byte this step reads. Not merely the first that covers them: the
+     * descriptors of one peer may overlap (two puts from one buffer), and
+     * with steps asynchronous another op's FIN could end that key while our
+     * reads use it (an audit). rkey_end spares keys busy steps use. Not one
+     * whose range held only the first byte either: read past its end ("out
+     * of registered range" at the peer, whose tcp then reset the
+     * connection). */
     uint64_t a0 = UINT64_MAX, a1 = 0;
     for (int i = 0; i < nremote; i++) {
         uint64_t b = (uint64_t)(uintptr_t)remote[i].iov_base, e = b + remote[i].iov_len;
@@ -1534,11 +1544,14 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
             a1 = e;
     }
     const struct ofi_rkey *rk = NULL;
-    for (uint32_t k = 0; k < x->nrk; k++)
-        if (x->rk[k].peer == peer && a0 >= x->rk[k].lo && a1 <= x->rk[k].hi) {
-            rk = &x->rk[k];
-            break;
+    for (uint32_t k = 0; k < x->nrk; k++) {
+        const struct ofi_rkey *r = &x->rk[k];
+        if (r->peer == peer && a0 >= r->lo && a1 <= r->hi && (!rk || r->id == desc)) {
+            rk = r;
+            if (r->id == desc)
+                break;
         }
+    }
     if (!rk || x->dead[peer] || !peer_addr(x, peer))
         return rk ? -ESRCH : -EFAULT;
     uint64_t key = rk->key, base = x->mr_virt ? 0 : rk->lo;
@@ -1561,8 +1574,9 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
             if (rc == -FI_EAGAIN) {
                 if (posted)
                     break; /* a shorter step */
-                progress(x);
-                return pull_again(x, NULL, peer); /* the provider's queue is full */
+                progress(x); /* the provider's queue is full: no step taken */
+                ssize_t r = pull_again(x, NULL, peer);
+                return r == -EAGAIN ? -EBUSY : r;
             }
             if (rc) {
                 pt_log_once(PT_LOG_WARN, "ofi: fi_read from rank %u: %s", peer,
@@ -1581,8 +1595,10 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
         if (lo == local[li].iov_len) { li++; lo = 0; }
         if (ro == remote[ri].iov_len) { ri++; ro = 0; }
     }
-    x->post_turns = 0;
+    x->post_turns[peer] = 0;
     t->busy = true;
+    t->desc = desc;
+    t->key = key;
     t->turns = 0;
     t->peer = peer;
     t->l0 = local[0].iov_base;
@@ -1652,6 +1668,7 @@ static void ofi_free(struct pt_xport *x)
         close(x->tfd);
     for (uint32_t k = 0; k < OFI_STEPS; k++)
         free(x->st[k].rd); /* the endpoint is closed: no read holds a context now */
+    free(x->post_turns);
     while (x->rd_lost) {
         struct ofi_rdset *n = x->rd_lost->next;
         free(x->rd_lost);
@@ -1986,7 +2003,7 @@ static void connect_all(struct pt_xport *x)
     for (;;) {
         for (; next < x->n; next++) { /* ask each peer once, as buffers allow */
             uint32_t p = next;
-            if (p == x->me || x->dead[p] || !peer_addr(x, p))
+            if (p == x->me || x->dead[p] || LD_RELAXED(&x->gone[p]) || !peer_addr(x, p))
                 continue;
             x->probe_t[p] = pt_now_ns();
             x->probe_k[p] = x->tick;
@@ -2005,8 +2022,8 @@ static void connect_all(struct pt_xport *x)
         if (next == x->n && !asked)
             break;
         uint64_t now = pt_now_ns();
-        if (now - t0 >= bound)
-            break;
+        if (now - t0 >= bound || LD_RELAXED(&x->failed))
+            break; /* (a death the launcher reported: PMIx's event) */
         if (progress(x)) {
             idle_since = 0;
             continue;
@@ -2039,7 +2056,8 @@ static int ofi_setup(struct pt_xport *x)
     x->fault = (uint8_t)pt_config()->ofi_fault;
     x->probe_t = calloc(n, sizeof *x->probe_t);
     x->probe_k = calloc(n, sizeof *x->probe_k);
-    bool rd_ok = true;
+    x->post_turns = calloc(n, sizeof *x->post_turns);
+    bool rd_ok = x->post_turns != NULL;
     for (uint32_t k = 0; k < OFI_STEPS; k++)
         rd_ok &= (x->st[k].rd = calloc(1, sizeof *x->st[k].rd)) != NULL;
     x->dead_t = calloc(n, sizeof *x->dead_t);

@@ -1042,8 +1042,9 @@ static ssize_t shm_cma(struct pt_xport *x, uint32_t peer, const struct iovec *lo
 }
 
 static ssize_t shm_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
-                        const struct iovec *remote, int nremote)
+                        const struct iovec *remote, int nremote, uint64_t desc)
 {
+    (void)desc; /* CMA reads any address of the peer's */
     return shm_cma(x, peer, local, nlocal, remote, nremote, false);
 }
 

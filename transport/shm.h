@@ -71,7 +71,7 @@ int pt_shm_ring_fd(struct pt_xport *x);
  * sleeps on the pidfds of the ranks after it (up to 256) and does what
  * ptlrun does when one ends: still attached, the job fails
  * (PTL_NI_PEER_DIED, every bell rung); detached, a departure is counted.
- * One that has not attached within PTL_PMIX_TIMEOUT_S of the watch's start
+ * One that has not attached within twice PTL_PMIX_TIMEOUT_S of the watch's start
  * is taken for dead too (it may have died before it could: nobody knows its
  * pid), and the region's name is removed. Stopped by the transport's close.
  * 0 or -errno. */

@@ -16,14 +16,15 @@
  *   - detached: it left in order; `departed` is raised (engines then ask
  *     peer_alive about the peers that still owe them something).
  * Ranks not attached yet are looked for every 100 ms until each has a
- * pidfd. One still not attached PTL_PMIX_TIMEOUT_S after the watch started
+ * pidfd. One still not attached twice PTL_PMIX_TIMEOUT_S after the watch started
  * is judged lost (lost_unattached): it may have died before its PtlNIInit,
  * and nothing tells its pid (Open MPI 4.1's PMIx answers PMIX_PROC_PID
  * with "not found"), so without a bound the others waited for it for ever
  * and the region's name, which the last rank to attach removes, stayed in
  * /dev/shm (an audit: 8 of 8 runs under mpirun --enable-recovery). The
- * same bound as a job across hosts gives a rank that does not reach its
- * PtlNIInit (the wire-up fence, pmix.c). No CPU is used while nothing
+ * bound a job across hosts gives a rank that does not reach its PtlNIInit
+ * (the wire-up fence, pmix.c), doubled for the connections such a rank may
+ * make after it (ofi.c, connect_all). No CPU is used while nothing
  * happens. Cold path only.
  */
 #include "shm_int.h"
@@ -91,6 +92,14 @@ static void judge(struct pt_shm_watch *w, uint32_t i)
     }
 }
 
+/* How long a watched rank may take to attach: twice PTL_PMIX_TIMEOUT_S, the
+ * wire-up fence's bound, since a rank of a job across hosts may spend up to
+ * that again making its connections before it attaches (ofi.c, connect_all). */
+static uint64_t attach_bound_ns(void)
+{
+    return 2u * (uint64_t)pt_config()->pmix_timeout_s * 1000000000u;
+}
+
 /* Watched rank i has not attached within the bound: dead to this rank's job,
  * as one that ended attached (judge), and the region's name goes (nobody
  * else will remove it: the last rank to attach does that). The name is
@@ -107,10 +116,10 @@ static void lost_unattached(struct pt_shm_watch *w, uint32_t i)
     uint32_t zero = 0;
     RMW_CAS(&x->hdr->job_failed, &zero, PTL_NI_PEER_DIED);
     pt_shm_ring_everyone(x);
-    pt_log(PT_LOG_WARN, "job region: the rank in slot %u has not attached within %lld s "
-                        "(PTL_PMIX_TIMEOUT_S; it may have died before its PtlNIInit): taken "
-                        "for dead, the job has failed",
-           s, (long long)pt_config()->pmix_timeout_s);
+    pt_log(PT_LOG_WARN, "job region: the rank in slot %u has not attached within %llu s "
+                        "(twice PTL_PMIX_TIMEOUT_S; it may have died before its PtlNIInit): "
+                        "taken for dead, the job has failed",
+           s, (unsigned long long)(attach_bound_ns() / 1000000000u));
     if (!w->named)
         return;
     char path[96];
@@ -160,8 +169,7 @@ static void *watch_main(void *arg)
             p[k].events = POLLIN;
             idx[k++] = i;
         }
-        if (missing &&
-            pt_now_ns() - w->t0 >= (uint64_t)pt_config()->pmix_timeout_s * 1000000000u) {
+        if (missing && pt_now_ns() - w->t0 >= attach_bound_ns()) {
             for (uint32_t i = 0; i < w->n; i++) {
                 if (w->done[i] || w->pfd[i] >= 0)
                     continue;

@@ -55,6 +55,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <string.h>
 #include <sys/uio.h>
 
 enum pt_cls { PT_CLS_REQ = 0, PT_CLS_RSP = 1, PT_CLS_NR = 2 };
@@ -120,11 +121,14 @@ struct pt_xport_ops {
      * CMA refused; the caller falls back to copying through the queues).
      * A transport that moves the bytes by itself (ofi's RMA reads) may take
      * the step and answer -EAGAIN: the engine makes the same call again
-     * (same peer and first addresses; the length may differ) until it
+     * (same peer, desc and first addresses; the length may differ) until it
      * answers the bytes moved from the start, or an error; -EBUSY: no step
-     * taken (as many in flight as it holds), ask again later. */
+     * taken (as many in flight as it holds, or the provider's queue full),
+     * ask again later. desc: the descriptor's id (pt_xport_desc_id of the
+     * rendezvous header the transfer came with), so that a transport that
+     * registered memory per descriptor reads with that descriptor's own key. */
     ssize_t (*pull)(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
-                    const struct iovec *remote, int nremote);
+                    const struct iovec *remote, int nremote, uint64_t desc);
     /* Bulk, the other way: copy local iovecs into the peer's address space
      * (CMA write), for the cooperative rendezvous (wire.h, PUSH). Optional:
      * NULL when the transport cannot (ofi); the engine then never offers to
@@ -263,6 +267,32 @@ bool pt_launcher_fork_settle(uint64_t deadline_ns);
 #define PT_XPORT_W_FIN        6u
 #define PT_XPORT_W_RFIN       8u
 #define PT_XPORT_F_RNDV       2u    /* the payload is (addr, len) pairs         */
+
+/* What a rendezvous descriptor and the answer that ends its life both
+ * carry: a put's req (unique while it waits), or a reply's target MD,
+ * offset, length and GET_START link (the link alone is 0 when start events
+ * are off). Two replies with the same id describe the same memory. The
+ * engine hands it to pull (desc); ofi keys its registrations by it. */
+static inline uint64_t pt_xport_desc_id(const void *h)
+{
+    const char *b = (const char *)h;
+    uint8_t op = (uint8_t)b[PT_XPORT_OP_OFF];
+    uint32_t u;
+    if (op == PT_XPORT_W_PUT || op == PT_XPORT_W_FIN) {
+        memcpy(&u, b + PT_XPORT_REQ_OFF, sizeof u);
+        return u;
+    }
+    uint32_t md, link;
+    uint64_t off, mlen;
+    memcpy(&md, b + PT_XPORT_TGT_MD_OFF, sizeof md);
+    memcpy(&link, b + PT_XPORT_TGT_LINK_OFF, sizeof link);
+    memcpy(&off, b + PT_XPORT_TGT_OFFSET_OFF, sizeof off);
+    memcpy(&mlen, b + PT_XPORT_MLENGTH_OFF, sizeof mlen);
+    uint64_t v = md | (uint64_t)link << 32;
+    v ^= off * 0x9e3779b97f4a7c15ull;
+    v ^= mlen * 0xc2b2ae3d27d4eb4full;
+    return v;
+}
 #define PT_XPORT_IOV_MAX      65u   /* PT_MAX_IOV + 1                            */
 uint32_t pt_slot_size_for(uint32_t eager_max);
 /* Queue depth from PTL_QUEUE_SLOTS: the next power of two, at least 4. */

@@ -2,10 +2,11 @@
  * mp_noinit - a rank of a PMIx job on one host dies before its PtlNIInit
  * (issue 17 hardening, docs/ofi.md "One job across hosts", node-only): it
  * never attached to the node region, so no watch has its OS pid, and Open
- * MPI 4.1's PMIx gives none. The others' job must fail within
+ * MPI 4.1's PMIx gives none. The others' job must fail within twice
  * PTL_PMIX_TIMEOUT_S (the bound a rank that does not reach PtlNIInit gets in
- * a job across hosts), not wait for it for ever, and the region's name must
- * not stay in /dev/shm.
+ * a job across hosts, doubled for the connections it may make after it:
+ * transport/shm_watch.c), not wait for it for ever, and the region's name
+ * must not stay in /dev/shm.
  *
  *   usage (2 ranks or more, under mpirun --enable-recovery): mp_noinit <most ms>
  *
