@@ -1571,7 +1571,7 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
             c->kind = CTX_READ;
             c->idx = idx;
             ssize_t rc = pull_read(x, peer, (char *)local[li].iov_base + lo, m, ra, key, c);
-            if (rc == -FI_EAGAIN) {
+            if (rc == -FI_EAGAIN || rc == -FI_EBUSY) { /* (-EBUSY: ours means "later") */
                 if (posted)
                     break; /* a shorter step */
                 progress(x); /* the provider's queue is full: no step taken */
