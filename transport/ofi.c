@@ -111,6 +111,7 @@ enum { OFI_CONN_NONE = 0, OFI_CONN_ASKED = 1, OFI_CONN_UP = 2 };
 #define OFI_CHECK_SHIFT_MAX 6u       /* checks of a live peer: 2, 4, .. 64 periods apart */
 #define OFI_BYE_MS     2000u         /* close: how long byes may take to leave     */
 #define OFI_LOST_MS    5000          /* ptlrun job: a failed send's wait for a death */
+#define OFI_DRAIN_MS   2000          /* a lost peer's posted reads: the wait for their end */
 #define OFI_NRBUF      4u            /* multi-receive buffers posted              */
 #define OFI_CQ_BATCH   16
 #define OFI_MAX_PENDING_POLLS 2000000u /* pull: polls before giving up on a read  */
@@ -240,6 +241,8 @@ struct ofi_step {
     uint64_t key;          /* the registration its reads use (rkey_end spares it) */
     size_t len;            /* bytes its reads move                               */
     uint32_t turns;        /* -EAGAIN answers: every 4,096 the peer is checked   */
+    uint64_t drain_t;      /* the peer was found lost at (pt_now_ns), reads still
+                            * posted; 0: not (pull_drain)                          */
 };
 #define OFI_RD_IDX(slot, gen) ((gen) << 4 | (slot))
 _Static_assert(OFI_STEPS < 16, "a read's idx holds its step's slot in 4 bits, 15 none");
@@ -1465,7 +1468,30 @@ static ssize_t pull_lost(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
     }
     t->gen++;
     t->busy = false;
+    t->drain_t = 0;
     return -ESRCH;
+}
+
+/* The peer of step t is lost while reads of t are still posted. Until the
+ * provider ends them, each may still write into the op's memory: bytes the
+ * peer sent before it died wait in our socket and land whenever our
+ * progress() reads them, after the engine has reported the op failed and
+ * its owner has unlinked or freed that memory (an audit). So the step is
+ * given up only once its reads have ended (a dead peer's connection is
+ * reset or closed, and the provider fails what it carried: pull_collect
+ * then answers their error), or OFI_DRAIN_MS after the loss was seen (a
+ * provider that never ends them; none we know of, but the engine must not
+ * wait for ever). Meanwhile -EAGAIN: the engine asks again next pass. */
+static ssize_t pull_drain(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
+{
+    if (!t || !t->pending)
+        return pull_lost(x, t, peer);
+    uint64_t now = pt_now_ns();
+    if (!t->drain_t)
+        t->drain_t = now ? now : 1;
+    else if (now - t->drain_t >= (uint64_t)OFI_DRAIN_MS * 1000000u)
+        return pull_lost(x, t, peer);
+    return -EAGAIN;
 }
 
 /* The step t (in flight) or a first read (t NULL) is not done: -EAGAIN, the
@@ -1474,7 +1500,7 @@ static ssize_t pull_again(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 {
     uint32_t n = t ? ++t->turns : ++x->post_turns[peer];
     if (x->dead[peer] || LD_RELAXED(&x->gone[peer]) || ((n & 0xfff) == 0 && pull_peer_lost(x, peer)))
-        return pull_lost(x, t, peer);
+        return pull_drain(x, t, peer);
     return -EAGAIN;
 }
 
@@ -1488,8 +1514,10 @@ static ssize_t pull_collect(struct pt_xport *x, struct ofi_step *t)
             return pull_again(x, t, t->peer);
     }
     t->busy = false;
-    if (t->err)
-        return t->err < 0 ? t->err : -EIO;
+    if (t->err) /* a dead peer's reads (pull_drain): the engine says PEER_DIED */
+        return x->dead[t->peer] || LD_RELAXED(&x->gone[t->peer]) ? -ESRCH
+               : t->err < 0                                      ? t->err
+                                                                 : -EIO;
     return (ssize_t)t->len;
 }
 
@@ -1600,6 +1628,7 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
     t->desc = desc;
     t->key = key;
     t->turns = 0;
+    t->drain_t = 0;
     t->peer = peer;
     t->l0 = local[0].iov_base;
     t->r0 = remote[0].iov_base;

@@ -1,14 +1,14 @@
 /*
  * mp_kill - a rank dies by SIGKILL in the middle of a 64 MiB transfer.
  *
- *   usage (under ptlrun): mp_kill target|initiator|late|pdone [size]
+ *   usage (under ptlrun): mp_kill target|initiator|late|pdone [size [serve_ms]]
  *
  * target:    rank 0 puts `size` bytes to rank 1; rank 1 raises SIGKILL as
  *            soon as it sees PUT_START (its engine is pulling the data).
  * initiator: rank 1 puts `size` bytes to rank 0 and raises SIGKILL as soon as
  *            it sees SEND_START (rank 0's engine is pulling from it).
  * late:      as initiator, but rank 1 keeps its engine running (PtlEQPoll)
- *            for 500 ms after SEND_START before it raises SIGKILL, so that
+ *            for serve_ms (500) after SEND_START before it raises SIGKILL, so that
  *            rank 0's pull has begun; for PTL_OFI_FAULT (transport/ofi.c,
  *            tests only), with which that pull never ends by itself: rank 0
  *            must give it up when it finds rank 1 lost (ofi_pull,
@@ -47,11 +47,12 @@ int main(int argc, char **argv)
     mp_init(&m, 2);
     if (argc < 2 || (strcmp(argv[1], "target") && strcmp(argv[1], "initiator") &&
                      strcmp(argv[1], "late") && strcmp(argv[1], "pdone")))
-        mp_die("usage: mp_kill target|initiator|late|pdone [size]");
+        mp_die("usage: mp_kill target|initiator|late|pdone [size [serve_ms]]");
     bool victim_is_target = !strcmp(argv[1], "target");
     bool stop_first = !strcmp(argv[1], "pdone");
     bool late = !strcmp(argv[1], "late");
     uint64_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 64ull << 20;
+    uint64_t serve_ms = argc > 3 ? strtoull(argv[3], NULL, 0) : 500;
     uint8_t *buf = malloc(size);
     if (!buf)
         mp_die("out of memory");
@@ -105,8 +106,8 @@ int main(int argc, char **argv)
             /* rank 0's pull is under way; keep serving its reads meanwhile
              * (host mode: only inside a Ptl call) */
             ptl_event_t ev;
-            for (uint64_t t0 = mp_now_ms(), t; (t = mp_now_ms() - t0) < 500;)
-                (void)mp_poll(eq, &ev, (unsigned)(500 - t));
+            for (uint64_t t0 = mp_now_ms(), t; (t = mp_now_ms() - t0) < serve_ms;)
+                (void)mp_poll(eq, &ev, (unsigned)(serve_ms - t));
         }
         fprintf(stderr, "rank 1: raising SIGKILL mid-transfer\n");
         fflush(stderr);
@@ -140,6 +141,32 @@ int main(int argc, char **argv)
                 printf("rank 0: the failure reported by %s (%llu ms into its wait)\n",
                        PtlEventKindStr(ev.type), (unsigned long long)(mp_now_ms() - t0));
                 fflush(stdout);
+                /* From now on the memory is the application's again: nothing
+                 * may land in it (a read posted before the death whose bytes
+                 * waited in a socket and landed after the event, when the
+                 * owner may have freed the buffer: transport/ofi.c,
+                 * pull_drain). The engine keeps running for 300 ms. */
+                uint8_t *snap = malloc(size);
+                if (!snap)
+                    mp_die("out of memory");
+                memcpy(snap, buf, size);
+                for (uint64_t t1 = mp_now_ms(); mp_now_ms() - t1 < 300;) {
+                    int which;
+                    if (PtlEQPoll(&eq, 1, 10, &ev, &which) != PTL_EQ_EMPTY) {
+                        struct timespec d = {0, 1000 * 1000};
+                        nanosleep(&d, NULL);
+                    }
+                }
+                uint64_t changed = 0;
+                for (uint64_t i = 0; i < size; i++)
+                    changed += snap[i] != buf[i];
+                free(snap);
+                if (changed) {
+                    printf("rank 0: %llu bytes of the buffer changed after the failure was "
+                           "reported\n", (unsigned long long)changed);
+                    return 5;
+                }
+                printf("rank 0: the buffer stayed as it was after the failure\n");
                 return 0; /* the failure was reported: what we wanted. Exit 0 so
                            * that ptlrun's status is rank 1's death (137)
                            * whichever exit it reaps first. */
