@@ -456,7 +456,7 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
     }
     const struct pt_xport_ops *oo;
     struct pt_xport *ox;
-    rc = pt_ofi_open_pmix_sub(&sub, slot_size, queue_slots, &oo, &ox, info_p);
+    rc = pt_ofi_open_pmix_sub(&sub, slot_size, queue_slots, true, &oo, &ox, info_p);
     if (rc) {
         mix_free(x);
         return rc; /* (the sub is closed) */
@@ -499,6 +499,11 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
         }
         pt_log(PT_LOG_WARN, "PMIx: %u ranks share this rank's nid %u but not all its "
                             "machine: libfabric for every peer", nloc, my_nid);
+        rc = pt_ofi_serve(ox, NULL);
+        if (rc) {
+            oo->close(ox);
+            return rc;
+        }
         *ops_p = oo;
         *x_p = ox;
         return 0;
@@ -515,6 +520,21 @@ int pt_mix_open_pmix(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint
     if (rc) {
         mix_free(x);
         oo->close(ox);
+        return rc;
+    }
+    /* ofi serves the peers beyond the node only: no connection, probe or bye
+     * of its own to a node peer (the region tells their deaths and exits) */
+    uint8_t *others = calloc(x->n, 1);
+    if (!others) {
+        mix_close(x);
+        return -ENOMEM;
+    }
+    for (uint32_t r = 0; r < x->n; r++)
+        others[r] = here(x, r);
+    rc = pt_ofi_serve(ox, others);
+    free(others);
+    if (rc) {
+        mix_close(x);
         return rc;
     }
     info_p->rndv_iov_max = 1; /* ofi's (reg_desc); per peer: mix_peer_caps */

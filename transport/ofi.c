@@ -352,6 +352,10 @@ struct pt_xport {
     uint8_t *bye;            /* [peer]: it closed its NI in order (OFI_K_BYE) */
     uint8_t *conn;           /* [peer], host mode only (else NULL): OFI_CONN_*,
                               * the connection made in PtlNIInit (connect_all) */
+    uint8_t *other;          /* [peer]: served by another transport (a mixed job's
+                              * node peers, pt_ofi_serve; NULL: none): never
+                              * connected, probed or sent a bye by us           */
+    bool connect_later;      /* opened for mix.c: connect_all waits for pt_ofi_serve */
     /* PMIx job: BYEs received (token holder writes, any thread reads
      * relaxed): the departures op's count there, where no launcher counts
      * them; a change makes the engine fail what a departed peer owes (an
@@ -1258,7 +1262,7 @@ static void probe_tick(struct pt_xport *x)
     for (uint32_t k = 0; k < todo; k++) {
         uint32_t p = x->probe_next;
         x->probe_next = p + 1 < x->n ? p + 1 : 0;
-        if (p == x->me || x->dead[p] || x->bye[p])
+        if (p == x->me || x->dead[p] || x->bye[p] || (x->other && x->other[p]))
             continue;
         if (x->conn && x->conn[p] != OFI_CONN_UP)
             continue; /* host mode: no connection made at start (connect_all) */
@@ -1717,6 +1721,7 @@ static void ofi_free(struct pt_xport *x)
     free(x->dead_err);
     free(x->bye);
     free(x->conn);
+    free(x->other);
     free(x->npendp);
     free(x->blk);
     if (x->pidfd)
@@ -1777,8 +1782,8 @@ static void ofi_close(struct pt_xport *x)
             ;
         uint64_t t0 = pt_now_ns();
         for (uint32_t p = 0; p < x->n; p++) {
-            if (p == x->me || x->dead[p] || x->bye[p])
-                continue;
+            if (p == x->me || x->dead[p] || x->bye[p] || (x->other && x->other[p]))
+                continue; /* (a node peer: the region tells it we left) */
             while (!send_ctl(x, p, OFI_K_BYE, 2) && !x->dead[p] && peer_addr(x, p) &&
                    pt_now_ns() - t0 < bye_ns)
                 close_wait(x); /* no free buffer: completions return them */
@@ -2032,7 +2037,8 @@ static void connect_all(struct pt_xport *x)
     for (;;) {
         for (; next < x->n; next++) { /* ask each peer once, as buffers allow */
             uint32_t p = next;
-            if (p == x->me || x->dead[p] || LD_RELAXED(&x->gone[p]) || !peer_addr(x, p))
+            if (p == x->me || x->dead[p] || LD_RELAXED(&x->gone[p]) ||
+                (x->other && x->other[p]) || !peer_addr(x, p))
                 continue;
             x->probe_t[p] = pt_now_ns();
             x->probe_k[p] = x->tick;
@@ -2067,6 +2073,9 @@ static void connect_all(struct pt_xport *x)
             usleep(200);
     }
     uint32_t peers = x->n - 1;
+    if (x->other)
+        for (uint32_t p = 0; p < x->n; p++)
+            peers -= x->other[p] != 0;
     if (up == peers)
         pt_log(PT_LOG_INFO, "ofi: host mode: connected to the %u peers in %.1f ms (the liveness probe)",
                peers, (double)(pt_now_ns() - t0) / 1e6);
@@ -2243,9 +2252,29 @@ static int ofi_setup(struct pt_xport *x)
     if (rc)
         pt_log(PT_LOG_ERR, "ofi: cannot publish the endpoint name (%zu bytes): %s", len,
                strerror(-rc));
-    else if (x->conn)
+    else if (x->conn && !x->connect_later)
         connect_all(x);
     return rc;
+}
+
+/* Mixed job (mix.c): which peers another transport serves, then host mode's
+ * connections. Before, ofi made a connection to every rank of the job, its
+ * node peers included (the probe in offload mode, connect_all in host mode,
+ * the byes at close): a full node of N ranks held N x (N - 1) TCP connections
+ * that never carried a message. Token holder (PtlNIInit's). */
+int pt_ofi_serve(struct pt_xport *x, const uint8_t *others)
+{
+    if (others) {
+        x->other = malloc(x->n);
+        if (!x->other)
+            return -ENOMEM;
+        memcpy(x->other, others, x->n);
+        x->other[x->me] = 0;
+    }
+    x->connect_later = false;
+    if (x->conn)
+        connect_all(x);
+    return 0;
 }
 
 int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
@@ -2317,12 +2346,12 @@ int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_x
     int rc = pt_pmix_open(info_p, &sub);
     if (rc)
         return rc;
-    return pt_ofi_open_pmix_sub(&sub, slot_size, queue_slots, ops_p, x_p, info_p);
+    return pt_ofi_open_pmix_sub(&sub, slot_size, queue_slots, false, ops_p, x_p, info_p);
 }
 
 int pt_ofi_open_pmix_sub(const struct pt_pmix_sub *subp, uint32_t slot_size, uint32_t queue_slots,
-                         const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
-                         struct pt_xport_info *info_p)
+                         bool connect_later, const struct pt_xport_ops **ops_p,
+                         struct pt_xport **x_p, struct pt_xport_info *info_p)
 {
     struct pt_pmix_sub sub = *subp;
     int rc;
@@ -2342,6 +2371,7 @@ int pt_ofi_open_pmix_sub(const struct pt_pmix_sub *subp, uint32_t slot_size, uin
     x->qslots = pt_queue_slots_for(queue_slots);
     x->ax = sub.ax;
     x->ev_fd = sub.event_fd;
+    x->connect_later = connect_later;
     rc = ofi_setup(x);
     if (rc) {
         ofi_free(x);

@@ -41,10 +41,15 @@ bool pt_pmix_same_machine(uint32_t a, uint32_t b);
 uint32_t pt_pmix_local_size(void);
 const char *pt_pmix_job_key(void);
 /* pt_ofi_open_pmix after its pt_pmix_open (ofi.c): libfabric on the sub
- * (closed on failure). */
+ * (closed on failure). connect_later (mix.c): host mode's connections to
+ * the peers wait for pt_ofi_serve, which must follow. */
 int pt_ofi_open_pmix_sub(const struct pt_pmix_sub *sub, uint32_t slot_size, uint32_t queue_slots,
-                         const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
-                         struct pt_xport_info *info_p);
+                         bool connect_later, const struct pt_xport_ops **ops_p,
+                         struct pt_xport **x_p, struct pt_xport_info *info_p);
+/* After pt_ofi_open_pmix_sub(connect_later): others[p] nonzero for the peers
+ * another transport serves (NULL: none), which ofi never connects to, probes
+ * or says bye to; then host mode's connections. 0 or -errno. */
+int pt_ofi_serve(struct pt_xport *x, const uint8_t *others);
 /* Every rank of the job on this node (mix.c, no ofi): fill every rank's nid
  * with ours without a fence, and have the death handler ring `wake` (the
  * engine's bell) after it marks the job failed. x: the sub from
