@@ -42,6 +42,7 @@ struct mp {
     uint64_t bgen;
     uint64_t *seen;           /* rank 0: [size] latest generation arrived, + 1  */
     uint64_t bbuf[2], gobuf, sendbuf;
+    ptl_sr_value_t drops0;    /* rank 0: PTL_SR_DROP_COUNT once the sink is attached */
 };
 
 /* Print "rank R: ..." and exit 1. */
