@@ -2257,26 +2257,6 @@ static int ofi_setup(struct pt_xport *x)
     return rc;
 }
 
-/* Mixed job (mix.c): which peers another transport serves, then host mode's
- * connections. Before, ofi made a connection to every rank of the job, its
- * node peers included (the probe in offload mode, connect_all in host mode,
- * the byes at close): a full node of N ranks held N x (N - 1) TCP connections
- * that never carried a message. Token holder (PtlNIInit's). */
-int pt_ofi_serve(struct pt_xport *x, const uint8_t *others)
-{
-    if (others) {
-        x->other = malloc(x->n);
-        if (!x->other)
-            return -ENOMEM;
-        memcpy(x->other, others, x->n);
-        x->other[x->me] = 0;
-    }
-    x->connect_later = false;
-    if (x->conn)
-        connect_all(x);
-    return 0;
-}
-
 int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
                 const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                 struct pt_xport_info *info_p)
@@ -2337,6 +2317,26 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
 }
 
 #ifdef PTL_WITH_PMIX
+/* Mixed job (mix.c): which peers another transport serves, then host mode's
+ * connections. Before, ofi made a connection to every rank of the job, its
+ * node peers included (the probe in offload mode, connect_all in host mode,
+ * the byes at close): a full node of N ranks held N x (N - 1) TCP connections
+ * that never carried a message. Token holder (PtlNIInit's). */
+int pt_ofi_serve(struct pt_xport *x, const uint8_t *others)
+{
+    if (others) {
+        x->other = malloc(x->n);
+        if (!x->other)
+            return -ENOMEM;
+        memcpy(x->other, others, x->n);
+        x->other[x->me] = 0;
+    }
+    x->connect_later = false;
+    if (x->conn)
+        connect_all(x);
+    return 0;
+}
+
 /* A process started by a PMIx launcher: every peer over libfabric, identity,
  * liveness and the name exchange from PMIx (pmix.c). */
 int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_xport_ops **ops_p,
