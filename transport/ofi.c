@@ -136,11 +136,10 @@ struct ofi_wiov {
 #define W_NIOV(h)     W_U16(h, PT_XPORT_NIOV_OFF)
 #define W_IOV(h)      ((const struct ofi_wiov *)((const char *)(h) + PT_XPORT_HDR_BYTES))
 #define W_U64(h, off) (*(const uint64_t *)((const char *)(h) + (off)))
-/* A descriptor's id: xport.h, pt_xport_desc_id. Two replies with the same id
- * describe the same memory: either's key reads it, so the reader may end
- * either one, but both sides must end the same one: the answer names the key
- * the reader forgot (rkey_end, reg_end). */
-#define w_desc_id(h) pt_xport_desc_id(h)
+/* Descriptors are keyed by pt_xport_desc_id (xport.h). Two replies with the
+ * same id describe the same memory: either's key reads it, so the reader may
+ * end either one, but both sides must end the same one: the answer names the
+ * key the reader forgot (rkey_end, reg_end). */
 
 /* The prefix every message carries (64 bytes, so slots stay 64-aligned). */
 struct ofi_pfx {
@@ -202,7 +201,7 @@ struct ofi_reg {
     uint64_t key;         /* fi_mr_key(mr): what the peer's answer names        */
     uint32_t peer;
     uint8_t op;           /* PT_W_PUT (ended by FIN) or PT_W_REPLY (by RFIN)   */
-    uint64_t id;          /* w_desc_id                                          */
+    uint64_t id;          /* pt_xport_desc_id                                   */
 };
 
 /* A peer's rendezvous descriptor we may read from, ended by our answer. */
@@ -605,6 +604,13 @@ static inline bool peer_closed(const struct pt_xport *x, uint32_t peer)
     return x->dead[peer] || x->bye[peer];
 }
 
+/* A mixed job's node peer (pt_ofi_serve): another transport serves it, and we
+ * neither connect to it, probe it nor say bye to it. */
+static inline bool peer_other(const struct pt_xport *x, uint32_t peer)
+{
+    return x->other && x->other[peer];
+}
+
 /* A send to peer failed (why: the provider's words): it is dead to us
  * (mark_dead). Said as a warning unless the peer has left the job in order
  * (a ptlrun job's region says so): then what we still sent it goes nowhere,
@@ -749,7 +755,7 @@ static void reg_end(struct pt_xport *x, uint32_t peer, const void *h, uint64_t k
         op = PT_XPORT_W_REPLY;
     else
         return;
-    uint64_t id = w_desc_id(h);
+    uint64_t id = pt_xport_desc_id(h);
     for (uint32_t k = 0; k < x->nreg; k++) {
         struct ofi_reg *r = &x->reg[k];
         if (r->peer == peer && r->op == op && (key ? r->key == key : r->id == id)) {
@@ -977,7 +983,7 @@ static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
     r->key = fi_mr_key(mr);
     r->peer = peer;
     r->op = W_OP(h);
-    r->id = w_desc_id(h);
+    r->id = pt_xport_desc_id(h);
     return r->key;
 }
 
@@ -987,7 +993,7 @@ static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
 static uint64_t rkey_end(struct pt_xport *x, uint32_t peer, const void *h)
 {
     uint8_t op = W_OP(h) == PT_XPORT_W_FIN ? PT_XPORT_W_PUT : PT_XPORT_W_REPLY;
-    uint64_t id = w_desc_id(h);
+    uint64_t id = pt_xport_desc_id(h);
     uint32_t pick = UINT32_MAX;
     for (uint32_t k = 0; k < x->nrk; k++) {
         struct ofi_rkey *r = &x->rk[k];
@@ -1027,7 +1033,7 @@ static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t 
     } else { /* a peer that never gets its answer: the oldest goes */
         k = x->rk_next++ % x->reg_cap;
     }
-    x->rk[k] = (struct ofi_rkey){lo, hi, key, peer, W_OP(h), w_desc_id(h)};
+    x->rk[k] = (struct ofi_rkey){lo, hi, key, peer, W_OP(h), pt_xport_desc_id(h)};
 }
 
 static void ofi_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
@@ -1262,7 +1268,7 @@ static void probe_tick(struct pt_xport *x)
     for (uint32_t k = 0; k < todo; k++) {
         uint32_t p = x->probe_next;
         x->probe_next = p + 1 < x->n ? p + 1 : 0;
-        if (p == x->me || x->dead[p] || x->bye[p] || (x->other && x->other[p]))
+        if (p == x->me || peer_closed(x, p) || peer_other(x, p))
             continue;
         if (x->conn && x->conn[p] != OFI_CONN_UP)
             continue; /* host mode: no connection made at start (connect_all) */
@@ -1782,7 +1788,7 @@ static void ofi_close(struct pt_xport *x)
             ;
         uint64_t t0 = pt_now_ns();
         for (uint32_t p = 0; p < x->n; p++) {
-            if (p == x->me || x->dead[p] || x->bye[p] || (x->other && x->other[p]))
+            if (p == x->me || peer_closed(x, p) || peer_other(x, p))
                 continue; /* (a node peer: the region tells it we left) */
             while (!send_ctl(x, p, OFI_K_BYE, 2) && !x->dead[p] && peer_addr(x, p) &&
                    pt_now_ns() - t0 < bye_ns)
@@ -2037,8 +2043,8 @@ static void connect_all(struct pt_xport *x)
     for (;;) {
         for (; next < x->n; next++) { /* ask each peer once, as buffers allow */
             uint32_t p = next;
-            if (p == x->me || x->dead[p] || LD_RELAXED(&x->gone[p]) ||
-                (x->other && x->other[p]) || !peer_addr(x, p))
+            if (p == x->me || x->dead[p] || LD_RELAXED(&x->gone[p]) || peer_other(x, p) ||
+                !peer_addr(x, p))
                 continue;
             x->probe_t[p] = pt_now_ns();
             x->probe_k[p] = x->tick;
@@ -2073,9 +2079,8 @@ static void connect_all(struct pt_xport *x)
             usleep(200);
     }
     uint32_t peers = x->n - 1;
-    if (x->other)
-        for (uint32_t p = 0; p < x->n; p++)
-            peers -= x->other[p] != 0;
+    for (uint32_t p = 0; p < x->n; p++)
+        peers -= peer_other(x, p);
     if (up == peers)
         pt_log(PT_LOG_INFO, "ofi: host mode: connected to the %u peers in %.1f ms (the liveness probe)",
                peers, (double)(pt_now_ns() - t0) / 1e6);

@@ -23,8 +23,9 @@
  * and the region's name, which the last rank to attach removes, stayed in
  * /dev/shm (an audit: 8 of 8 runs under mpirun --enable-recovery). The
  * bound a job across hosts gives a rank that does not reach its PtlNIInit
- * (the wire-up fence, pmix.c), doubled for the connections such a rank may
- * make after it (ofi.c, connect_all). No CPU is used while nothing
+ * (the wire-up fence, pmix.c), doubled: such a rank once made its
+ * connections (ofi.c, connect_all) before it attached; it attaches first
+ * now (mix.c, pt_ofi_serve), and the bound stays. No CPU is used while nothing
  * happens. Cold path only.
  */
 #include "shm_int.h"
@@ -93,8 +94,8 @@ static void judge(struct pt_shm_watch *w, uint32_t i)
 }
 
 /* How long a watched rank may take to attach: twice PTL_PMIX_TIMEOUT_S, the
- * wire-up fence's bound, since a rank of a job across hosts may spend up to
- * that again making its connections before it attaches (ofi.c, connect_all). */
+ * wire-up fence's bound (doubled when a rank of a job across hosts made its
+ * connections before it attached; since pt_ofi_serve it attaches first). */
 static uint64_t attach_bound_ns(void)
 {
     return 2u * (uint64_t)pt_config()->pmix_timeout_s * 1000000000u;
