@@ -111,6 +111,8 @@ static struct pt_tunable g_table[] = {
       "PMIx job (mpirun, srun): seconds PtlNIInit waits in the wire-up fence for every rank of the job to reach its own PtlNIInit; then it fails (PTL_FAIL) with a message naming this variable, instead of waiting until the launcher kills the job (docs/ofi.md, \"PMIx wire-up\")"),
     T("PTL_OFI_FAULT", ofi_fault, 0, 0, 3,
       "tests only: a fault in PTL_TRANSPORT=ofi (docs/ofi.md, \"given up\", \"A connection lost\"): 1 every RMA read of a rendezvous pull is answered as a provider that keeps answering -FI_EAGAIN (never posted), 2 reads are posted but their completions never count (the pull must give up when it finds its peer lost); 3 rank 0's 10th data message fails as on a connection lost to a live peer (its NI must fail); 0: off"),
+    T("PTL_DEPART_RING_MS", depart_ring_ms, 0, 0, 10000,
+      "tests only: ptlrun waits this many ms between counting a rank's departure and ringing the sleeping engines, as a launcher preempted there would (the engines' backstop must take the ring for late, not lost: engine/wait.c producer_may_be_late); 0: off"),
 };
 #undef T
 #undef TS

@@ -69,6 +69,7 @@ struct pt_config {
     int64_t ofi_probe_ms;   /* PTL_OFI_PROBE_MS: PMIx job, liveness probe period     */
     int64_t pmix_timeout_s; /* PTL_PMIX_TIMEOUT_S: PMIx job, bound on the wire-up fence */
     int64_t ofi_fault;      /* PTL_OFI_FAULT: tests only, a fault in ofi's pull (0 off) */
+    int64_t depart_ring_ms; /* PTL_DEPART_RING_MS: tests only, the launcher's ring late */
 };
 
 enum pt_transport_kind { PT_TRANSPORT_SHM = 0, PT_TRANSPORT_OFI = 1, PT_TRANSPORT_AUTO = 2 };
