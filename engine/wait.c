@@ -254,22 +254,25 @@ static bool unannounced_work(struct pt_nic *nic)
  * gone on: to sleep (a waiter, most often), or to other work. So a runnable
  * producer proves nothing either way; a sleeping one convicts. Local work
  * comes from another thread of this process, arrivals from the ranks the
- * transport names, departures from the launcher or our own watch thread. Cold path: reads /proc (util/proc.h). */
+ * transport names, departures from the launcher or our own watch thread.
+ * Cold path: reads /proc (util/proc.h). */
 static bool producer_may_be_late(struct pt_nic *nic)
 {
     pid_t self = getpid(), me = pt_proc_tid();
     if (pt_nic_local_work(nic) && pt_proc_thread_runnable(self, me) == 1)
         return true;
     /* A departure is counted and rung for by no rank: by the launcher that
-     * reaped the rank (ptlrun, our parent: shm_launch.c) or by our own
-     * region watch (a PMIx job: shm_watch.c). Not judged by them, a ptlrun
+     * reaped the rank (ptlrun: shm_launch.c) or by our own region watch (a
+     * PMIx job: shm_watch.c). Not judged by them, a ptlrun
      * preempted between its count and its ring read as a lost wake-up
      * (mp_coll_lists_offload in the perturbation build, 2026-12-01;
      * PTL_DEPART_RING_MS makes that window, mp_departed_latering_*). */
-    if (nic->xo->departures(nic->x) != LD_RELAXED(&nic->departed_seen) &&
-        (pt_proc_thread_runnable(self, me) == 1 ||
-         pt_proc_thread_runnable(getppid(), 0) == 1))
-        return true;
+    if (nic->xo->departures(nic->x) != LD_RELAXED(&nic->departed_seen)) {
+        pid_t launcher = pt_launcher_pid();
+        if (pt_proc_thread_runnable(self, me) == 1 ||
+            (launcher > 0 && pt_proc_thread_runnable(launcher, 0) == 1))
+            return true;
+    }
     if (!nic->xo->rx_pending_from)
         return false;
     uint32_t peers[PT_WAIT_LATE_PEERS]; /* none when nothing is pending */

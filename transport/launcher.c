@@ -128,6 +128,14 @@ void pt_launcher_watch(void)
     pthread_mutex_unlock(&g_lock);
 }
 
+pid_t pt_launcher_pid(void)
+{
+    pthread_mutex_lock(&g_lock);
+    pid_t p = g_started_in == getpid() ? g_launcher : 0; /* a parent's copy is not ours */
+    pthread_mutex_unlock(&g_lock);
+    return p;
+}
+
 bool pt_launcher_fork_settle(uint64_t deadline_ns)
 {
     pthread_mutex_lock(&g_lock);

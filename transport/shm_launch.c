@@ -2,13 +2,13 @@
  * child pids, deaths, job failure, guests, stale segment cleanup. */
 #include "shm_int.h"
 #include "config.h"
+#include "perturb.h"
 
 #include <p3api/misc.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,19 +28,6 @@ static void wake_all_bells(struct pt_shm_region *r)
 
 /* The same for engines that announced sleep only (D1's peer half); the
  * caller fenced after what they must see. */
-/* Tests (PTL_DEPART_RING_MS): off the core for ms as a preempted thread is,
- * runnable all along (state R; not a sleep, which the engines' backstop
- * rightly reads as a launcher that went on without ringing). */
-static void preempted_ms(int64_t ms)
-{
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do {
-        sched_yield();
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
-}
-
 static void wake_sleeping_bells(struct pt_shm_region *r)
 {
     for (uint32_t i = 0; i < r->l.nprocs; i++)
@@ -94,8 +81,8 @@ bool pt_shm_rank_exited(struct pt_shm_region *r, uint32_t rank, int wstatus)
         struct pt_shm_hdr *h = r->base;
         RMW_ADD(&h->departed, 1);
         FENCE_FULL(); /* the count before the sleepers' loads (D1's pairing) */
-        if (PT_UNLIKELY(pt_config()->depart_ring_ms))
-            preempted_ms(pt_config()->depart_ring_ms);
+        if (PT_UNLIKELY(pt_config()->depart_ring_ms)) /* tests: a launcher preempted here */
+            pt_yield_for_ns((uint64_t)pt_config()->depart_ring_ms * 1000000u);
         wake_sleeping_bells(r);
     }
     return failed;

@@ -225,6 +225,9 @@ uint32_t pt_xport_guest_pid(void);
 /* A rank started by ptlrun (PTL_LAUNCHER_PID) ends when ptlrun is gone,
  * even behind a wrapper process (launcher.c). Idempotent. */
 void pt_launcher_watch(void);
+/* The launcher this process's watch follows (PTL_LAUNCHER_PID: ptlrun, also
+ * behind a wrapper), or 0 (no watch started in this process). Cold path. */
+pid_t pt_launcher_pid(void);
 /* fork() (api/fork.c): wait, until deadline_ns (pt_now_ns) at most, for a
  * watch thread this process started to be past its start-up (where ASan's
  * runtime allocates); after it, it only sleeps. False on timeout. */

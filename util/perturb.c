@@ -24,18 +24,7 @@ void pt_perturb(void)
     if (r < 96) {          /* ~9%: give the core away */
         sched_yield();
     } else if (r < 104) {  /* ~0.8%: off the core for 1-64 us (a preemption) */
-        /* Yields until the time has passed, not nanosleep: a preempted thread
-         * is runnable (state R), and the engine's backstop judges a producer
-         * that never rang by that state (engine/wait.c producer_may_be_late).
-         * Asleep in nanosleep between its publish and its ring, a producer
-         * looked finished, and a late ring read as a lost one. */
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        long d = (long)(1000 + ((x >> 8) & 63) * 1000);
-        do {
-            sched_yield();
-            clock_gettime(CLOCK_MONOTONIC, &t);
-        } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < d);
+        pt_yield_for_ns(1000 + ((x >> 8) & 63) * 1000); /* not nanosleep: perturb.h */
     } else if (r < 360) {  /* ~25%: a short spin */
         for (volatile unsigned i = 0; i < (unsigned)(x & 255); i++)
             ;
