@@ -57,6 +57,7 @@
  * and the trace area: those ops are shm's.
  */
 #include "ofi.h"
+#include "ofi_fabric.h"
 
 #include "clock.h"
 #include "config.h"
@@ -397,7 +398,7 @@ static inline uint32_t *slot_ord(void *slot) { return (uint32_t *)((char *)slot 
 
 static void log_fi(const char *what, ssize_t rc)
 {
-    pt_log(PT_LOG_ERR, "ofi: %s: %s", what, fi_strerror((int)-rc));
+    pt_log(PT_LOG_ERR, "ofi: %s: %s", what, pt_fi_strerror((int)-rc));
 }
 
 /* Post multi-receive buffer i. */
@@ -419,7 +420,7 @@ static int post_rbuf(struct pt_xport *x, uint32_t i)
     } while (rc == -FI_EAGAIN && ++tries < 10000);
     if (rc == -FI_EAGAIN) {
         pt_log_once(PT_LOG_WARN, "ofi: the provider takes no receive buffer (fi_recvmsg: %s, "
-                                 "%u tries)", fi_strerror(FI_EAGAIN), tries);
+                                 "%u tries)", pt_fi_strerror(FI_EAGAIN), tries);
         return (int)rc;
     }
     if (rc) {
@@ -642,7 +643,7 @@ static bool try_send(struct pt_xport *x, uint32_t i)
         return true;
     if (rc == -FI_EAGAIN)
         return false;
-    send_failed(x, b->peer, fi_strerror((int)-rc));
+    send_failed(x, b->peer, pt_fi_strerror((int)-rc));
     sbuf_done(x, i);
     return true;
 }
@@ -853,7 +854,7 @@ static int progress(struct pt_xport *x)
             struct ofi_ctx *c = err.op_context;
             if (c && c->kind == CTX_SEND) {
                 struct ofi_sbuf *b = (struct ofi_sbuf *)c;
-                send_failed(x, b->peer, fi_strerror(err.err));
+                send_failed(x, b->peer, pt_fi_strerror(err.err));
                 sbuf_done(x, (uint32_t)(b - x->sb));
             } else if (c && c->kind == CTX_READ) {
                 struct ofi_step *t = read_step(x, c);
@@ -866,13 +867,13 @@ static int progress(struct pt_xport *x)
                 if (err.flags & FI_MULTI_RECV)
                     b->posted = false;
                 if (err.err != FI_ECANCELED)
-                    pt_log_once(PT_LOG_WARN, "ofi: receive error: %s", fi_strerror(err.err));
+                    pt_log_once(PT_LOG_WARN, "ofi: receive error: %s", pt_fi_strerror(err.err));
             }
         }
         return 1;
     }
     if (n < 0) {
-        pt_log_once(PT_LOG_ERR, "ofi: fi_cq_read: %s", fi_strerror((int)-n));
+        pt_log_once(PT_LOG_ERR, "ofi: fi_cq_read: %s", pt_fi_strerror((int)-n));
         return 0;
     }
     for (ssize_t k = 0; k < n; k++) {
@@ -975,7 +976,7 @@ static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
     if (rc) {
         if (mr)
             fi_close(&mr->fid);
-        pt_log_once(PT_LOG_WARN, "ofi: registering rendezvous memory: %s", fi_strerror(-rc));
+        pt_log_once(PT_LOG_WARN, "ofi: registering rendezvous memory: %s", pt_fi_strerror(-rc));
         return 0;
     }
     struct ofi_reg *r = &x->reg[x->nreg++];
@@ -1618,7 +1619,7 @@ static ssize_t ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *l
             }
             if (rc) {
                 pt_log_once(PT_LOG_WARN, "ofi: fi_read from rank %u: %s", peer,
-                            fi_strerror((int)-rc));
+                            pt_fi_strerror((int)-rc));
                 if (!posted)
                     return rc;
                 t->err = (int)rc;
@@ -1700,7 +1701,7 @@ static void ofi_free(struct pt_xport *x)
     if (x->fabric)
         fi_close(&x->fabric->fid);
     if (x->info)
-        fi_freeinfo(x->info);
+        pt_fi_freeinfo(x->info);
     if (x->epfd >= 0)
         close(x->epfd);
     if (x->tfd >= 0)
@@ -1840,7 +1841,7 @@ static const struct pt_xport_ops g_ofi_ops = {
 
 static struct fi_info *make_hints(const char *prov)
 {
-    struct fi_info *h = fi_allocinfo();
+    struct fi_info *h = pt_fi_dupinfo(NULL);
     if (!h)
         return NULL;
     h->caps = FI_MSG | FI_MULTI_RECV | FI_RMA | FI_READ | FI_REMOTE_READ;
@@ -1894,13 +1895,19 @@ static struct fi_info *pick(struct fi_info *list, const char *want, bool no_loop
 
 static int get_info(struct fi_info **all_p, struct fi_info **chosen_p, bool no_loopback)
 {
+    int rc = pt_fi_load(); /* the first call opens libfabric (ofi_fabric.h) */
+    if (rc) {
+        *all_p = NULL;
+        *chosen_p = NULL;
+        return rc;
+    }
     const char *want = pt_config()->ofi_provider;
     struct fi_info *hints = make_hints(want);
     if (!hints)
         return -ENOMEM;
     struct fi_info *all = NULL;
-    int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &all);
-    fi_freeinfo(hints);
+    rc = pt_fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &all);
+    pt_fi_freeinfo(hints);
     if (rc) {
         *all_p = NULL;
         *chosen_p = NULL;
@@ -1918,7 +1925,7 @@ void pt_ofi_describe(FILE *f)
     const char *want = pt_config()->ofi_provider;
     if (rc) {
         fprintf(f, "  no provider offers FI_EP_RDM with messages, multi-receive and RMA read%s%s: "
-                   "%s\n", *want ? " under PTL_OFI_PROVIDER=" : "", want, fi_strerror(-rc));
+                   "%s\n", *want ? " under PTL_OFI_PROVIDER=" : "", want, pt_fi_strerror(-rc));
         return;
     }
     char seen[1024] = "";
@@ -1942,7 +1949,7 @@ void pt_ofi_describe(FILE *f)
     else
         fprintf(f, "  PTL_TRANSPORT=ofi: none of the default providers is present; set "
                    "PTL_OFI_PROVIDER\n");
-    fi_freeinfo(all);
+    pt_fi_freeinfo(all);
 }
 
 static int open_fabric(struct pt_xport *x)
@@ -1962,7 +1969,7 @@ static int open_fabric(struct pt_xport *x)
     int rc = get_info(&all, &ch, x->remote_peers);
     for (int waited = 0; !rc && !ch && all && x->remote_peers && waited < OFI_IFACE_WAIT_MS;
          waited += 100) {
-        fi_freeinfo(all);
+        pt_fi_freeinfo(all);
         all = NULL;
         nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
         rc = get_info(&all, &ch, true);
@@ -1973,7 +1980,7 @@ static int open_fabric(struct pt_xport *x)
                            "libfabric%s%s offers only loopback addresses here after %d s (is the "
                            "network interface up and running? FI_TCP_IFACE / FI_SOCKETS_IFACE "
                            "name it)", *want ? " provider " : "", want, OFI_IFACE_WAIT_MS / 1000);
-        fi_freeinfo(all);
+        pt_fi_freeinfo(all);
         return -ENETDOWN;
     }
     if (rc || !ch) {
@@ -1981,13 +1988,13 @@ static int open_fabric(struct pt_xport *x)
         pt_log(PT_LOG_ERR, "PTL_TRANSPORT=ofi: no libfabric provider%s%s offers a reliable "
                            "datagram endpoint with messages, multi-receive and RMA read%s%s "
                            "(ptl_info lists the providers)",
-               *want ? " " : "", want, rc ? ": " : "", rc ? fi_strerror(-rc) : "");
+               *want ? " " : "", want, rc ? ": " : "", rc ? pt_fi_strerror(-rc) : "");
         if (all)
-            fi_freeinfo(all);
+            pt_fi_freeinfo(all);
         return rc ? rc : -ENODEV;
     }
-    x->info = fi_dupinfo(ch);
-    fi_freeinfo(all);
+    x->info = pt_fi_dupinfo(ch);
+    pt_fi_freeinfo(all);
     if (!x->info)
         return -ENOMEM;
     snprintf(x->prov, sizeof x->prov, "%s", x->info->fabric_attr->prov_name);
@@ -2004,7 +2011,7 @@ static int open_fabric(struct pt_xport *x)
             return rc;                   \
         }                                \
     } while (0)
-    TRY(fi_fabric(x->info->fabric_attr, &x->fabric, NULL), "fi_fabric");
+    TRY(pt_fi_fabric(x->info->fabric_attr, &x->fabric, NULL), "fi_fabric");
     TRY(fi_domain(x->fabric, x->info, &x->domain, NULL), "fi_domain");
     struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
                              .size = 4096};

@@ -206,7 +206,7 @@ int main(int argc, char **argv)
         wait_sig("waiting for rank 0's ops");
         fflush(stdout);
         if (segv)
-            raise(SIGSEGV); /* as a bad pointer would: the default action (ofi_sig.c) */
+            raise(SIGSEGV); /* as a bad pointer would: the default action (transport/ofi_fabric.c) */
         if (crash)
             raise(SIGKILL);
         exit(0); /* no PtlNIFini, no PtlFini */
