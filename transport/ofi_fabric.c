@@ -52,20 +52,21 @@ static void *bind(void *h, const char *name, const char *ver)
 }
 
 /*
- * The crash signals. libfabric.so.1 loads libinfinipath (psm), whose
- * load-time constructor installs handlers for these that print a backtrace,
- * leave a "<program>.80s-<pid>,vm.btr" file in the working directory and
- * exit(1): a rank that crashed then looked to ptlrun, to a shell and to a
- * debugger like one that exited 1 ("rank 1 exited with status 1" for a NULL
- * dereference), and no core was written. Its own switch, IPATH_NO_BACKTRACE,
- * is read by that constructor. So load() notes each handler before dlopen
- * and, for each signal whose handler afterwards lives in libinfinipath or a
- * psm library, puts back the one it noted (the default action, or the
- * application's own): mp_died_segv_ofi_*.
+ * Signal handlers. libfabric.so.1 loads libinfinipath and libpsm2, whose
+ * load-time constructors install handlers for SIGSEGV, SIGBUS, SIGILL,
+ * SIGABRT (SIGFPE in some versions), SIGINT and SIGTERM. The crash ones print
+ * a backtrace, leave a "<program>.80s-<pid>,vm.btr" file in the working
+ * directory and exit(1): a rank that crashed then looked to ptlrun, to a
+ * shell and to a debugger like one that exited 1 ("rank 1 exited with status
+ * 1" for a NULL dereference), no core was written, and a sanitizer's own
+ * handler was gone. Opened at PtlNIInit, they would also replace the
+ * handlers the application installed before it (its SIGTERM, its SIGINT).
+ * Their own switch, IPATH_NO_BACKTRACE, is read by that constructor. So
+ * load() notes every signal's handler before dlopen and, for each signal
+ * whose handler afterwards lives in libinfinipath or a psm library, puts back
+ * the one it noted (the default action, or the application's own):
+ * mp_died_segv_ofi_*.
  */
-static const int g_crash_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-#define N_CRASH_SIGS (sizeof g_crash_sigs / sizeof g_crash_sigs[0])
-
 static bool owned_by_psm(const struct sigaction *sa)
 {
     void *fn = (sa->sa_flags & SA_SIGINFO) ? (void *)sa->sa_sigaction : (void *)sa->sa_handler;
@@ -75,19 +76,23 @@ static bool owned_by_psm(const struct sigaction *sa)
     return strstr(di.dli_fname, "libinfinipath") || strstr(di.dli_fname, "libpsm");
 }
 
+/* signals 1 .. 31: the standard ones (SIGKILL and SIGSTOP cannot be caught;
+ * sigaction refuses them and they are skipped) */
+#define N_SIGS 32
+
 static void load(void)
 {
-    struct sigaction before[N_CRASH_SIGS];
-    bool noted[N_CRASH_SIGS];
-    for (size_t i = 0; i < N_CRASH_SIGS; i++)
-        noted[i] = sigaction(g_crash_sigs[i], NULL, &before[i]) == 0;
+    struct sigaction before[N_SIGS];
+    bool noted[N_SIGS] = {false};
+    for (int sig = 1; sig < N_SIGS; sig++)
+        noted[sig] = sigaction(sig, NULL, &before[sig]) == 0;
     /* RTLD_NODELETE: providers may leave threads and handlers behind; the
      * library stays for the life of the process */
     void *h = dlopen(PTL_FI_SONAME, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    for (size_t i = 0; i < N_CRASH_SIGS; i++) {
+    for (int sig = 1; sig < N_SIGS; sig++) {
         struct sigaction now;
-        if (noted[i] && sigaction(g_crash_sigs[i], NULL, &now) == 0 && owned_by_psm(&now))
-            sigaction(g_crash_sigs[i], &before[i], NULL);
+        if (noted[sig] && sigaction(sig, NULL, &now) == 0 && owned_by_psm(&now))
+            sigaction(sig, &before[sig], NULL);
     }
     if (!h) {
         pt_log(PT_LOG_ERR, "ofi: cannot load %s (the ofi transport is off): %s", PTL_FI_SONAME,
