@@ -261,6 +261,20 @@ static bool producer_may_be_late(struct pt_nic *nic)
     pid_t self = getpid(), me = pt_proc_tid();
     if (pt_nic_local_work(nic) && pt_proc_thread_runnable(self, me) == 1)
         return true;
+    /* Work that was stalled on credits is rung for by the peer that freed the
+     * room (C-RECHECK: it clears our mark, then R-RING in rx_done), which
+     * need not have an arrival pending with us: one preempted between the
+     * two read as a lost wake-up (three ranks of mp_coll_lists_offload at
+     * once, perturbation build, 2026-12-01, after the departure fix below).
+     * The marks do not name that peer, so any runnable rank of the job may be
+     * it (a diagnosis only: late or missed, the caller does the work). */
+    if (pt_nic_credit_stalled(nic) && pt_nic_local_work(nic)) {
+        for (uint32_t r = 0; r < nic->xi.nranks; r++) {
+            pid_t p = nic->xo->peer_ospid(nic->x, r);
+            if (p > 0 && pt_proc_thread_runnable(p, p == self ? me : 0) == 1)
+                return true;
+        }
+    }
     /* A departure is counted and rung for by no rank: by the launcher that
      * reaped the rank (ptlrun: shm_launch.c) or by our own region watch (a
      * PMIx job: shm_watch.c). Not judged by them, a ptlrun
