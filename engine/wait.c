@@ -256,10 +256,18 @@ static bool unannounced_work(struct pt_nic *nic)
  * comes from another thread of this process, arrivals from the ranks the
  * transport names, departures from the launcher or our own watch thread.
  * Cold path: reads /proc (util/proc.h). */
+/* Is a thread of rank r's process (not this one) runnable? */
+static bool rank_runnable(struct pt_nic *nic, uint32_t r, pid_t self, pid_t me)
+{
+    pid_t p = nic->xo->peer_ospid(nic->x, r);
+    return p > 0 && pt_proc_thread_runnable(p, p == self ? me : 0) == 1;
+}
+
 static bool producer_may_be_late(struct pt_nic *nic)
 {
     pid_t self = getpid(), me = pt_proc_tid();
-    if (pt_nic_local_work(nic) && pt_proc_thread_runnable(self, me) == 1)
+    bool local = pt_nic_local_work(nic);
+    if (local && pt_proc_thread_runnable(self, me) == 1)
         return true;
     /* Work that was stalled on credits is rung for by the peer that freed the
      * room (C-RECHECK: it clears our mark, then R-RING in rx_done), which
@@ -268,13 +276,10 @@ static bool producer_may_be_late(struct pt_nic *nic)
      * once, perturbation build, 2026-12-01, after the departure fix below).
      * The marks do not name that peer, so any runnable rank of the job may be
      * it (a diagnosis only: late or missed, the caller does the work). */
-    if (pt_nic_credit_stalled(nic) && pt_nic_local_work(nic)) {
-        for (uint32_t r = 0; r < nic->xi.nranks; r++) {
-            pid_t p = nic->xo->peer_ospid(nic->x, r);
-            if (p > 0 && pt_proc_thread_runnable(p, p == self ? me : 0) == 1)
+    if (local && pt_nic_credit_stalled(nic))
+        for (uint32_t r = 0; r < nic->xi.nranks; r++)
+            if (rank_runnable(nic, r, self, me))
                 return true;
-        }
-    }
     /* A departure is counted and rung for by no rank: by the launcher that
      * reaped the rank (ptlrun: shm_launch.c) or by our own region watch (a
      * PMIx job: shm_watch.c). Not judged by them, a ptlrun
@@ -291,11 +296,9 @@ static bool producer_may_be_late(struct pt_nic *nic)
         return false;
     uint32_t peers[PT_WAIT_LATE_PEERS]; /* none when nothing is pending */
     uint32_t n = nic->xo->rx_pending_from(nic->x, peers, PT_WAIT_LATE_PEERS);
-    for (uint32_t i = 0; i < n; i++) {
-        pid_t p = nic->xo->peer_ospid(nic->x, peers[i]);
-        if (p > 0 && pt_proc_thread_runnable(p, p == self ? me : 0) == 1)
+    for (uint32_t i = 0; i < n; i++)
+        if (rank_runnable(nic, peers[i], self, me))
             return true;
-    }
     return false;
 }
 
