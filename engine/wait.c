@@ -363,7 +363,9 @@ static inline bool job_failed(struct pt_nic *nic)
  * work waits (pt_nic_has_work). */
 static inline bool sleeper_left(struct pt_wait *w)
 {
-    return LD_RELAXED(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0;
+    /* acquire: a sleepers++ of the NIC thread's S2 seen here brings its F1
+     * mark (stored before that RMW) with it, for D5's load after ours */
+    return LD_ACQUIRE(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0;
 }
 
 /* D3/D4 action, after the fence: drain the work ourselves (a few bounded
@@ -376,19 +378,33 @@ static void kick(struct pt_nic *nic)
     for (int round = 0;; round++) {
         if (!sleeper_left(w))
             return;
-        if (!pt_nic_has_work(nic)) {
-            /* D5: nothing pending, and has_work's rx_pending ran the
-             * transport's fi_trywait, so the descriptor is armed for what
-             * comes next. A NIC thread asleep on the eventfd alone (F1: it
-             * found the engine held) would not see it: ring, it comes back
-             * and polls the descriptor itself ([S2], the token free). */
-            if (w->xfd >= 0 && LD_RELAXED(&w->fdless)) {
+        uint32_t f = w->xfd >= 0 ? LD_RELAXED(&w->fdless) : 0;
+        if (f) {
+            /* D5: the NIC thread sleeps on the eventfd alone (F1: it found
+             * the engine held) and would see neither the descriptor nor the
+             * work we could look for: ring it, it comes back to S2, runs its
+             * own fi_trywait and polls the descriptor, or finds the work.
+             * Whether work waits changes nothing here, so the releaser does
+             * not look (rx_pending's fi_trywait armed the CQ's wait object,
+             * and every later completion then wrote its signal: two system
+             * calls each, on the application's path). Once per such sleep:
+             * a bell whose seq moved since the mark's was rung after the
+             * NIC thread's look, and its wait returns (fd_poll compares
+             * seq after its drain). The releaser that left the application
+             * to poll would otherwise ring at every release, PtlPut's and
+             * the wait's, while the NIC thread waits for the core
+             * (docs/waiting.md, "The CQ belongs to the engine holder"). */
+            if (PT_FDLESS(LD_RELAXED(&w->bell->seq)) == f) {
                 RMW_ADD(&w->st.fd_handovers, 1);
                 PT_TRACE_WAIT(nic, PT_TR_KICK, 2);
                 pt_wait_ring(w, w->bell);
+            } else {
+                RMW_ADD(&w->st.fd_handovers_owed, 1);
             }
             return;
         }
+        if (!pt_nic_has_work(nic))
+            return;
         if (round == PT_WAIT_KICK_ROUNDS || !pt_wait_try_take(w)) {
             /* Not taken: whoever took it releases through D3 in turn. Ringing
              * anyway costs a spurious wake at most. */
@@ -676,7 +692,7 @@ void *pt_wait_nic_thread(void *arg)
         uint32_t seq = LD_ACQUIRE(&b->seq);
         set_state(w, PT_NIC_ARM);
         if (w->xfd >= 0)
-            ST_RELAXED(&w->fdless, 1); /* F1: before the announcement's fence (D5) */
+            ST_RELAXED(&w->fdless, PT_FDLESS(seq)); /* F1: before the announcement's fence (D5) */
         if (w->lease_ns)
             ST_RELAXED(&w->untimed, 1); /* T1: before the announcement's fence (L1) */
         RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4, L1 */
@@ -1122,7 +1138,8 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
                 (unsigned long long)LD_RELAXED(&w->st.room_sleeps));
     if (w->xfd >= 0)
         fprintf(f, "  wait: NIC sleeps on the eventfd alone (engine held) %llu, "
-                   "descriptor hand-overs %llu\n",
+                   "descriptor hand-overs %llu (and %llu found it rung already)\n",
                 (unsigned long long)LD_RELAXED(&w->st.nic_fdless_sleeps),
-                (unsigned long long)LD_RELAXED(&w->st.fd_handovers));
+                (unsigned long long)LD_RELAXED(&w->st.fd_handovers),
+                (unsigned long long)LD_RELAXED(&w->st.fd_handovers_owed));
 }

@@ -48,13 +48,17 @@
  * descriptor (the holder reads the CQ; its readiness would only spin the
  * NIC thread): it marks itself fdless (F1, before its announcement) and
  * sleeps on the eventfd alone (S3b). The holder's release (D3/D4, kick)
- * then owes it the descriptor: with nothing pending (its has_work ran
- * fi_trywait) and the sleeper fdless, it rings (D5), and the NIC thread
+ * then owes it the descriptor: the sleeper fdless, it rings (D5), and the NIC thread
  * comes back to S1/S2 and, the token free, polls the descriptor after its
- * own fi_trywait. Mutants: MUT_FDLEAVE (the holder leaves without the
- * hand-over ring), MUT_FDSLEEP (the NIC thread sleeps on the eventfd alone
- * even when nobody holds the token), MUT_F1 (the fdless mark stored after
- * the token's load, as a store buffer would let it pass the RMW's load).
+ * own fi_trywait. The mark holds the seq S2 read: a releaser rings only
+ * while it is current (no ring has reached that sleep yet), once per sleep,
+ * and looks for no work first (the woken NIC thread's S2 does). Mutants:
+ * MUT_FDLEAVE (the holder leaves without the hand-over ring), MUT_FDSLEEP
+ * (the NIC thread sleeps on the eventfd alone even when nobody holds the
+ * token), MUT_F1 (the fdless mark stored after the token's load, as a store
+ * buffer would let it pass the RMW's load), MUT_FDMARK (the mark made with
+ * a seq read before S2's: releasers take a ring of the last sleep for one
+ * of this one and skip theirs).
  *
  * LEASE=1 (offload without FDWAIT, as in the code: the default there): the
  * poll lease (docs/waiting.md "The poll lease"). A waiter that leaves with its event offers its count in
@@ -147,8 +151,12 @@ bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
 bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 bool poller[2];        /* FDWAIT: an engine sleeper polls the descriptors (P1/P2,
                         * wait.c fd_wait); the others sleep on the futex       */
-bool fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to)
-                        * on the eventfd alone: the token was held at its S2 */
+byte fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to)
+                        * on the eventfd alone: the token was held at its S2.
+                        * The code's mark holds the seq its S2 read; here 2
+                        * while that seq is current, 1 once the bell's seq
+                        * has moved since (every bump of seq[r] turns 2 into
+                        * 1: SEQ_BUMP), 0 no mark */
 bool lease[2];         /* LEASE: polled[r] holds one count no waiter holds   */
 bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 
@@ -160,6 +168,15 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 #define EVS(r)   sleepers[r]   /* host mode: event sleepers are the bell's */
 #define EVSEQ(r) seq[r]
 #define EVFD(r)  if :: FDWAIT -> evfdw[r] = 1 :: else fi  /* pt_wait_ring on the bell */
+#endif
+
+/* A bump of the bell's seq (pt_wake_all): every futex sleeper woken; an
+ * fdless mark no longer current (the code compares the mark's seq with the
+ * bell's: D5). One step, as the code's RMW. */
+#if FDWAIT && OFFLOAD
+#define SEQ_BUMP(r) d_step { seq[r] = 0; if :: fdless[r] == 2 -> fdless[r] = 1 :: else fi }
+#else
+#define SEQ_BUMP(r) seq[r] = 0
 #endif
 
 /* The engine sleepers' wait on the bell (wait.c bell_wait): the futex, or
@@ -191,7 +208,7 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 #define GIVE_POLLER(r) skip
 #else
 #define TAKE_POLLER(r) d_step { if :: !poller[r] -> poller[r] = 1; took = 1 :: else -> took = 0 fi }
-#define GIVE_POLLER(r) poller[r] = 0; if :: sleepers[r] > 1 -> seq[r] = 0 :: else fi
+#define GIVE_POLLER(r) poller[r] = 0; if :: sleepers[r] > 1 -> SEQ_BUMP(r) :: else fi
 #endif
 #define FD_WAIT(r, lbl, rdy) \
     TAKE_POLLER(r); \
@@ -214,6 +231,8 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 #endif
 
 #define ME (_pid + 1)
+/* F1: the mark with the seq S2 read: current unless a bump came since. */
+#define FDMARK(r) d_step { if :: (seq[r] & BIT) != 0 -> fdless[r] = 2 :: else -> fdless[r] = 1 fi }
 
 /* work(r): commands or messages pending (pt_nic_has_work). One snapshot:
  * the sources are read after the caller's fence, and each source's producer
@@ -231,7 +250,7 @@ inline has_work(r, w) {
 }
 
 inline ring(r) {                        /* pt_wait_ring: seq bump + FUTEX_WAKE */
-    seq[r] = 0;
+    SEQ_BUMP(r);
 #if FDWAIT
     evfdw[r] = 1                          /* ... then the eventfd write */
 #endif
@@ -374,10 +393,11 @@ inline poll_quiet(r) {
     od
 }
 
-/* D3/D4 action (wait.c kick): drain ourselves, else ring. With nothing
- * pending (has_work ran fi_trywait: the descriptor is armed) and a NIC
- * thread asleep without it (fdless), D5: ring it, it polls the descriptor
- * from now on. */
+/* D3/D4 action (wait.c kick): drain ourselves, else ring. A NIC thread
+ * asleep without the descriptor (fdless), D5 first: ring it unless a ring
+ * reached that sleep already (the mark no longer current), and look for
+ * no work: the woken NIC thread's S2 rechecks, polls the descriptor from
+ * then on. MUT_FDLEAVE: no hand-over ring. */
 inline kick(r) {
     k = 0;
     do
@@ -385,6 +405,18 @@ inline kick(r) {
        lt = token[r];
        if
        :: ls > 0 && lt == 0 ->
+#if FDWAIT && OFFLOAD
+           lf = fdless[r];
+           if
+           :: lf == 2 ->
+#ifndef MUT_FDLEAVE
+               ring(r);                    /* D5: the hand-over */
+#endif
+               lf = 0; break
+           :: lf == 1 -> lf = 0; break     /* rung since its look: its wait returns */
+           :: else
+           fi;
+#endif
            has_work(r, w);
            if
            :: w && k >= KICK_ROUNDS -> ring(r); break
@@ -397,11 +429,7 @@ inline kick(r) {
                    k++
                :: else -> ring(r); break
                fi
-           :: else ->
-#if FDWAIT && OFFLOAD && !defined(MUT_FDLEAVE)
-               if :: fdless[r] -> ring(r) :: else fi;   /* D5: the hand-over */
-#endif
-               break
+           :: else -> break
            fi
        :: else -> break
        fi
@@ -617,7 +645,7 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
  * its NIC thread can send it (D2), and rank 1's NIC thread delivers it. */
 proctype App(byte r; byte a)
 {
-    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw;
+    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw, lf;
     bool so;             /* poll's send-only flag (submit) */
     bool holding, wanted, polling, took, lg, lu;
     byte round = 0;
@@ -648,7 +676,7 @@ proctype App(byte r; byte a)
 #if OFFLOAD
 proctype Nic(byte r)
 {
-    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw;
+    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw, lf;
     bool so;             /* poll's send-only flag: never set here */
     bool took, handed, tmd, ll;
     do
@@ -669,9 +697,12 @@ proctype Nic(byte r)
        :: else
        fi;
        /* S2 */
+#if FDWAIT && defined(MUT_FDMARK)
+       FDMARK(r);                         /* the mark's seq read before S2's */
+#endif
        READ_SEQ(seq[r]);
-#if FDWAIT && !defined(MUT_F1)
-       fdless[r] = 1;                     /* F1: before the announcement */
+#if FDWAIT && !defined(MUT_F1) && !defined(MUT_FDMARK)
+       FDMARK(r);                         /* F1: before the announcement */
 #endif
 #if LEASE && !defined(MUT_T1)
        untimed[r] = 1;                    /* T1: before the announcement */
@@ -696,7 +727,7 @@ proctype Nic(byte r)
        lw = 0;
 #endif
 #if FDWAIT && defined(MUT_F1)
-       fdless[r] = 1;                     /* the mark passes the token's load */
+       FDMARK(r);                         /* the mark passes the token's load */
 #endif
        if
        :: lt == 0 && w -> sleepers[r]--; lt = 0; w = 0; untimed[r] = 0
