@@ -58,6 +58,7 @@
  */
 #include "ofi.h"
 #include "ofi_fabric.h"
+#include "shm_fbcode.h"
 
 #include "clock.h"
 #include "config.h"
@@ -97,6 +98,7 @@
 
 #define OFI_PFX        64u           /* transport prefix before every slot       */
 #define OFI_MAGIC      0x4f50u       /* "PO"                                      */
+#define OFI_SMAGIC     0x5350u       /* "PS": a short data message (ofi_spfx)      */
 #define OFI_K_DATA     1u
 #define OFI_K_CREDIT   2u
 #define OFI_K_BYE      3u            /* PMIx job: the sender's NI closes (orderly) */
@@ -156,6 +158,36 @@ struct ofi_pfx {
     uint8_t pad[OFI_PFX - 32];
 };
 _Static_assert(sizeof(struct ofi_pfx) == OFI_PFX, "the prefix is one cache line");
+
+/* A short data message: the prefix below, then the header words that differ
+ * from the last header of the same class sent to the same peer (the
+ * sender's and the receiver's base: ofi_short_mask, as the fast boxes do,
+ * shm_fbcode.h), then the bytes after the header. Sent when the whole fits
+ * the provider's inject size and the prefix's room (short_max): an 8 B put
+ * is 44-56 bytes, which tcp;ofi_rxm injects (64 bytes) with no completion
+ * and so no signal on the CQ's wait object, where a full message (the
+ * 64-byte prefix, the 128-byte header) went with a completion whose signal
+ * cost a write, a poll and a read (bench/RESULTS.md, "Twenty-ninth
+ * session"). Data messages only, without a registration key (rkey 0). */
+struct ofi_spfx {
+    uint16_t magic;     /* OFI_SMAGIC                                           */
+    uint8_t cls;
+    uint8_t nw;         /* header words that follow (bits set in mask)          */
+    uint32_t src;
+    uint32_t mask;      /* bit j: header word j follows (j = 0 .. 30)          */
+    uint32_t ord;       /* header word 31, the order stamp                      */
+    uint32_t cred[PT_CLS_NR];
+};
+_Static_assert(sizeof(struct ofi_spfx) == 24, "the short prefix");
+#define OFI_SMASK 0x7fffffffu /* words 0 .. 30: the order stamp travels in ord */
+
+/* Which header words of h differ from base (words 0 .. 30). */
+static inline uint32_t ofi_short_mask(const void *h, const uint32_t *base)
+{
+    uint32_t w0, b0 = base[0];
+    memcpy(&w0, h, 4);
+    return pt_fb_diff(h, base) | (uint32_t)(w0 != b0);
+}
 
 /* Operation contexts: what a completion's op_context points at. */
 enum { CTX_SEND = 1, CTX_RECV = 2, CTX_READ = 3 };
@@ -268,6 +300,11 @@ struct pt_xport {
     size_t max_read;      /* the provider's max_msg_size: longer pieces are read
                            * in several reads                                   */
     bool mr_prov_key;
+    size_t inject;        /* the provider's inject size: messages up to it leave by
+                           * fi_inject (no completion)                            */
+    uint32_t short_max;   /* short messages up to this many bytes; 0 none         */
+    uint32_t *sbase;      /* [(peer * 2 + cls) * 32]: the header last sent         */
+    uint32_t *rbase;      /* [(sender * 2 + cls) * 32]: the header last received  */
 
     /* peers */
     fi_addr_t *addr;      /* [peer]: FI_ADDR_NOTAVAIL until inserted             */
@@ -635,9 +672,20 @@ static bool try_send(struct pt_xport *x, uint32_t i)
     struct ofi_sbuf *b = &x->sb[i];
     ssize_t rc;
     if (PT_UNLIKELY(x->fault == OFI_FAULT_SENDERR) && x->me == 0 && b->peer != x->me &&
-        ((const struct ofi_pfx *)b->mem)->kind == OFI_K_DATA && ++x->fault_sends == 10)
+        (((const struct ofi_pfx *)b->mem)->kind == OFI_K_DATA ||
+         ((const struct ofi_pfx *)b->mem)->magic == OFI_SMAGIC) &&
+        ++x->fault_sends == 10)
         rc = -FI_EIO; /* as a connection lost to a live peer */
-    else
+    else if (b->c.idx <= x->inject && !b->what) {
+        /* copied by the provider now, no completion: the buffer is ours
+         * again. Probes and byes keep fi_send: their completion is what
+         * they are for (sbuf_done). */
+        rc = fi_inject(x->ep, b->mem, b->c.idx, x->addr[b->peer]);
+        if (PT_LIKELY(rc == 0)) {
+            sbuf_done(x, i);
+            return true;
+        }
+    } else
         rc = fi_send(x->ep, b->mem, b->c.idx, b->desc, x->addr[b->peer], &b->c.fc);
     if (PT_LIKELY(rc == 0))
         return true;
@@ -771,12 +819,61 @@ static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t 
 
 /* A message arrived: check it, take its credits, copy a data message into
  * its ring. */
+/* A short message (ofi_spfx): its header rebuilt on the base of its class
+ * from its sender, which it then becomes; as a full message with rkey 0
+ * from there on. */
+static void on_short(struct pt_xport *x, const char *buf, size_t len)
+{
+    struct ofi_spfx sp;
+    memcpy(&sp, buf, sizeof sp);
+    if (PT_UNLIKELY(sp.src >= x->n || sp.cls >= PT_CLS_NR || (sp.mask & ~OFI_SMASK) ||
+                    sp.nw != pt_fb_pop(sp.mask) || len < sizeof sp + 4u * sp.nw ||
+                    PT_XPORT_HDR_BYTES + (len - sizeof sp - 4u * sp.nw) > x->slot)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: a malformed short message (%zu bytes) was dropped", len);
+        return;
+    }
+    uint32_t s = sp.src;
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        uint32_t v = x->cred[s * 2 + c] + sp.cred[c];
+        x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
+    }
+    uint32_t *base = x->rbase + ((size_t)s * 2 + sp.cls) * 32;
+    const char *w = buf + sizeof sp;
+    for (uint32_t m = sp.mask; m; m &= m - 1) {
+        memcpy(&base[__builtin_ctz(m)], w, 4); /* the base moves even if the
+                                                 * message is dropped below */
+        w += 4;
+    }
+    size_t plen = len - sizeof sp - 4u * sp.nw;
+    struct ofi_inq *q = &x->in[s * 2 + sp.cls];
+    if (PT_UNLIKELY(q->head - q->tail >= x->qslots)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: rank %u sent beyond its credits: message dropped", s);
+        return;
+    }
+    char *slot = inq_slot(x, q, q->head);
+    memcpy(slot, base, PT_XPORT_HDR_BYTES);
+    *slot_ord(slot) = sp.ord;
+    memcpy(slot + PT_XPORT_HDR_BYTES, w, plen);
+    if (PT_UNLIKELY(x->nreg) && sp.cls == PT_CLS_RSP)
+        reg_end(x, s, slot, 0);
+    q->head++;
+    ST_RELAXED(&x->queued, LD_RELAXED(&x->queued) + 1);
+}
+
 static void on_message(struct pt_xport *x, const char *buf, size_t len)
 {
     /* The provider packs messages into a multi-receive buffer at any byte
      * offset: the prefix is copied out, the slot copied into its aligned ring. */
     struct ofi_pfx pf;
     const struct ofi_pfx *p = &pf;
+    uint16_t magic;
+    memcpy(&magic, buf, sizeof magic); /* a message is never shorter than 2 bytes */
+    if (magic == OFI_SMAGIC && len >= sizeof(struct ofi_spfx)) {
+        on_short(x, buf, len);
+        return;
+    }
     if (PT_UNLIKELY(len < OFI_PFX)) {
         x->bad_msgs++;
         pt_log_once(PT_LOG_WARN, "ofi: a %zu-byte message was dropped (shorter than the prefix)",
@@ -810,6 +907,8 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
         pt_log_once(PT_LOG_WARN, "ofi: a malformed message from rank %u was dropped", s);
         return;
     }
+    /* the base moves with every data message, dropped below or not */
+    memcpy(x->rbase + ((size_t)s * 2 + p->cls) * 32, buf + OFI_PFX, PT_XPORT_HDR_BYTES);
     struct ofi_inq *q = &x->in[s * 2 + p->cls];
     if (PT_UNLIKELY(q->head - q->tail >= x->qslots)) {
         x->bad_msgs++;
@@ -868,6 +967,11 @@ static int progress(struct pt_xport *x)
                     b->posted = false;
                 if (err.err != FI_ECANCELED)
                     pt_log_once(PT_LOG_WARN, "ofi: receive error: %s", pt_fi_strerror(err.err));
+            } else if (!c) {
+                /* an injected send's late error names no peer: its death is
+                 * left to the probes and the next send's error */
+                pt_log_once(PT_LOG_WARN, "ofi: a send without completion failed: %s",
+                            pt_fi_strerror(err.err));
             }
         }
         return 1;
@@ -1062,6 +1166,29 @@ static void ofi_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     else if (PT_UNLIKELY(x->nrk) && (op == PT_XPORT_W_FIN || op == PT_XPORT_W_RFIN))
         p->rkey = rkey_end(x, peer, h);
     x->cred[peer * 2 + cls]--;
+    uint32_t *base = x->sbase + ((size_t)peer * 2 + cls) * 32;
+    if (x->short_max && !p->rkey) {
+        uint32_t mask = ofi_short_mask(h, base);
+        uint32_t nw = pt_fb_pop(mask), plen = len - PT_XPORT_HDR_BYTES;
+        uint32_t tot = (uint32_t)sizeof(struct ofi_spfx) + 4 * nw + plen;
+        if (tot <= x->short_max) {
+            /* Built at the buffer's start: tot <= OFI_PFX, so below h. */
+            struct ofi_spfx sp = {OFI_SMAGIC, (uint8_t)cls, (uint8_t)nw, x->me, mask,
+                                  *slot_ord(h), {p->cred[0], p->cred[1]}};
+            char *o = b->mem + sizeof sp;
+            const char *hw = h;
+            for (uint32_t m = mask; m; m &= m - 1) {
+                memcpy(o, hw + 4 * (uint32_t)__builtin_ctz(m), 4);
+                o += 4;
+            }
+            memcpy(o, hw + PT_XPORT_HDR_BYTES, plen);
+            memcpy(base, h, PT_XPORT_HDR_BYTES); /* before sp overwrites the prefix: h is past it */
+            memcpy(b->mem, &sp, sizeof sp);
+            send_or_queue(x, i, tot);
+            return;
+        }
+    }
+    memcpy(base, h, PT_XPORT_HDR_BYTES); /* every data message moves the base */
     send_or_queue(x, i, OFI_PFX + len);
 }
 
@@ -1740,6 +1867,8 @@ static void ofi_free(struct pt_xport *x)
     free(x->cred);
     free(x->owe);
     free(x->sent);
+    free(x->sbase);
+    free(x->rbase);
     free(x->dead);
     free((void *)x->gone);
     free(x->owe_flag);
@@ -2128,6 +2257,8 @@ static int ofi_setup(struct pt_xport *x)
     x->cred = calloc((size_t)n * 2, sizeof *x->cred);
     x->owe = calloc((size_t)n * 2, sizeof *x->owe);
     x->sent = calloc(n, sizeof *x->sent);
+    x->sbase = calloc((size_t)n * 2 * 32, sizeof *x->sbase);
+    x->rbase = calloc((size_t)n * 2 * 32, sizeof *x->rbase);
     x->dead = calloc(n, 1);
     x->gone = calloc(n, sizeof *x->gone);
     x->owe_flag = calloc(n, sizeof *x->owe_flag);
@@ -2151,7 +2282,7 @@ static int ofi_setup(struct pt_xport *x)
     x->reg_cap = 2 * (uint32_t)pt_config()->req_slots + 64 * n;
     x->reg = calloc(x->reg_cap, sizeof *x->reg);
     x->rk = calloc(x->reg_cap, sizeof *x->rk);
-    if (!x->addr || !x->cred || !x->owe || !x->sent || !x->dead || !x->gone || !x->owe_flag ||
+    if (!x->addr || !x->cred || !x->owe || !x->sent || !x->sbase || !x->rbase || !x->dead || !x->gone || !x->owe_flag ||
         !x->pidfd || !x->in || !x->rxo || !x->held_list || !x->sb || !x->pend || !x->smem ||
         !x->rmem || !x->inmem || !x->reg || !x->rk)
         return -ENOMEM;
@@ -2173,6 +2304,10 @@ static int ofi_setup(struct pt_xport *x)
     int rc = open_fabric(x);
     if (rc)
         return rc;
+    x->inject = pt_config()->ofi_short ? x->info->tx_attr->inject_size : 0;
+    x->short_max = (uint32_t)(x->inject < OFI_PFX ? x->inject : OFI_PFX);
+    if (x->short_max < sizeof(struct ofi_spfx) + 8)
+        x->short_max = 0; /* not even a header-only message would fit */
     for (uint32_t i = 0; i < OFI_NRBUF; i++) {
         x->rb[i].c.kind = CTX_RECV;
         x->rb[i].mem = x->rmem + (size_t)i * rsize;

@@ -109,6 +109,8 @@ static struct pt_tunable g_table[] = {
       "PMIx job (mpirun, srun), offload mode: every this many ms a rank's engine sends a probe (a 64-byte message) to each peer (at most 64 per period, round robin); a failed send, or a probe still outstanding after 2 periods whose peer endpoint the kernel's check (a TCP connect to it) finds gone (tcp; other providers: outstanding after 4 periods), makes the peer dead and fails the NI with PTL_NI_PEER_DIED; 0: no probes (docs/ofi.md)"),
     T("PTL_PMIX_TIMEOUT_S", pmix_timeout_s, 120, 1, 86400,
       "PMIx job (mpirun, srun): seconds PtlNIInit waits in the wire-up fence for every rank of the job to reach its own PtlNIInit; then it fails (PTL_FAIL) with a message naming this variable, instead of waiting until the launcher kills the job (docs/ofi.md, \"PMIx wire-up\")"),
+    T("PTL_OFI_SHORT", ofi_short, 1, 0, 1,
+      "PTL_TRANSPORT=ofi: 1 a data message whose changed header words and payload fit the provider's inject size (64 bytes on tcp;ofi_rxm: an 8 B put) goes short, by fi_inject, with no completion; 0 every message whole (a 64-byte prefix and the 128-byte header) and by fi_send (docs/ofi.md, \"Short messages\")"),
     T("PTL_OFI_FAULT", ofi_fault, 0, 0, 3,
       "tests only: a fault in PTL_TRANSPORT=ofi (docs/ofi.md, \"given up\", \"A connection lost\"): 1 every RMA read of a rendezvous pull is answered as a provider that keeps answering -FI_EAGAIN (never posted), 2 reads are posted but their completions never count (the pull must give up when it finds its peer lost); 3 rank 0's 10th data message fails as on a connection lost to a live peer (its NI must fail); 0: off"),
     T("PTL_DEPART_RING_MS", depart_ring_ms, 0, 0, 10000,

@@ -68,6 +68,7 @@ struct pt_config {
     char ofi_provider[64];  /* PTL_OFI_PROVIDER: libfabric provider; "" = best found  */
     int64_t ofi_probe_ms;   /* PTL_OFI_PROBE_MS: PMIx job, liveness probe period     */
     int64_t pmix_timeout_s; /* PTL_PMIX_TIMEOUT_S: PMIx job, bound on the wire-up fence */
+    int64_t ofi_short;      /* PTL_OFI_SHORT: 1 short messages and fi_inject, 0 none  */
     int64_t ofi_fault;      /* PTL_OFI_FAULT: tests only, a fault in ofi's pull (0 off) */
     int64_t depart_ring_ms; /* PTL_DEPART_RING_MS: tests only, the launcher's ring late */
 };
