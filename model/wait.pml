@@ -645,7 +645,10 @@ W3:                FUTEX_WAIT(EVSEQ(r));   /* futex_wait(ev, seq, forever) */
  * its NIC thread can send it (D2), and rank 1's NIC thread delivers it. */
 proctype App(byte r; byte a)
 {
-    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw, lf;
+    byte n, p, ls, lp, lt, lq, k, i, j, got, w, posted, skipped, ex, le, lw;
+#if FDWAIT && OFFLOAD
+    byte lf;             /* kick's load of fdless (D5) */
+#endif
     bool so;             /* poll's send-only flag (submit) */
     bool holding, wanted, polling, took, lg, lu;
     byte round = 0;
@@ -676,7 +679,10 @@ proctype App(byte r; byte a)
 #if OFFLOAD
 proctype Nic(byte r)
 {
-    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw, lf;
+    byte n, p, ls, lp, lt, i, j, got, w, posted, k, le, lw;
+#if FDWAIT && OFFLOAD
+    byte lf;             /* kick's load of fdless (D5) */
+#endif
     bool so;             /* poll's send-only flag: never set here */
     bool took, handed, tmd, ll;
     do
