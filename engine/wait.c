@@ -302,6 +302,42 @@ static bool producer_may_be_late(struct pt_nic *nic)
     return false;
 }
 
+static __thread bool tls_nic_thread;        /* set by pt_wait_nic_thread  */
+
+/* For the verdict's message: what was pending, and the state of each rank
+ * it could have come from (R runnable, S asleep, ? gone or unreadable), so
+ * that a report says which producer did not ring. Cold path. */
+static void describe_pending(struct pt_nic *nic, char *buf, size_t len)
+{
+    struct pt_wait *w = &nic->w;
+    size_t o = 0;
+#define PUT(...)                                                        \
+    do {                                                                \
+        if (o < len) {                                                  \
+            int k_ = snprintf(buf + o, len - o, __VA_ARGS__);           \
+            o += k_ > 0 ? (size_t)k_ : 0;                               \
+        }                                                               \
+    } while (0)
+    pid_t self = getpid(), me = pt_proc_tid();
+    PUT("local work %d (credit-stalled %d), departures %u seen %u",
+        (int)pt_nic_local_work(nic), (int)pt_nic_credit_stalled(nic),
+        (unsigned)nic->xo->departures(nic->x), (unsigned)LD_RELAXED(&nic->departed_seen));
+    if (nic->xo->rx_pending_from) {
+        uint32_t peers[PT_WAIT_LATE_PEERS];
+        uint32_t n = nic->xo->rx_pending_from(nic->x, peers, PT_WAIT_LATE_PEERS);
+        PUT(", arrivals from %u rank(s):", n);
+        for (uint32_t i = 0; i < n; i++) {
+            pid_t p = nic->xo->peer_ospid(nic->x, peers[i]);
+            int st = p > 0 ? pt_proc_thread_runnable(p, p == self ? me : 0) : -1;
+            PUT(" %u%s", peers[i], st == 1 ? "(R)" : st == 0 ? "(S)" : "(?)");
+        }
+    }
+    PUT("; bell sleepers %u polled %u (ours %u), token %u",
+        (unsigned)LD_RELAXED(&w->bell->sleepers), (unsigned)LD_RELAXED(&w->bell->polled),
+        (unsigned)LD_RELAXED(&w->polled_mine), (unsigned)LD_RELAXED(&w->token));
+#undef PUT
+}
+
 /* After a sleep that the backstop ended, still announced (sleepers counts
  * us): work nobody rang for may be a producer between its publish and its
  * ring (preempted there on a loaded machine), so it gets one more backstop
@@ -333,11 +369,14 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     PT_TRACE_WAIT(nic, PT_TR_MISSED, seq);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
         ST_RELAXED(&w->backstop_ns, 1000000u);
+    char what[256];
+    describe_pending(nic, what, sizeof what);
     pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending for two %lld ms "
                              "backstop periods without a ring, and no thread that could "
                              "still ring was running (a process of the job wrote this "
-                             "rank's doorbell); sleeping at most 1 ms from now on",
-                (long long)pt_config()->wake_backstop_ms);
+                             "rank's doorbell); sleeping at most 1 ms from now on [%s%s]",
+                (long long)pt_config()->wake_backstop_ms, what,
+                tls_nic_thread ? ", NIC thread" : ", API thread");
     repair_bell(w);
     return true;
 }
@@ -483,7 +522,6 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
     }
 }
 
-static __thread bool tls_nic_thread;        /* set by pt_wait_nic_thread  */
 
 bool pt_wait_on_nic_thread(void) { return tls_nic_thread; }
 

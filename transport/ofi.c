@@ -817,8 +817,6 @@ static void reg_end(struct pt_xport *x, uint32_t peer, const void *h, uint64_t k
 
 static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key);
 
-/* A message arrived: check it, take its credits, copy a data message into
- * its ring. */
 /* A short message (ofi_spfx): its header rebuilt on the base of its class
  * from its sender, which it then becomes; as a full message with rkey 0
  * from there on. */
@@ -862,6 +860,8 @@ static void on_short(struct pt_xport *x, const char *buf, size_t len)
     ST_RELAXED(&x->queued, LD_RELAXED(&x->queued) + 1);
 }
 
+/* A message arrived: check it, take its credits, copy a data message into
+ * its ring. */
 static void on_message(struct pt_xport *x, const char *buf, size_t len)
 {
     /* The provider packs messages into a multi-receive buffer at any byte
@@ -2282,9 +2282,9 @@ static int ofi_setup(struct pt_xport *x)
     x->reg_cap = 2 * (uint32_t)pt_config()->req_slots + 64 * n;
     x->reg = calloc(x->reg_cap, sizeof *x->reg);
     x->rk = calloc(x->reg_cap, sizeof *x->rk);
-    if (!x->addr || !x->cred || !x->owe || !x->sent || !x->sbase || !x->rbase || !x->dead || !x->gone || !x->owe_flag ||
-        !x->pidfd || !x->in || !x->rxo || !x->held_list || !x->sb || !x->pend || !x->smem ||
-        !x->rmem || !x->inmem || !x->reg || !x->rk)
+    if (!x->addr || !x->cred || !x->owe || !x->sent || !x->sbase || !x->rbase || !x->dead ||
+        !x->gone || !x->owe_flag || !x->pidfd || !x->in || !x->rxo || !x->held_list || !x->sb ||
+        !x->pend || !x->smem || !x->rmem || !x->inmem || !x->reg || !x->rk)
         return -ENOMEM;
     for (uint32_t p = 0; p < n; p++) {
         x->addr[p] = FI_ADDR_NOTAVAIL;
@@ -2305,9 +2305,10 @@ static int ofi_setup(struct pt_xport *x)
     if (rc)
         return rc;
     x->inject = pt_config()->ofi_short ? x->info->tx_attr->inject_size : 0;
+    /* short messages are built below the slot, in the prefix's 64 bytes */
     x->short_max = (uint32_t)(x->inject < OFI_PFX ? x->inject : OFI_PFX);
-    if (x->short_max < sizeof(struct ofi_spfx) + 8)
-        x->short_max = 0; /* not even a header-only message would fit */
+    if (x->short_max < sizeof(struct ofi_spfx) + 4)
+        x->short_max = 0; /* room for no changed word */
     for (uint32_t i = 0; i < OFI_NRBUF; i++) {
         x->rb[i].c.kind = CTX_RECV;
         x->rb[i].mem = x->rmem + (size_t)i * rsize;
