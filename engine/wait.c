@@ -247,6 +247,19 @@ static bool unannounced_work(struct pt_nic *nic)
            pt_nic_has_work(nic);
 }
 
+/* Rank r's process, its threads but this one: 1 one runnable, 0 none, -1
+ * gone or unreadable (pt_proc_thread_runnable). */
+static int rank_state(struct pt_nic *nic, uint32_t r, pid_t self, pid_t me)
+{
+    pid_t p = nic->xo->peer_ospid(nic->x, r);
+    return p > 0 ? pt_proc_thread_runnable(p, p == self ? me : 0) : -1;
+}
+
+static bool rank_runnable(struct pt_nic *nic, uint32_t r, pid_t self, pid_t me)
+{
+    return rank_state(nic, r, self, me) == 1;
+}
+
 /* After two backstop periods with work still unannounced: may its producer
  * still be on its way to the ring? A thread preempted between its publish
  * and its ring is runnable (state R); on 2 cores with 256 ranks it can stay
@@ -256,13 +269,6 @@ static bool unannounced_work(struct pt_nic *nic)
  * comes from another thread of this process, arrivals from the ranks the
  * transport names, departures from the launcher or our own watch thread.
  * Cold path: reads /proc (util/proc.h). */
-/* Is a thread of rank r's process (not this one) runnable? */
-static bool rank_runnable(struct pt_nic *nic, uint32_t r, pid_t self, pid_t me)
-{
-    pid_t p = nic->xo->peer_ospid(nic->x, r);
-    return p > 0 && pt_proc_thread_runnable(p, p == self ? me : 0) == 1;
-}
-
 static bool producer_may_be_late(struct pt_nic *nic)
 {
     pid_t self = getpid(), me = pt_proc_tid();
@@ -327,8 +333,7 @@ static void describe_pending(struct pt_nic *nic, char *buf, size_t len)
         uint32_t n = nic->xo->rx_pending_from(nic->x, peers, PT_WAIT_LATE_PEERS);
         PUT(", arrivals from %u rank(s):", n);
         for (uint32_t i = 0; i < n; i++) {
-            pid_t p = nic->xo->peer_ospid(nic->x, peers[i]);
-            int st = p > 0 ? pt_proc_thread_runnable(p, p == self ? me : 0) : -1;
+            int st = rank_state(nic, peers[i], self, me);
             PUT(" %u%s", peers[i], st == 1 ? "(R)" : st == 0 ? "(S)" : "(?)");
         }
     }

@@ -817,6 +817,28 @@ static void reg_end(struct pt_xport *x, uint32_t peer, const void *h, uint64_t k
 
 static void rkey_add(struct pt_xport *x, uint32_t peer, const void *h, uint64_t key);
 
+/* Credits sender s returns with a message; never above the queue (a peer
+ * returning more is faulty). */
+static inline void take_credits(struct pt_xport *x, uint32_t s, const uint32_t *cred)
+{
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        uint32_t v = x->cred[s * 2 + c] + cred[c];
+        x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
+    }
+}
+
+/* The slot a data message from s takes at q's head, or NULL (counted,
+ * logged) when s sent beyond its credits and the message is dropped. */
+static inline char *inq_next(struct pt_xport *x, struct ofi_inq *q, uint32_t s)
+{
+    if (PT_UNLIKELY(q->head - q->tail >= x->qslots)) {
+        x->bad_msgs++;
+        pt_log_once(PT_LOG_WARN, "ofi: rank %u sent beyond its credits: message dropped", s);
+        return NULL;
+    }
+    return inq_slot(x, q, q->head);
+}
+
 /* A short message (ofi_spfx): its header rebuilt on the base of its class
  * from its sender, which it then becomes; as a full message with rkey 0
  * from there on. */
@@ -832,10 +854,7 @@ static void on_short(struct pt_xport *x, const char *buf, size_t len)
         return;
     }
     uint32_t s = sp.src;
-    for (int c = 0; c < PT_CLS_NR; c++) {
-        uint32_t v = x->cred[s * 2 + c] + sp.cred[c];
-        x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
-    }
+    take_credits(x, s, sp.cred);
     uint32_t *base = x->rbase + ((size_t)s * 2 + sp.cls) * 32;
     const char *w = buf + sizeof sp;
     for (uint32_t m = sp.mask; m; m &= m - 1) {
@@ -845,12 +864,9 @@ static void on_short(struct pt_xport *x, const char *buf, size_t len)
     }
     size_t plen = len - sizeof sp - 4u * sp.nw;
     struct ofi_inq *q = &x->in[s * 2 + sp.cls];
-    if (PT_UNLIKELY(q->head - q->tail >= x->qslots)) {
-        x->bad_msgs++;
-        pt_log_once(PT_LOG_WARN, "ofi: rank %u sent beyond its credits: message dropped", s);
+    char *slot = inq_next(x, q, s);
+    if (PT_UNLIKELY(!slot))
         return;
-    }
-    char *slot = inq_slot(x, q, q->head);
     memcpy(slot, base, PT_XPORT_HDR_BYTES);
     *slot_ord(slot) = sp.ord;
     memcpy(slot + PT_XPORT_HDR_BYTES, w, plen);
@@ -888,11 +904,7 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
         return;
     }
     uint32_t s = p->src;
-    /* Credits can never exceed the queue: a peer returning more is faulty. */
-    for (int c = 0; c < PT_CLS_NR; c++) {
-        uint32_t v = x->cred[s * 2 + c] + p->cred[c];
-        x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
-    }
+    take_credits(x, s, p->cred);
     if (p->kind == OFI_K_CREDIT || p->kind == OFI_K_PROBE)
         return;
     if (p->kind == OFI_K_BYE) {
@@ -910,12 +922,9 @@ static void on_message(struct pt_xport *x, const char *buf, size_t len)
     /* the base moves with every data message, dropped below or not */
     memcpy(x->rbase + ((size_t)s * 2 + p->cls) * 32, buf + OFI_PFX, PT_XPORT_HDR_BYTES);
     struct ofi_inq *q = &x->in[s * 2 + p->cls];
-    if (PT_UNLIKELY(q->head - q->tail >= x->qslots)) {
-        x->bad_msgs++;
-        pt_log_once(PT_LOG_WARN, "ofi: rank %u sent beyond its credits: message dropped", s);
+    char *slot = inq_next(x, q, s);
+    if (PT_UNLIKELY(!slot))
         return;
-    }
-    char *slot = inq_slot(x, q, q->head);
     memcpy(slot, buf + OFI_PFX, p->len);
     if (PT_UNLIKELY(x->nreg) && p->cls == PT_CLS_RSP)
         reg_end(x, s, slot, p->rkey);
