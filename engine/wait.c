@@ -428,6 +428,8 @@ static void kick(struct pt_nic *nic)
              * the engine held) and would see neither the descriptor nor the
              * work we could look for: ring it, it comes back to S2, runs its
              * own fi_trywait and polls the descriptor, or finds the work.
+             * Asleep on the descriptor, it keeps its mark too: rung once, it
+             * rechecks at S2 as well, and we spare ourselves the look.
              * Whether work waits changes nothing here, so the releaser does
              * not look (rx_pending's fi_trywait armed the CQ's wait object,
              * and every later completion then wrote its signal: two system
@@ -800,8 +802,13 @@ void *pt_wait_nic_thread(void *arg)
             rung = bell_wait_fdless(w, seq, tmo); /* [S3b] */
             handed = true;
         } else {
-            if (w->xfd >= 0)
-                ST_RELAXED(&w->fdless, 0); /* we poll the descriptor */
+            /* On the descriptor, after our own fi_trywait. The mark stays
+             * (D5 for this sleep too): a releaser rings it once instead of
+             * looking for work at every release. That look was fi_trywait,
+             * which drained and armed the wait object again, so every
+             * completion wrote its signal: 7 system calls per message while
+             * an application thread polled beside this sleep (1 message in
+             * 10 of an 8 B offload ping-pong, bench/results-ofi.md). */
             rung = bell_wait(w, b, seq, tmo);
             /* T1's timeout with nothing to end while a lease is out or
              * waiters keep leaving them: sleep on, still announced on the same seq (a

@@ -58,14 +58,14 @@
  *       watcher  <->  W2W + W2: an event sleeper counts itself a watcher of
  *       its EQs (RMW), announces (RMW), rechecks.
  *   D5  (a transport descriptor: ofi) the CQ belongs to the engine holder.
- *       A NIC thread whose S2 finds the token held marks itself fdless (F1,
- *       before sleepers++, with the seq its S2 read) and sleeps on the
- *       eventfd alone [S3b]; a releaser whose D3/D4 check finds a sleeper
- *       and the token free reads the mark first: fdless, it rings unless the
- *       bell's seq moved since the mark's (a ring reached that sleep
- *       already), and does nothing else: the woken NIC thread's S2 rechecks
- *       the work  <->  S2/F1. The NIC thread polls the descriptor only after
- *       its own fi_trywait, the token free.
+ *       The NIC thread marks every sleep (F1, before sleepers++, with the
+ *       seq its S2 read); if its S2 finds the token held it sleeps on the
+ *       eventfd alone [S3b], else on the descriptor after its own
+ *       fi_trywait. A releaser whose D3/D4 check finds it asleep and the
+ *       token free reads the mark first: it rings unless the bell's seq
+ *       moved since the mark's (a ring reached that sleep already), and
+ *       does nothing else: the woken NIC thread's S2 rechecks the work
+ *       <->  S2/F1.
  *   L1  (the poll lease, offload; PTL_WAIT_LEASE_US) a waiter that leaves
  *       with what it waited for, or a spinner's look (PtlEQGet, PtlEQPoll(0):
  *       pt_wait_look), may leave its count in bell.polled up as the
@@ -164,7 +164,7 @@ struct pt_wait_stats {
     _Atomic uint64_t late_wakes;     /* ... whose producer was still runnable        */
     _Atomic uint64_t bell_repairs;   /* forged `polled` words put right              */
     _Atomic uint64_t nic_fdless_sleeps; /* [S3b]: asleep on the eventfd alone          */
-    _Atomic uint64_t fd_handovers;   /* D5: a releaser rang an fdless NIC thread      */
+    _Atomic uint64_t fd_handovers;   /* D5: a releaser rang a marked NIC thread       */
     _Atomic uint64_t fd_handovers_owed; /* D5: ... found it rung already (no ring)     */
     _Atomic uint64_t leases_left;    /* L1: waiters that left a lease                 */
     _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
@@ -173,8 +173,8 @@ struct pt_wait_stats {
     _Atomic uint64_t room_sleeps;    /* RW: producers asleep on a full command ring  */
 };
 
-/* The fdless mark (F1): flag bit 0, the low 31 bits of the seq S2 read
- * above it. */
+/* The NIC thread's sleep mark (F1): flag bit 0, the low 31 bits of the seq
+ * S2 read above it. */
 #define PT_FDLESS(seq) ((uint32_t)(seq) << 1 | 1u)
 
 struct pt_wait {
@@ -219,11 +219,11 @@ struct pt_wait {
      * polls the descriptors (xfd, efd, rfd); the others sleep on the bell's
      * futex meanwhile. RMW only (CAS to take, XCHG to give back). */
     _Atomic uint32_t fd_poller;
-    /* D5: nonzero while the NIC thread sleeps (or arms to) on the eventfd
-     * alone, having found the engine held (F1, before its sleepers++): then
-     * PT_FDLESS(seq), seq the bell's seq its S2 read, so that a releaser
-     * can tell whether a ring has reached it since (D5 rings once per such
-     * sleep). One word, so flag and seq are read together. Read by
+    /* D5: the NIC thread's mark, stored at every S2 (F1, before its
+     * sleepers++): PT_FDLESS(seq), seq the bell's seq its S2 read, so that
+     * a releaser can tell whether a ring has reached that sleep since (D5
+     * rings once per sleep, on the eventfd alone [S3b] or on the
+     * descriptor). One word, so flag and seq are read together. Read by
      * releasers after their fence; written only by the NIC thread. */
     _Atomic uint32_t fdless;
     /* D6's filter: sleepers (W2) that wait for more EQs than a pt_watch

@@ -46,13 +46,16 @@
  * FDWAIT=1 in offload mode: the CQ belongs to the thread that holds the
  * engine. A NIC thread whose S2 finds the token held does not poll the
  * descriptor (the holder reads the CQ; its readiness would only spin the
- * NIC thread): it marks itself fdless (F1, before its announcement) and
- * sleeps on the eventfd alone (S3b). The holder's release (D3/D4, kick)
- * then owes it the descriptor: the sleeper fdless, it rings (D5), and the NIC thread
- * comes back to S1/S2 and, the token free, polls the descriptor after its
- * own fi_trywait. The mark holds the seq S2 read: a releaser rings only
- * while it is current (no ring has reached that sleep yet), once per sleep,
- * and looks for no work first (the woken NIC thread's S2 does). Mutants:
+ * NIC thread): it sleeps on the eventfd alone (S3b). The holder's release
+ * (D3/D4, kick) then owes it the descriptor: it rings (D5), and the NIC
+ * thread comes back to S1/S2 and, the token free, polls the descriptor
+ * after its own fi_trywait. Every sleep is marked (F1, before its
+ * announcement: fdless[r]), on the descriptor too. The mark holds the seq
+ * S2 read: a releaser rings only while it is current (no ring has reached
+ * that sleep yet), once per sleep, and looks for no work first (the woken
+ * NIC thread's S2 does). For a sleep on the descriptor the look it spares
+ * is fi_trywait, which armed the wait object again at every release while
+ * an application thread polled (a signal per completion). Mutants:
  * MUT_FDLEAVE (the holder leaves without the hand-over ring), MUT_FDSLEEP
  * (the NIC thread sleeps on the eventfd alone even when nobody holds the
  * token), MUT_F1 (the fdless mark stored after the token's load, as a store
@@ -151,8 +154,8 @@ bool fdrdy[2];         /* FDWAIT: the transport's descriptor is readable */
 bool evfdw[2];           /* FDWAIT: the rank's eventfd holds a ring         */
 bool poller[2];        /* FDWAIT: an engine sleeper polls the descriptors (P1/P2,
                         * wait.c fd_wait); the others sleep on the futex       */
-byte fdless[2];        /* FDWAIT, offload: the NIC thread sleeps (or is about to)
-                        * on the eventfd alone: the token was held at its S2.
+byte fdless[2];        /* FDWAIT, offload: the NIC thread's sleep mark (F1, every
+                        * sleep: on the eventfd alone, or on the descriptor).
                         * The code's mark holds the seq its S2 read; here 2
                         * while that seq is current, 1 once the bell's seq
                         * has moved since (every bump of seq[r] turns 2 into
@@ -393,11 +396,11 @@ inline poll_quiet(r) {
     od
 }
 
-/* D3/D4 action (wait.c kick): drain ourselves, else ring. A NIC thread
- * asleep without the descriptor (fdless), D5 first: ring it unless a ring
- * reached that sleep already (the mark no longer current), and look for
- * no work: the woken NIC thread's S2 rechecks, polls the descriptor from
- * then on. MUT_FDLEAVE: no hand-over ring. */
+/* D3/D4 action (wait.c kick): drain ourselves, else ring. A marked NIC
+ * thread (FDWAIT, offload: every sleep, on the eventfd alone or on the
+ * descriptor), D5 first: ring it unless a ring reached that sleep already
+ * (the mark no longer current), and look for no work: the woken NIC
+ * thread's S2 rechecks. MUT_FDLEAVE: no hand-over ring. */
 inline kick(r) {
     k = 0;
     do
@@ -765,8 +768,8 @@ proctype Nic(byte r)
                BELL_ONLY_WAIT(r, end_S3b);
                handed = 1
            :: else ->
-               /* our own fi_trywait (has_work) armed the descriptor */
-               fdless[r] = 0;
+               /* our own fi_trywait (has_work) armed the descriptor; the
+                * mark stays: releasers ring this sleep once too (D5) */
                BELL_WAIT(r, end_S3)
            fi;
 #else
