@@ -906,6 +906,27 @@ static uint32_t cmds_queued(struct pt_nic *nic)
     return queued;
 }
 
+/* For the backstop's verdict (wait.c describe_pending): which local work
+ * pt_nic_local_work saw, so that a report names its source. Cold path;
+ * relaxed reads of words other threads may be changing. */
+void pt_nic_local_work_describe(struct pt_nic *nic, char *buf, size_t len)
+{
+    uint32_t room = 0, stalled = 0;
+    struct pt_cmdq *q;
+    PT_CMDQ_EACH(nic, i, q) {
+        room += LD_RELAXED(&q->room.want) != 0;
+        stalled += LD_RELAXED(&q->stall_at) != 0;
+    }
+    snprintf(buf, len,
+             "commands queued %u (rings stalled on credits %u, producers asleep on a full "
+             "ring %u), ops %u (idle %u, credit-stalled %u), triggered ready %u, credit "
+             "marks armed %d",
+             cmds_queued(nic), stalled, room, (unsigned)LD_RELAXED(&nic->nops),
+             (unsigned)LD_RELAXED(&nic->nops_idle), (unsigned)LD_RELAXED(&nic->nops_cstall),
+             (unsigned)LD_RELAXED(&nic->trig_nready),
+             nic->xo->stall_armed ? (int)nic->xo->stall_armed(nic->x) : -1);
+}
+
 static bool flush_due(struct pt_nic *nic)
 {
     return cmds_queued(nic) || pt_nic_local_work(nic) || LD_RELAXED(&nic->nops) ||

@@ -609,6 +609,7 @@ bool pt_nic_has_work(struct pt_nic *nic);
 
 /* Commands or in-flight transfers waiting (any thread; no remote lines read). */
 bool pt_nic_local_work(struct pt_nic *nic);
+void pt_nic_local_work_describe(struct pt_nic *nic, char *buf, size_t len);
 /* Any thread: a command ring's head is recorded as stalled on credits (the
  * credit wait; cheap, for a sleeper's backstop: it retries then). */
 bool pt_nic_credit_stalled(struct pt_nic *nic);

@@ -325,8 +325,10 @@ static void describe_pending(struct pt_nic *nic, char *buf, size_t len)
         }                                                               \
     } while (0)
     pid_t self = getpid(), me = pt_proc_tid();
-    PUT("local work %d (credit-stalled %d), departures %u seen %u",
-        (int)pt_nic_local_work(nic), (int)pt_nic_credit_stalled(nic),
+    char lw[200];
+    pt_nic_local_work_describe(nic, lw, sizeof lw);
+    PUT("local work %d (credit-stalled %d: %s), departures %u seen %u",
+        (int)pt_nic_local_work(nic), (int)pt_nic_credit_stalled(nic), lw,
         (unsigned)nic->xo->departures(nic->x), (unsigned)LD_RELAXED(&nic->departed_seen));
     if (nic->xo->rx_pending_from) {
         uint32_t peers[PT_WAIT_LATE_PEERS];
@@ -374,7 +376,7 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     PT_TRACE_WAIT(nic, PT_TR_MISSED, seq);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
         ST_RELAXED(&w->backstop_ns, 1000000u);
-    char what[256];
+    char what[512];
     describe_pending(nic, what, sizeof what);
     pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending for two %lld ms "
                              "backstop periods without a ring, and no thread that could "
