@@ -309,11 +309,12 @@ static bool producer_may_be_late(struct pt_nic *nic)
 }
 
 static __thread bool tls_nic_thread;        /* set by pt_wait_nic_thread  */
+static __thread const char *tls_s2_why = "?"; /* the NIC thread's last S2: why it slept */
 
 /* For the verdict's message: what was pending, and the state of each rank
  * it could have come from (R runnable, S asleep, ? gone or unreadable), so
  * that a report says which producer did not ring. Cold path. */
-static void describe_pending(struct pt_nic *nic, char *buf, size_t len)
+static void describe_pending(struct pt_nic *nic, const char *seen, char *buf, size_t len)
 {
     struct pt_wait *w = &nic->w;
     size_t o = 0;
@@ -327,6 +328,12 @@ static void describe_pending(struct pt_nic *nic, char *buf, size_t len)
     pid_t self = getpid(), me = pt_proc_tid();
     char lw[200];
     pt_nic_local_work_describe(nic, lw, sizeof lw);
+    PUT("at the check: %s; now: ", seen);
+    if (nic->xo->rx_describe) {
+        char rx[160];
+        nic->xo->rx_describe(nic->x, rx, sizeof rx);
+        PUT("arrivals pending %d (%s), ", (int)nic->xo->rx_pending(nic->x), rx);
+    }
     PUT("local work %d (credit-stalled %d: %s), departures %u seen %u",
         (int)pt_nic_local_work(nic), (int)pt_nic_credit_stalled(nic), lw,
         (unsigned)nic->xo->departures(nic->x), (unsigned)LD_RELAXED(&nic->departed_seen));
@@ -345,6 +352,12 @@ static void describe_pending(struct pt_nic *nic, char *buf, size_t len)
 #undef PUT
 }
 
+/* Has anyone held the engine since `holds` was read, or holds it now? */
+static bool engine_ran(struct pt_wait *w, uint32_t holds)
+{
+    return LD_RELAXED(&w->holds) != holds || LD_RELAXED(&w->token) != 0;
+}
+
 /* After a sleep that the backstop ended, still announced (sleepers counts
  * us): work nobody rang for may be a producer between its publish and its
  * ring (preempted there on a loaded machine), so it gets one more backstop
@@ -359,6 +372,7 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
 {
     struct pt_wait *w = &nic->w;
     *rung_p = false;
+    uint32_t holds = LD_RELAXED(&w->holds); /* before the first look */
     if (!unannounced_work(nic))
         return false;
     if (bell_wait(w, ww, seq, backstop(w))) {
@@ -367,7 +381,24 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     }
     if (!unannounced_work(nic))
         return false;
-    if (producer_may_be_late(nic)) {
+    /* Which source it was, read again at once (the verdict's first words:
+     * what follows is read later, after /proc, and may have moved). */
+    char seen[320], lw[200];
+    pt_nic_local_work_describe(nic, lw, sizeof lw);
+    snprintf(seen, sizeof seen, "arrivals %d, local %d (%s), departures %d, want %u, slept %s",
+             (int)nic->xo->rx_pending(nic->x), (int)pt_nic_local_work(nic), lw,
+             (int)(nic->xo->departures(nic->x) != LD_RELAXED(&nic->departed_seen)),
+             (unsigned)LD_RELAXED(&w->want), tls_nic_thread ? tls_s2_why : "as a waiter");
+    /* Pending at both looks, but the same work only if nobody ran the engine
+     * in between, nor after the second look while we read /proc: each
+     * holder's release looks for a sleeper's work (D3), so work that
+     * outlived a hold was rung for, and work seen after one may be new, its
+     * producer between its publish and its ring or its own take (D2). A
+     * command committed and run by its poster while we judged looked
+     * unannounced and then gone (mp_coll_lists_offload's reports in the
+     * perturbation stage: 'commands queued 1', token 1, no producer runnable
+     * by then; 2026-12-01). Late, then, not missed. */
+    if (engine_ran(w, holds) || producer_may_be_late(nic) || engine_ran(w, holds)) {
         RMW_ADD(&w->st.late_wakes, 1);
         PT_TRACE_WAIT(nic, PT_TR_LATE, seq);
         return true;
@@ -376,8 +407,8 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     PT_TRACE_WAIT(nic, PT_TR_MISSED, seq);
     if (LD_RELAXED(&w->backstop_ns) > 1000000u)
         ST_RELAXED(&w->backstop_ns, 1000000u);
-    char what[512];
-    describe_pending(nic, what, sizeof what);
+    char what[1024];
+    describe_pending(nic, seen, what, sizeof what);
     pt_log_once(PT_LOG_WARN, "a wake-up did not come: work was pending for two %lld ms "
                              "backstop periods without a ring, and no thread that could "
                              "still ring was running (a process of the job wrote this "
@@ -762,6 +793,7 @@ void *pt_wait_nic_thread(void *arg)
             ST_RELAXED(&w->untimed, 0); /* awake: S2 comes again before any sleep */
             continue; /* [S1] */
         }
+        tls_s2_why = held ? "engine held" : defer ? "deferring (want)" : "no work";
         /* T1: while leases are in use (the lease is read after the fence:
          * L1's other half), sleep at most a lease period, so that a lease
          * always has an end. */

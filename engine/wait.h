@@ -179,6 +179,10 @@ struct pt_wait_stats {
 
 struct pt_wait {
     PT_ALIGNED _Atomic uint32_t token; /* 0 free; A-TOK/R-TOK                       */
+    _Atomic uint32_t holds;            /* holds ended: each holder bumps it before
+                                        * R-TOK (relaxed, on the line it owns). Read
+                                        * only by the backstop: did anyone run the
+                                        * engine between its two looks?            */
     _Atomic uint32_t want;             /* API threads waiting for the token (hint)  */
     _Atomic uint32_t stop;             /* NIC thread: end                           */
     _Atomic uint32_t nic_state;        /* enum pt_nic_state                         */
@@ -317,6 +321,7 @@ static inline bool pt_wait_try_take(struct pt_wait *w)
 static inline void pt_wait_give(struct pt_wait *w)
 {
     PT_TRACE_GIVE_T(w->tr);
+    ST_RELAXED(&w->holds, LD_RELAXED(&w->holds) + 1); /* only the holder writes it */
     ST_RELEASE(&w->token, 0); /* R-TOK pairs with A-TOK */
 }
 /* D3: release, and make sure an engine sleeper is not left with work. */

@@ -157,6 +157,14 @@ static bool mix_rx_pending(struct pt_xport *x)
     return x->so->rx_pending(x->sx) || (x->ofi && x->oo->rx_pending(x->ox));
 }
 
+static void mix_rx_describe(struct pt_xport *x, char *buf, size_t len)
+{
+    if (len)
+        buf[0] = 0;
+    if (x->so->rx_describe)
+        x->so->rx_describe(x->sx, buf, len);
+}
+
 static uint32_t mix_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_t max)
 {
     if (!x->so->rx_pending_from)
@@ -279,6 +287,7 @@ static const struct pt_xport_ops g_mix_ops = {
     .unhold_all = mix_unhold_all,
     .rx_pending = mix_rx_pending,
     .rx_pending_from = mix_rx_pending_from,
+    .rx_describe = mix_rx_describe,
     .pull = mix_pull,
     .push = mix_push,
     .coop_word = mix_coop_word,

@@ -1005,6 +1005,21 @@ static uint32_t shm_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_
     return n + fb_senders(x, peers + n, max - n);
 }
 
+/* Cold path (the backstop's verdict): each of rx_pending's sources, as it
+ * reads them, so that a report tells a summary bit that no sender's bit
+ * backs (nothing to receive) from a message. */
+static void shm_rx_describe(struct pt_xport *x, char *buf, size_t len)
+{
+    uint64_t sum = 0, words = 0;
+    for (uint32_t k = 0; k < x->l.nsum; k++)
+        sum |= LD_ACQUIRE(&x->sum[k]) ? 1ull << (k < 63 ? k : 63) : 0;
+    for (uint32_t wi = 0; wi < x->l.nwords; wi++)
+        words += (uint64_t)__builtin_popcountll(LD_ACQUIRE(&x->words[wi]));
+    snprintf(buf, len, "summary 0x%llx, sender bits %llu, box senders %u, ring senders %u",
+             (unsigned long long)sum, (unsigned long long)words, fb_senders(x, NULL, 1u << 20),
+             ring_senders(x, NULL, 1u << 20));
+}
+
 /* CMA between this process and a peer: read its memory into local iovecs
  * (pull) or write local iovecs into its memory (push, the cooperative
  * rendezvous: wire.h). */
@@ -1177,6 +1192,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .release = shm_release,
     .defer = shm_defer,
     .rx_pending = shm_rx_pending,
+    .rx_describe = shm_rx_describe,
     .rx_pending_from = shm_rx_pending_from,
     .pull = shm_pull,
     .push = shm_push,

@@ -116,6 +116,9 @@ struct pt_xport_ops {
      * max ranks whose messages rx_pending sees; returns how many it wrote.
      * NULL where the transport cannot tell. */
     uint32_t (*rx_pending_from)(struct pt_xport *x, uint32_t *peers, uint32_t max);
+    /* Cold path, any thread (the backstop's verdict): rx_pending's sources
+     * in words, into buf (always terminated). NULL: nothing to add. */
+    void (*rx_describe)(struct pt_xport *x, char *buf, size_t len);
     /* Bulk: copy from the peer's address space into local iovecs (CMA or a
      * same-process memcpy). Returns bytes copied or -errno (-EPERM/-ENOSYS:
      * CMA refused; the caller falls back to copying through the queues).

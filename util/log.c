@@ -14,7 +14,7 @@ void pt_log(int level, const char *fmt, ...)
     static const char *names[] = {"error", "warning", "info", "debug"};
     if (level > atomic_load(&g_level))
         return;
-    char buf[1024]; /* the backstop's verdict lists what was pending */
+    char buf[2048]; /* the backstop's verdict lists what was pending */
     va_list ap;
     va_start(ap, fmt);
     int n = snprintf(buf, sizeof buf, "libportals[%d] %s: ", (int)getpid(), names[level & 3]);
