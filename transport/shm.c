@@ -1010,14 +1010,13 @@ static uint32_t shm_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_
  * backs (nothing to receive) from a message. */
 static void shm_rx_describe(struct pt_xport *x, char *buf, size_t len)
 {
-    uint64_t sum = 0, words = 0;
+    uint32_t sums = 0, bits = 0;
     for (uint32_t k = 0; k < x->l.nsum; k++)
-        sum |= LD_ACQUIRE(&x->sum[k]) ? 1ull << (k < 63 ? k : 63) : 0;
+        sums += LD_ACQUIRE(&x->sum[k]) != 0;
     for (uint32_t wi = 0; wi < x->l.nwords; wi++)
-        words += (uint64_t)__builtin_popcountll(LD_ACQUIRE(&x->words[wi]));
-    snprintf(buf, len, "summary 0x%llx, sender bits %llu, box senders %u, ring senders %u",
-             (unsigned long long)sum, (unsigned long long)words, fb_senders(x, NULL, 1u << 20),
-             ring_senders(x, NULL, 1u << 20));
+        bits += (uint32_t)__builtin_popcountll(LD_ACQUIRE(&x->words[wi]));
+    snprintf(buf, len, "summary words set %u, sender bits %u, box senders %u, ring senders %u",
+             sums, bits, fb_senders(x, NULL, UINT32_MAX), ring_senders(x, NULL, UINT32_MAX));
 }
 
 /* CMA between this process and a peer: read its memory into local iovecs
