@@ -210,29 +210,34 @@ static int h_md_ct(struct pt_nic *n, struct pt_cmd *c)
     return pt_md_cmd_ct(n, c->h, c->u.mdct.ct, c->u.mdct.opts);
 }
 
+/* matching: the command can change what a request matches or whether its
+ * target accepts it (match entries, MDs, the ACL, EQs, counters an MD
+ * counts into), so that requests parked for a match (target.c) are matched
+ * again (match_gen; the data-moving and read-only ones cannot). */
 static const struct {
     pt_cmd_fn fn;
     const char *name;
+    bool matching;
 } g_cmd_table[] = {
-    [PT_CMD_PUT] = {h_put, "put"},
-    [PT_CMD_GET] = {h_get, "get"},
-    [PT_CMD_GETPUT] = {h_getput, "getput"},
-    [PT_CMD_ME_ATTACH] = {h_me_attach, "me_attach"},
-    [PT_CMD_ME_UNLINK] = {h_me_unlink, "me_unlink"},
-    [PT_CMD_MD_ATTACH] = {h_md_attach, "md_attach"},
-    [PT_CMD_MD_UNLINK] = {h_md_unlink, "md_unlink"},
-    [PT_CMD_MD_UPDATE] = {h_md_update, "md_update"},
-    [PT_CMD_EQ_ALLOC] = {h_eq_alloc, "eq_alloc"},
-    [PT_CMD_EQ_FREE] = {h_eq_free, "eq_free"},
-    [PT_CMD_AC_ENTRY] = {h_ac_entry, "ac_entry"},
-    [PT_CMD_STATUS] = {h_status, "status"},
-    [PT_CMD_MEMD_POST] = {h_memd_post, "memd_post"},
-    [PT_CMD_DUMP] = {h_dump, "dump"},
-    [PT_CMD_ATOMIC] = {h_atomic, "atomic"},
-    [PT_CMD_CT_ALLOC] = {h_ct_alloc, "ct_alloc"},
-    [PT_CMD_CT_FREE] = {h_ct_free, "ct_free"},
-    [PT_CMD_CT_OP] = {h_ct_op, "ct_op"},
-    [PT_CMD_MD_CT] = {h_md_ct, "md_ct"},
+    [PT_CMD_PUT] = {h_put, "put", false},
+    [PT_CMD_GET] = {h_get, "get", false},
+    [PT_CMD_GETPUT] = {h_getput, "getput", false},
+    [PT_CMD_ME_ATTACH] = {h_me_attach, "me_attach", true},
+    [PT_CMD_ME_UNLINK] = {h_me_unlink, "me_unlink", true},
+    [PT_CMD_MD_ATTACH] = {h_md_attach, "md_attach", true},
+    [PT_CMD_MD_UNLINK] = {h_md_unlink, "md_unlink", true},
+    [PT_CMD_MD_UPDATE] = {h_md_update, "md_update", true},
+    [PT_CMD_EQ_ALLOC] = {h_eq_alloc, "eq_alloc", true},
+    [PT_CMD_EQ_FREE] = {h_eq_free, "eq_free", true},
+    [PT_CMD_AC_ENTRY] = {h_ac_entry, "ac_entry", true},
+    [PT_CMD_STATUS] = {h_status, "status", false},
+    [PT_CMD_MEMD_POST] = {h_memd_post, "memd_post", true},
+    [PT_CMD_DUMP] = {h_dump, "dump", false},
+    [PT_CMD_ATOMIC] = {h_atomic, "atomic", false},
+    [PT_CMD_CT_ALLOC] = {h_ct_alloc, "ct_alloc", true},
+    [PT_CMD_CT_FREE] = {h_ct_free, "ct_free", true},
+    [PT_CMD_CT_OP] = {h_ct_op, "ct_op", true},
+    [PT_CMD_MD_CT] = {h_md_ct, "md_ct", true},
 };
 _Static_assert(sizeof(g_cmd_table) / sizeof(g_cmd_table[0]) == PT_CMD_LAST,
                "every command op needs a handler");
@@ -251,6 +256,8 @@ int pt_cmd_dispatch(struct pt_nic *nic, struct pt_cmd *cmd)
     int rc = g_cmd_table[cmd->op].fn(nic, cmd);
     if (rc == PT_E_AGAIN)
         return rc;
+    if (g_cmd_table[cmd->op].matching) /* requests parked for a match: work again */
+        ST_RELAXED(&nic->match_gen, LD_RELAXED(&nic->match_gen) + 1);
     if (cmd->done) {
         cmd->done->rc = rc;
         ST_RELEASE(&cmd->done->done, 1); /* R-DONE pairs with A-DONE */

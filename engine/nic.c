@@ -332,10 +332,34 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
  * poll: nothing later from that peer overtakes it (order per peer), and
  * every other peer is still served (one peer that never drains our answers
  * must not stop us serving the rest). */
+void pt_nic_park_note(struct pt_nic *nic, uint32_t peer, uint64_t until)
+{
+    uint32_t n = nic->park_pass_n++;
+    if (n < PT_PARK_MAX)
+        ST_RELAXED(&nic->park_peer[n], peer);
+    if (until < nic->park_pass_until)
+        nic->park_pass_until = until;
+}
+
+/* End of a receive pass: the requests it left parked for a match, and
+ * match_gen now (a command run after this pass makes them work again). One
+ * relaxed load when nothing was or is parked. */
+static void park_publish(struct pt_nic *nic)
+{
+    uint32_t n = nic->park_pass_n;
+    if (PT_LIKELY(!n) && PT_LIKELY(!LD_RELAXED(&nic->park_n)))
+        return;
+    ST_RELAXED(&nic->park_until, nic->park_pass_until);
+    ST_RELAXED(&nic->park_gen, LD_RELAXED(&nic->match_gen));
+    ST_RELAXED(&nic->park_n, n);
+}
+
 static int drain_rx(struct pt_nic *nic)
 {
     int work = 0;
     bool held = false;
+    nic->park_pass_n = 0;
+    nic->park_pass_until = UINT64_MAX;
     for (int b = 0; b < PT_RX_BATCH; b++) {
         uint32_t peer;
         enum pt_cls cls;
@@ -362,6 +386,7 @@ static int drain_rx(struct pt_nic *nic)
     }
     if (held)
         nic->xo->unhold_all(nic->x);
+    park_publish(nic);
     if (work && nic->rx_done)
         nic->rx_released = true; /* pt_nic_poll_once rings senders waiting for room */
     return work;
@@ -577,11 +602,39 @@ void pt_nic_drain(struct pt_nic *nic, int max)
         ;
 }
 
+/* Arrivals as work for a sleeper (after its full fence). The park rule
+ * (docs/waiting.md, "Parked for a match"; model/park.pml): the requests the
+ * last receive pass left waiting for a match are no work while no command
+ * that could change what they match ran since (match_gen) and their wait
+ * has not ended; everything else that arrived is. A command is work of its
+ * own until it has run, and whoever runs it looks for our work when it
+ * releases the engine (D3), with match_gen moved. */
+static bool rx_work(struct pt_nic *nic)
+{
+    uint32_t n = LD_RELAXED(&nic->park_n);
+    if (PT_LIKELY(!n) || n > PT_PARK_MAX || !nic->xo->rx_pending_beyond ||
+        LD_RELAXED(&nic->park_gen) != LD_RELAXED(&nic->match_gen) ||
+        pt_now_ns() >= LD_RELAXED(&nic->park_until))
+        return nic->xo->rx_pending(nic->x);
+    uint32_t peers[PT_PARK_MAX];
+    for (uint32_t i = 0; i < n; i++)
+        peers[i] = LD_RELAXED(&nic->park_peer[i]);
+    return nic->xo->rx_pending_beyond(nic->x, peers, n);
+}
+
 bool pt_nic_has_work(struct pt_nic *nic)
 {
     fork_point(nic); /* S2 (and the backstop's check): the NIC thread, token free */
-    return nic->xo->rx_pending(nic->x) || pt_nic_local_work(nic) ||
+    return rx_work(nic) || pt_nic_local_work(nic) ||
            nic->xo->departures(nic->x) != LD_RELAXED(&nic->departed_seen);
+}
+
+int64_t pt_nic_park_left_ns(struct pt_nic *nic)
+{
+    if (PT_LIKELY(!LD_RELAXED(&nic->park_n)))
+        return -1;
+    uint64_t u = LD_RELAXED(&nic->park_until), now = pt_now_ns();
+    return u > now ? (int64_t)(u - now) : 0;
 }
 
 /* Work a sleeping NIC thread would not otherwise hear about: commands and

@@ -36,6 +36,7 @@
                                 * have their own, the rest share the last one  */
 #define PT_CMD_BATCH 16        /* commands taken per ring per poll            */
 #define PT_RX_BATCH 32         /* messages handled per poll                   */
+#define PT_PARK_MAX PT_XPORT_PARK_MAX /* senders a sleeper can tell parked */
 #define PT_MAX_AC 64           /* ACL entries (max_ac_index + 1)              */
 
 struct pt_nic;
@@ -520,6 +521,23 @@ struct pt_nic {
     uint64_t nomatch_ns;                  /* PTL_NOMATCH_WAIT_US (target.c)            */
     uint64_t *nomatch_since;              /* [sender]: since when its first request
                                            * waits for a match entry (0: none)        */
+    /* Parked for a match (docs/waiting.md, "Parked for a match"; model
+     * model/park.pml). [E] written by the token holder (relaxed), read by
+     * any engine sleeper after its full fence (S2, W2, D3/D4), like the
+     * other work sources. match_gen moves with every command that can
+     * change what a request matches (ME/MD/ACL/EQ commands, pt_cmd_dispatch);
+     * the park (peers whose oldest request drain_rx left unmatched, the
+     * earliest end of their waits, match_gen then) is written at the end
+     * of every receive pass. A torn read by a sleeper racing a holder is
+     * harmless: the holder's release looks for the sleeper's work (D3). */
+    _Atomic uint32_t match_gen;
+    _Atomic uint32_t park_n;              /* parked senders; 0 none; > PT_PARK_MAX: too
+                                           * many to name (their requests are work)   */
+    _Atomic uint32_t park_gen;            /* match_gen when recorded                  */
+    _Atomic uint64_t park_until;          /* pt_now_ns: the first of their waits ends */
+    _Atomic uint32_t park_peer[PT_PARK_MAX];
+    uint32_t park_pass_n;                 /* [E] drain_rx's count in the pass          */
+    uint64_t park_pass_until;             /* [E] and its earliest end                  */
 
     /* requests waiting for their answers [E] (struct pt_ireq) */
     struct pt_ireq *ireqs;                /* [ireq_n], ireq_n a power of two          */
@@ -606,6 +624,13 @@ int pt_nic_poll_send(struct pt_nic *nic);
 void pt_nic_drain(struct pt_nic *nic, int max);
 /* Is there anything for the engine to do? Any thread. */
 bool pt_nic_has_work(struct pt_nic *nic);
+/* Any thread: how long until the first parked request's wait for a match
+ * ends (it is then work: dropped, its initiator answered), in ns; -1 when
+ * nothing is parked. An engine sleeper sleeps no longer. */
+int64_t pt_nic_park_left_ns(struct pt_nic *nic);
+/* drain_rx's handlers (target.c): the request from `peer` is parked until
+ * `until` (pt_now_ns) for a match. Token holder. */
+void pt_nic_park_note(struct pt_nic *nic, uint32_t peer, uint64_t until);
 
 /* Commands or in-flight transfers waiting (any thread; no remote lines read). */
 bool pt_nic_local_work(struct pt_nic *nic);

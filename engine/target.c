@@ -270,7 +270,10 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
  * behind it) and matched again on each poll for up to PTL_NOMATCH_WAIT_US
  * (20 ms) before it is dropped; the NIC thread yields its core meanwhile, to
  * the application that may be attaching. One timestamp per sender: only the
- * sender's oldest request can wait. A request that matches clears it.
+ * sender's oldest request can wait. A request that matches clears it. While
+ * it waits it is parked: no work for the engine's sleepers until a command
+ * runs that can change what it matches, or its wait ends (pt_nic_park_note;
+ * docs/waiting.md, "Parked for a match").
  */
 static bool nomatch_expired(struct pt_nic *nic, uint32_t peer)
 {
@@ -327,8 +330,13 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
      * up to 3,542 failed events). */
     if (h->op == PT_W_PUT && rndv && md && !pt_ops_avail(nic))
         return PT_E_AGAIN; /* no side effect yet: retried once an op is free */
-    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer)))
-        return PT_E_AGAIN; /* no side effect yet: matched again on a later poll */
+    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer))) {
+        /* no side effect yet: matched again on a later poll, after a command
+         * that can change what it matches or when its wait ends; till then
+         * it is no work for a sleeper (docs/waiting.md, "Parked for a match") */
+        pt_nic_park_note(nic, peer, nic->nomatch_since[peer] + nic->nomatch_ns);
+        return PT_E_AGAIN;
+    }
     if (md && PT_UNLIKELY(nic->nomatch_since[peer]))
         nic->nomatch_since[peer] = 0;
     if (!md) {

@@ -373,6 +373,12 @@ static bool check_missed(struct pt_nic *nic, struct pt_waitword *ww, uint32_t se
     struct pt_wait *w = &nic->w;
     *rung_p = false;
     uint32_t holds = LD_RELAXED(&w->holds); /* before the first look */
+    /* A request parked for a match becomes work when its wait ends, and
+     * nobody rings for that (the park rule): the caller runs the engine,
+     * which drops it; no verdict while one is parked (its end can fall
+     * between our looks: mp_nomatch_offload under ctest -j2). */
+    if (PT_UNLIKELY(pt_nic_park_left_ns(nic) >= 0))
+        return unannounced_work(nic);
     if (!unannounced_work(nic))
         return false;
     if (bell_wait(w, ww, seq, backstop(w))) {
@@ -821,6 +827,18 @@ void *pt_wait_nic_thread(void *arg)
                 RMW_ADD(&w->st.nic_timed_sleeps, 1);
             }
         }
+        /* A request parked for a match is no work until its wait ends
+         * (the park rule, pt_nic_has_work): sleep no longer, then run the
+         * engine, which drops it and answers its initiator. Not while the
+         * engine is held: its holder's release looks for our work (D3). */
+        bool parkwait = false;
+        if (!held) {
+            int64_t pl = pt_nic_park_left_ns(nic);
+            if (pl >= 0 && (tmo < 0 || pl < tmo)) {
+                tmo = pl;
+                parkwait = true;
+            }
+        }
         /* [S3] sleep until rung: peers (D1), token releasers (D3/D4), stop.
          * If the token is held, its holder checks for us when it releases.
          * On a descriptor: the token free, our has_work ran fi_trywait and
@@ -850,7 +868,7 @@ void *pt_wait_nic_thread(void *arg)
              * RMWs on the shared bell and its work scan, and above all
              * without S1: beside an application that yields the core, S1
              * ran the engine for PTL_NIC_SPIN_US at every period. */
-            while (timed && !rung && !lease_expire(nic, &seen) &&
+            while (timed && !parkwait && !rung && !lease_expire(nic, &seen) &&
                    (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen))) {
                 /* The lease renewed (or leases moved) since the last wake:
                  * in use; sleep twice as long, up to lease_max_ns. Each
@@ -864,11 +882,15 @@ void *pt_wait_nic_thread(void *arg)
          * so that a waiter's L1 meanwhile takes its lease back (cleared
          * before it, a lease left in that period had no end for up to the
          * whole period: nobody rang, peers skipped their rings). */
-        if (PT_UNLIKELY(!rung) && !timed)
+        if (PT_UNLIKELY(!rung) && !timed && !parkwait)
             check_missed(nic, b, seq, &rung); /* still announced */
         ST_RELAXED(&w->untimed, 0);
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
         RMW_SUB(&b->sleepers, 1);
+        if (parkwait && !rung) {
+            RMW_ADD(&w->st.park_wakes, 1);
+            continue; /* [S1]: the wait ended, the engine drops what is unmatched */
+        }
         if (timed && !rung) {
             /* T1's timeout: a lease ended (L2, above), or none out and none
              * left since the last look: S2 again, not S1: nothing rang, and running the
@@ -1147,6 +1169,15 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
                 bool by_backstop = bs >= 0 && (left < 0 || left > bs);
                 if (by_backstop)
                     left = bs;
+                /* A request parked for a match: sleep no longer than its
+                 * wait (the park rule; the NIC thread's S3 does the same),
+                 * then run the engine (W1), which drops it. */
+                int64_t pl = engine_sleeper && LD_RELAXED(&w->token) == 0
+                                 ? pt_nic_park_left_ns(nic) : -1;
+                if (pl >= 0 && (left < 0 || pl < left)) {
+                    left = pl;
+                    by_backstop = false;
+                }
                 /* Asleep, the caller holds the NIC but no EQ ring: ready()
                  * resolves its handles again after the wake (life.h). Not a
                  * word of this protocol. */
@@ -1199,6 +1230,9 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
         fprintf(f, "  wait: backstop wake-ups that found work whose producer was still "
                    "runnable %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.late_wakes));
+    if (LD_RELAXED(&w->st.park_wakes))
+        fprintf(f, "  wait: NIC sleeps ended by a request parked for a match %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.park_wakes));
     if (LD_RELAXED(&w->st.missed_wakes) || LD_RELAXED(&w->st.bell_repairs))
         fprintf(f, "  wait: FAULT: backstop wake-ups that found work %llu, doorbell repairs %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.missed_wakes),

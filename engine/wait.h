@@ -171,6 +171,7 @@ struct pt_wait_stats {
     _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
     _Atomic uint64_t ev_rings;       /* D6 rang the event sleepers                  */
     _Atomic uint64_t room_sleeps;    /* RW: producers asleep on a full command ring  */
+    _Atomic uint64_t park_wakes;     /* NIC sleeps ended by a parked request's wait  */
 };
 
 /* The NIC thread's sleep mark (F1): flag bit 0, the low 31 bits of the seq

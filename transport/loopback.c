@@ -82,6 +82,17 @@ static bool lo_rx_pending(struct pt_xport *x)
            spsc_nonempty_seq(&x->q[PT_CLS_RSP], &x->v[PT_CLS_RSP], PT_XPORT_SEQ_OFF);
 }
 
+/* The park rule (xport.h): our one sender is ourselves; parked, only our
+ * responses count. */
+static bool lo_rx_pending_beyond(struct pt_xport *x, const uint32_t *parked, uint32_t n)
+{
+    bool self = false;
+    for (uint32_t i = 0; i < n; i++)
+        self |= parked[i] == 0;
+    return self ? spsc_nonempty_seq(&x->q[PT_CLS_RSP], &x->v[PT_CLS_RSP], PT_XPORT_SEQ_OFF)
+                : lo_rx_pending(x);
+}
+
 static ssize_t lo_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local, int nlocal,
                        const struct iovec *remote, int nremote, uint64_t desc)
 {
@@ -136,6 +147,7 @@ static const struct pt_xport_ops g_loopback_ops = {
     .release = lo_release,
     .defer = lo_defer,
     .rx_pending = lo_rx_pending,
+    .rx_pending_beyond = lo_rx_pending_beyond,
     .pull = lo_pull,
     .peer_alive = lo_peer_alive,
     .doorbell = lo_doorbell,

@@ -157,6 +157,22 @@ static bool mix_rx_pending(struct pt_xport *x)
     return x->so->rx_pending(x->sx) || (x->ofi && x->oo->rx_pending(x->ox));
 }
 
+/* The park rule (xport.h): the region leaves out the parked senders of this
+ * node; one on another host keeps everything pending (ofi has no such op),
+ * and ofi's trywait stays the last look. */
+static bool mix_rx_pending_beyond(struct pt_xport *x, const uint32_t *parked, uint32_t n)
+{
+    uint32_t loc[PT_XPORT_PARK_MAX];
+    if (!x->so->rx_pending_beyond || n > PT_XPORT_PARK_MAX)
+        return mix_rx_pending(x);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!here(x, parked[i]))
+            return mix_rx_pending(x);
+        loc[i] = x->loc[parked[i]];
+    }
+    return x->so->rx_pending_beyond(x->sx, loc, n) || (x->ofi && x->oo->rx_pending(x->ox));
+}
+
 static void mix_rx_describe(struct pt_xport *x, char *buf, size_t len)
 {
     if (len)
@@ -286,6 +302,7 @@ static const struct pt_xport_ops g_mix_ops = {
     .defer = mix_defer,
     .unhold_all = mix_unhold_all,
     .rx_pending = mix_rx_pending,
+    .rx_pending_beyond = mix_rx_pending_beyond,
     .rx_pending_from = mix_rx_pending_from,
     .rx_describe = mix_rx_describe,
     .pull = mix_pull,

@@ -530,11 +530,30 @@ static void fb_release(struct shm_fbrx *b, uint32_t c)
     ST_RELEASE(&b->box->rx_head[c], b->head[c]); /* FB-HEAD pairs with FB-HEAD-A */
 }
 
+/* A request lane or ring of one of the senders rx_pending_beyond leaves
+ * out (none when park is NULL). */
+struct shm_park {
+    const uint32_t *s;
+    uint32_t n;
+};
+
+static bool parked(const struct shm_park *pk, uint32_t s, uint32_t c)
+{
+    if (!pk || c != PT_CLS_REQ)
+        return false;
+    for (uint32_t i = 0; i < pk->n; i++)
+        if (pk->s[i] == s)
+            return true;
+    return false;
+}
+
 /* Any thread (rx_pending, rx_pending_from): the owners of boxes in our
  * block with a message in a lane, up to max of them into peers (NULL: only
- * how many, so max 1 asks whether there is one). Reads only shared words:
- * the directory, each claimed box's heads and lines. */
-static uint32_t fb_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
+ * how many, so max 1 asks whether there is one), but for the lanes park
+ * leaves out. Reads only shared words: the directory, each claimed box's
+ * heads and lines. */
+static uint32_t fb_senders(struct pt_xport *x, uint32_t *peers, uint32_t max,
+                           const struct shm_park *pk)
 {
     uint32_t n = 0;
     if (!LD_ACQUIRE(&x->fbdir->nclaimed))
@@ -557,7 +576,7 @@ static uint32_t fb_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
         struct pt_shm_fbox *box = pt_shm_fbox(x->base, &x->l, x->me, k);
         for (uint32_t c = 0; c < PT_CLS_NR; c++) {
             uint32_t h = LD_RELAXED(&box->rx_head[c]);
-            if (fb_published(box->lane[c], h)) {
+            if (!parked(pk, o - 1, c) && fb_published(box->lane[c], h)) {
                 if (peers)
                     peers[n] = o - 1;
                 n++;
@@ -959,7 +978,8 @@ static void shm_defer(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 
 /* Any thread: senders with their bit set and a message in a ring, up to max
  * into peers (NULL: only how many). Shared words only. */
-static uint32_t ring_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
+static uint32_t ring_senders(struct pt_xport *x, uint32_t *peers, uint32_t max,
+                             const struct shm_park *pk)
 {
     uint32_t n = 0;
     for (uint32_t wi = 0; wi < x->l.nwords && n < max; wi++) {
@@ -971,6 +991,8 @@ static uint32_t ring_senders(struct pt_xport *x, uint32_t *peers, uint32_t max)
                 continue;
             for (uint32_t c = 0; c < PT_CLS_NR; c++) {
                 struct shm_rx *q = &x->in[s * 2 + c];
+                if (parked(pk, s, c))
+                    continue;
                 if (LD_ACQUIRE(&q->ring->tail) != LD_RELAXED(q->hd)) { /* A-TAIL */
                     if (peers)
                         peers[n] = s;
@@ -993,16 +1015,27 @@ static bool shm_rx_pending(struct pt_xport *x)
     for (uint32_t k = 0; k < x->l.nsum; k++)
         if (LD_ACQUIRE(&x->sum[k]))
             return true;
-    return fb_senders(x, NULL, 1) != 0 || /* the fast boxes: their senders set no bit */
-           ring_senders(x, NULL, 1) != 0;
+    return fb_senders(x, NULL, 1, NULL) != 0 || /* the fast boxes: their senders set no bit */
+           ring_senders(x, NULL, 1, NULL) != 0;
+}
+
+/* Any thread, after its fence (the park rule, xport.h): rx_pending without
+ * the summary's early answer (a parked sender's bit keeps it set), the
+ * parked senders' request rings and lanes left out. The same sources
+ * decide as for rx_pending: every other sender with a message has its bit
+ * set or rang (model/region.pml's region-pendsum), or has it in a lane. */
+static bool shm_rx_pending_beyond(struct pt_xport *x, const uint32_t *parked_s, uint32_t n)
+{
+    struct shm_park pk = {parked_s, n};
+    return fb_senders(x, NULL, 1, &pk) != 0 || ring_senders(x, NULL, 1, &pk) != 0;
 }
 
 /* Cold path (the engine's backstop: are rx_pending's senders still on
  * their way to our bell?). */
 static uint32_t shm_rx_pending_from(struct pt_xport *x, uint32_t *peers, uint32_t max)
 {
-    uint32_t n = ring_senders(x, peers, max);
-    return n + fb_senders(x, peers + n, max - n);
+    uint32_t n = ring_senders(x, peers, max, NULL);
+    return n + fb_senders(x, peers + n, max - n, NULL);
 }
 
 /* Cold path (the backstop's verdict): each of rx_pending's sources, as it
@@ -1016,7 +1049,8 @@ static void shm_rx_describe(struct pt_xport *x, char *buf, size_t len)
     for (uint32_t wi = 0; wi < x->l.nwords; wi++)
         bits += (uint32_t)__builtin_popcountll(LD_ACQUIRE(&x->words[wi]));
     snprintf(buf, len, "summary words set %u, sender bits %u, box senders %u, ring senders %u",
-             sums, bits, fb_senders(x, NULL, UINT32_MAX), ring_senders(x, NULL, UINT32_MAX));
+             sums, bits, fb_senders(x, NULL, UINT32_MAX, NULL),
+             ring_senders(x, NULL, UINT32_MAX, NULL));
 }
 
 /* CMA between this process and a peer: read its memory into local iovecs
@@ -1192,6 +1226,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .defer = shm_defer,
     .rx_pending = shm_rx_pending,
     .rx_describe = shm_rx_describe,
+    .rx_pending_beyond = shm_rx_pending_beyond,
     .rx_pending_from = shm_rx_pending_from,
     .pull = shm_pull,
     .push = shm_push,

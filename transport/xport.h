@@ -66,6 +66,8 @@ enum pt_cls { PT_CLS_REQ = 0, PT_CLS_RSP = 1, PT_CLS_NR = 2 };
 
 struct pt_xport;   /* opaque per-transport state */
 
+#define PT_XPORT_PARK_MAX 8 /* rx_pending_beyond's senders at most */
+
 struct pt_xport_info {
     uint32_t rank;        /* this process's rank in the job                  */
     uint32_t nranks;      /* ranks in the job                                */
@@ -112,6 +114,13 @@ struct pt_xport_ops {
     void (*unhold_all)(struct pt_xport *x);
     /* Any thread: is a message waiting for this rank? (sleep rechecks) */
     bool (*rx_pending)(struct pt_xport *x);
+    /* Any thread, after its full fence, as rx_pending (the park rule:
+     * docs/waiting.md, "Parked for a match"; model/park.pml): a message
+     * waiting for this rank other than the requests of the n (at most
+     * PT_XPORT_PARK_MAX) senders in parked[], each of whose oldest request
+     * waits for a match with the rest of its requests behind it; their
+     * responses count. NULL: the engine takes parked requests for work. */
+    bool (*rx_pending_beyond)(struct pt_xport *x, const uint32_t *parked, uint32_t n);
     /* Cold path, any thread (the engine's backstop, engine/wait.c): up to
      * max ranks whose messages rx_pending sees; returns how many it wrote.
      * NULL where the transport cannot tell. */

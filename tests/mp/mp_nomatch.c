@@ -12,9 +12,18 @@
  *      was lost.
  * Run with PTL_NOMATCH_WAIT_US=0, case 1 fails in offload mode (the NIC
  * thread drops the put before rank 1 attaches).
+ *
+ *   mp_nomatch park (3 ranks; PTL_NOMATCH_WAIT_US far beyond the bounds
+ *   below): while rank 0's put waits at rank 2 for its entry (parked: no
+ *   work for rank 2's sleepers, docs/waiting.md "Parked for a match"), rank
+ *   1's put to an entry that exists must still wake rank 2 and be delivered
+ *   (rank 2 waits for it in PtlEQWait, bounded at 5 s by a watchdog thread:
+ *   a lost wake-up, not a speed check); then rank 2 attaches rank 0's
+ *   entry, and that command alone must deliver the parked put (same bound).
  */
 #include "mp_util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,8 +31,82 @@
 #define PT_T (MP_PT_USER + 6)
 #define LEN 64
 
-int main(void)
+/* A wait in PtlEQWait, as plain clients wait, with a watchdog: exit 1
+ * after ms. */
+static unsigned wd_ms;
+static void *watchdog(void *arg)
 {
+    const char *what = arg;
+    usleep(wd_ms * 1000u);
+    mp_die("park: %s did not come within %u ms (a lost wake-up)", what, wd_ms);
+    return NULL;
+}
+
+static void eqwait(ptl_handle_eq_t eq, ptl_event_t *ev, const char *what)
+{
+    pthread_t th;
+    wd_ms = 5000;
+    if (pthread_create(&th, NULL, watchdog, (void *)what))
+        mp_die("pthread_create");
+    MP_CHECK(PtlEQWait(eq, ev));
+    pthread_cancel(th);
+    pthread_join(th, NULL);
+}
+
+static int park(void)
+{
+    struct mp m;
+    mp_init(&m, 3);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint8_t src[LEN], d0b[LEN], d1b[LEN];
+    mp_fill(src, LEN, 0, 7, m.rank);
+    memset(d0b, 0, sizeof d0b);
+    memset(d1b, 0, sizeof d1b);
+    const unsigned opts = PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE;
+    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
+    if (m.rank < 2)
+        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
+    ptl_sr_value_t dr0 = m.rank == 2 ? mp_drops(&m) : 0;
+    if (m.rank == 2) /* rank 1's entry exists from the start; rank 0's comes later */
+        mp_post(&m, PT_T, 31, d1b, LEN, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN, NULL);
+    mp_barrier(&m);
+    if (m.rank == 0)
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[2], PT_T, 0, 30, 0, 30));
+    if (m.rank == 1) {
+        usleep(50000); /* most often after rank 0's put is parked (either order is a pass) */
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[2], PT_T, 0, 31, 0, 31));
+    }
+    if (m.rank == 2) {
+        ptl_event_t ev;
+        eqwait(eq, &ev, "rank 1's put, beside rank 0's parked one");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 31)
+            mp_die("park: %s hdr_data %llu", PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        if (mp_check_pattern(d1b, LEN, 0, 7, 1) >= 0)
+            mp_die("park: rank 1's data differs");
+        mp_post(&m, PT_T, 30, d0b, LEN, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN, NULL);
+        eqwait(eq, &ev, "rank 0's parked put, after its entry was attached");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 30)
+            mp_die("park: %s hdr_data %llu", PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        if (mp_check_pattern(d0b, LEN, 0, 7, 0) >= 0)
+            mp_die("park: rank 0's data differs");
+        if (mp_drops(&m) != dr0)
+            mp_die("park: a drop was counted");
+        printf("mp_nomatch park: the other sender's put and the parked one delivered\n");
+    }
+    mp_barrier(&m);
+    mp_fini(&m);
+    if (m.rank == 0)
+        printf("OK\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "park") == 0)
+        return park();
     struct mp m;
     mp_init(&m, 2);
     const bool ini = m.rank == 0, tgt = m.rank == 1;
