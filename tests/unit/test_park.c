@@ -23,6 +23,7 @@
 #include "nic.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ static ptl_process_id_t self;
 static ptl_handle_eq_t eq;
 static char buf[8], src[8] = "parked";
 static ptl_event_t got;
-static int rc_wait = -1;
+static _Atomic int rc_wait = -1; /* the waiter's result, polled by main */
 
 static void *waiter(void *arg)
 {
