@@ -335,11 +335,6 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
     return PT_OK;
 }
 
-/* A message that cannot be handled yet (AGAIN: a response slot to its
- * sender is full) stays queued, and its sender is held for the rest of this
- * poll: nothing later from that peer overtakes it (order per peer), and
- * every other peer is still served (one peer that never drains our answers
- * must not stop us serving the rest). */
 void pt_nic_park_note(struct pt_nic *nic, uint32_t peer, uint64_t until)
 {
     uint32_t n = nic->park_pass_n++;
@@ -362,6 +357,11 @@ static void park_publish(struct pt_nic *nic)
     ST_RELAXED(&nic->park_n, n);
 }
 
+/* A message that cannot be handled yet (AGAIN: a response slot to its
+ * sender is full) stays queued, and its sender is held for the rest of this
+ * poll: nothing later from that peer overtakes it (order per peer), and
+ * every other peer is still served (one peer that never drains our answers
+ * must not stop us serving the rest). */
 static int drain_rx(struct pt_nic *nic)
 {
     int work = 0;
