@@ -88,7 +88,11 @@ int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
     /* No lease on a descriptor: its arrivals never ring (there is no ring
      * to save), and with leases a mixed job (shm peers on this host, ofi
      * beyond it) stalled: mp_netns_coll_large_offload, 2026-11-29, not yet
-     * understood; docs/waiting.md "The poll lease". */
+     * understood; docs/waiting.md "The poll lease". Its periods serve D5T
+     * instead (a spinner beside the NIC thread: docs/waiting.md, "A spinner
+     * on a descriptor"). */
+    w->fd_spin_ns = w->lease_ns;
+    w->fd_spin_max_ns = w->lease_max_ns;
     w->lease_ns = 0;
     return 0;
 }
@@ -479,7 +483,13 @@ static void kick(struct pt_nic *nic)
              * to poll would otherwise ring at every release, PtlPut's and
              * the wait's, while the NIC thread waits for the core
              * (docs/waiting.md, "The CQ belongs to the engine holder"). */
-            if (PT_FDLESS(LD_RELAXED(&w->bell->seq)) == f) {
+            if (PT_FDLESS(LD_RELAXED(&w->bell->seq)) == (f & ~PT_FDLESS_TIMED)) {
+                if (f & PT_FDLESS_TIMED) {
+                    /* D5T: a sleep beside a spinner ends by its timeout,
+                     * and the spinner reads the CQ meanwhile: no ring. */
+                    RMW_ADD(&w->st.fd_handovers_timed, 1);
+                    return;
+                }
                 RMW_ADD(&w->st.fd_handovers, 1);
                 PT_TRACE_WAIT(nic, PT_TR_KICK, 2);
                 pt_wait_ring(w, w->bell);
@@ -759,6 +769,7 @@ void *pt_wait_nic_thread(void *arg)
     bool handed = false; /* woken from [S3b] or by T1's timeout: straight to [S2] */
     uint32_t seen = 0;   /* the lease at the last timed wake-up (lease_expire) */
     uint32_t active = PT_WAIT_LEASE_ACTIVE; /* timed sleeps left (T1)            */
+    uint64_t fd_period = w->fd_spin_ns; /* D5T: the next timed sleep's length      */
     uint64_t left_seen = 0;  /* st.leases_left at the last look (T1)             */
     while (!LD_ACQUIRE(&w->stop)) {
         /* [S1] take the engine if free and run it. Not after [S3b]: that
@@ -775,8 +786,17 @@ void *pt_wait_nic_thread(void *arg)
         /* [S2] announce, then recheck: D1/D3's other half */
         uint32_t seq = LD_ACQUIRE(&b->seq);
         set_state(w, PT_NIC_ARM);
-        if (w->xfd >= 0)
-            ST_RELAXED(&w->fdless, PT_FDLESS(seq)); /* F1: before the announcement's fence (D5) */
+        /* D5T: an API thread of ours spins on looks (PtlEQGet): sleep on the
+         * eventfd alone with a timeout, marked so, and let releasers skip
+         * the hand-over. The spinner runs the engine at every look; rung at
+         * every release, we woke on its core once per message (8 B offload
+         * ping-pong over tcp;ofi_rxm with ACKs: p50 60 us, host matching 24). */
+        bool fdtimed = false;
+        if (w->xfd >= 0) {
+            fdtimed = w->fd_spin_ns &&
+                      pt_now_ns() - LD_RELAXED(&w->spin_look) < w->fd_spin_max_ns;
+            ST_RELAXED(&w->fdless, PT_FDLESS(seq) | (fdtimed ? PT_FDLESS_TIMED : 0u)); /* F1 (D5) */
+        }
         if (w->lease_ns)
             ST_RELAXED(&w->untimed, 1); /* T1: before the announcement's fence (L1) */
         RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4, L1 */
@@ -827,6 +847,12 @@ void *pt_wait_nic_thread(void *arg)
                 RMW_ADD(&w->st.nic_timed_sleeps, 1);
             }
         }
+        if (fdtimed) {
+            tmo = tmo < 0 || (int64_t)fd_period < tmo ? (int64_t)fd_period : tmo;
+            RMW_ADD(&w->st.nic_spin_sleeps, 1);
+        } else {
+            fd_period = w->fd_spin_ns;
+        }
         /* A request parked for a match is no work until its wait ends
          * (the park rule, pt_nic_has_work): sleep no longer, then run the
          * engine, which drops it and answers its initiator. Not while the
@@ -849,10 +875,15 @@ void *pt_wait_nic_thread(void *arg)
         repair_bell(w);
         PT_TRACE_WAIT(nic, PT_TR_NIC_SLEEP, seq);
         bool rung;
-        if (w->xfd >= 0 && held) {
+        if (w->xfd >= 0 && (held || fdtimed)) {
             RMW_ADD(&w->st.nic_fdless_sleeps, 1);
             rung = bell_wait_fdless(w, seq, tmo); /* [S3b] */
             handed = true;
+            /* D5T: the spinner still looking at our next S2 (a timeout,
+             * not a ring) sleeps us twice as long, up to fd_spin_max_ns:
+             * each timed wake takes the spinner's core. */
+            if (fdtimed && !rung)
+                fd_period = fd_period * 2 < w->fd_spin_max_ns ? fd_period * 2 : w->fd_spin_max_ns;
         } else {
             /* On the descriptor, after our own fi_trywait. The mark stays
              * (D5 for this sleep too): a releaser rings it once instead of
@@ -882,7 +913,7 @@ void *pt_wait_nic_thread(void *arg)
          * so that a waiter's L1 meanwhile takes its lease back (cleared
          * before it, a lease left in that period had no end for up to the
          * whole period: nobody rang, peers skipped their rings). */
-        if (PT_UNLIKELY(!rung) && !timed && !parkwait)
+        if (PT_UNLIKELY(!rung) && !timed && !parkwait && !fdtimed)
             check_missed(nic, b, seq, &rung); /* still announced */
         ST_RELAXED(&w->untimed, 0);
         PT_TRACE_WAIT(nic, PT_TR_NIC_WAKE, rung);
@@ -1014,10 +1045,16 @@ bool pt_wait_look(struct pt_nic *nic, pt_ready_fn ready, void *arg)
 {
     struct pt_wait *w = &nic->w;
     bool spinner = false;
-    if (w->lease_ns) {
+    if (w->lease_ns || w->fd_spin_ns) {
         uint64_t now = pt_now_ns();
         spinner = now - tls_last_look < PT_WAIT_SPINNER_NS;
         tls_last_look = now;
+        if (spinner && !w->lease_ns) {
+            /* On a descriptor (no lease): the hint of D5T, then the look
+             * as a caller that looks now and then makes it. */
+            ST_RELAXED(&w->spin_look, now);
+            spinner = false;
+        }
     }
     if (!spinner || PT_UNLIKELY(job_failed(nic))) {
         pt_wait_progress(nic);
@@ -1255,9 +1292,11 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
         fprintf(f, "  wait: API threads asleep on a full command ring %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.room_sleeps));
     if (w->xfd >= 0)
-        fprintf(f, "  wait: NIC sleeps on the eventfd alone (engine held) %llu, "
-                   "descriptor hand-overs %llu (and %llu found it rung already)\n",
+        fprintf(f, "  wait: NIC sleeps on the eventfd alone %llu (%llu timed beside a spinner), "
+                   "descriptor hand-overs %llu (and %llu found it rung already, %llu timed)\n",
                 (unsigned long long)LD_RELAXED(&w->st.nic_fdless_sleeps),
+                (unsigned long long)LD_RELAXED(&w->st.nic_spin_sleeps),
                 (unsigned long long)LD_RELAXED(&w->st.fd_handovers),
-                (unsigned long long)LD_RELAXED(&w->st.fd_handovers_owed));
+                (unsigned long long)LD_RELAXED(&w->st.fd_handovers_owed),
+                (unsigned long long)LD_RELAXED(&w->st.fd_handovers_timed));
 }

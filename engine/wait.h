@@ -23,7 +23,8 @@
  *   bell.sleepers     region  engine sleepers (RMW)        peers, token releasers
  *   bell.polled       region  offload API waiters (RMW)    peers
  *   evw.seq/sleepers  nic     event sleepers / the engine  the engine / event sleepers
- *   fdless            nic     NIC thread (relaxed; F1)     token releasers (D5)
+ *   fdless            nic     NIC thread (relaxed; F1)     token releasers (D5, D5T)
+ *   spin_look         nic     spinning API threads (relaxed) NIC thread (S2, a hint)
  *   lease             nic     API waiters, NIC thread      API waiters, NIC thread
  *                             (CAS 0->stamp L1, CAS stamp->0 L2)
  *   untimed           nic     NIC thread (relaxed; T1)     leaving waiters (L1)
@@ -66,6 +67,12 @@
  *       moved since the mark's (a ring reached that sleep already), and
  *       does nothing else: the woken NIC thread's S2 rechecks the work
  *       <->  S2/F1.
+ *   D5T (D5 beside a PtlEQGet spinner: spin_look recent at S2) the NIC thread
+ *       sleeps on the eventfd alone with a timeout (PTL_WAIT_LEASE_US,
+ *       doubling to PTL_WAIT_LEASE_MAX_US) whether or not the token is held,
+ *       and its mark says so (PT_FDLESS_TIMED); a releaser that reads a
+ *       current timed mark does not ring: the timeout ends that sleep, and
+ *       the spinner reads the CQ at its looks meanwhile.
  *   L1  (the poll lease, offload; PTL_WAIT_LEASE_US) a waiter that leaves
  *       with what it waited for, or a spinner's look (PtlEQGet, PtlEQPoll(0):
  *       pt_wait_look), may leave its count in bell.polled up as the
@@ -166,6 +173,8 @@ struct pt_wait_stats {
     _Atomic uint64_t nic_fdless_sleeps; /* [S3b]: asleep on the eventfd alone          */
     _Atomic uint64_t fd_handovers;   /* D5: a releaser rang a marked NIC thread       */
     _Atomic uint64_t fd_handovers_owed; /* D5: ... found it rung already (no ring)     */
+    _Atomic uint64_t fd_handovers_timed; /* D5T: ... found it timed (no ring)          */
+    _Atomic uint64_t nic_spin_sleeps; /* D5T: NIC sleeps timed beside a spinner       */
     _Atomic uint64_t leases_left;    /* L1: waiters that left a lease                 */
     _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
     _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
@@ -174,9 +183,11 @@ struct pt_wait_stats {
     _Atomic uint64_t park_wakes;     /* NIC sleeps ended by a parked request's wait  */
 };
 
-/* The NIC thread's sleep mark (F1): flag bit 0, the low 31 bits of the seq
- * S2 read above it. */
-#define PT_FDLESS(seq) ((uint32_t)(seq) << 1 | 1u)
+/* The NIC thread's sleep mark (F1): flag bit 0; bit 1 (PT_FDLESS_TIMED) set
+ * when that sleep ends by its own timeout (the spinner rule, D5T); above
+ * them the low 30 bits of the seq S2 read. */
+#define PT_FDLESS(seq) ((uint32_t)(seq) << 2 | 1u)
+#define PT_FDLESS_TIMED 2u
 
 struct pt_wait {
     PT_ALIGNED _Atomic uint32_t token; /* 0 free; A-TOK/R-TOK                       */
@@ -231,6 +242,16 @@ struct pt_wait {
      * descriptor). One word, so flag and seq are read together. Read by
      * releasers after their fence; written only by the NIC thread. */
     _Atomic uint32_t fdless;
+    /* D5T, the spinner rule (docs/waiting.md "A spinner on a descriptor"):
+     * spin_look, the time of the last look (PtlEQGet, PtlEQPoll(0)) of an API
+     * thread that spins on such looks, written by it (relaxed), read by the
+     * NIC thread at S2 as a hint. While it is recent, the NIC thread sleeps
+     * on the eventfd alone with a timeout (fd_spin_ns, doubling per timed
+     * sleep up to fd_spin_max_ns) and marks the sleep PT_FDLESS_TIMED, and
+     * releasers skip the hand-over ring. fd_spin_ns 0: off (no descriptor,
+     * host matching, PTL_WAIT_LEASE_US=0). */
+    _Atomic uint64_t spin_look;
+    uint64_t fd_spin_ns, fd_spin_max_ns;
     /* D6's filter: sleepers (W2) that wait for more EQs than a pt_watch
      * holds, so for any event. Written by them (RMW, W2W), read by D6. */
     _Atomic uint32_t watch_all;

@@ -117,6 +117,16 @@
 #ifndef SPINGET
 #define SPINGET 0              /* 1: waiters may also leave after an empty look (PtlEQGet) */
 #endif
+#ifndef SPINFD
+#define SPINFD 0               /* FDWAIT, offload: D5T, the spinner rule. The NIC thread's S2
+                                * may (the spin_look hint, read before its mark) sleep on the
+                                * eventfd alone with a timeout and mark the sleep timed
+                                * (fdless 3); releasers skip the hand-over for it. SPINT
+                                * such sleeps per NIC thread (the spinner stops looking) */
+#endif
+#ifndef SPINT
+#define SPINT 2
+#endif
 #ifndef DEFER
 #define DEFER 0                /* 1: S2W, ranks outnumber cores (then no lease, no descriptor):
                                 * the NIC thread sleeps at S2 despite work while an API thread
@@ -159,7 +169,8 @@ byte fdless[2];        /* FDWAIT, offload: the NIC thread's sleep mark (F1, ever
                         * The code's mark holds the seq its S2 read; here 2
                         * while that seq is current, 1 once the bell's seq
                         * has moved since (every bump of seq[r] turns 2 into
-                        * 1: SEQ_BUMP), 0 no mark */
+                        * 1: SEQ_BUMP), 0 no mark; SPINFD: 3 current and
+                        * timed (PT_FDLESS_TIMED), turned into 1 likewise */
 bool lease[2];         /* LEASE: polled[r] holds one count no waiter holds   */
 bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 
@@ -177,7 +188,7 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
  * fdless mark no longer current (the code compares the mark's seq with the
  * bell's: D5). One step, as the code's RMW. */
 #if FDWAIT && OFFLOAD
-#define SEQ_BUMP(r) d_step { seq[r] = 0; if :: fdless[r] == 2 -> fdless[r] = 1 :: else fi }
+#define SEQ_BUMP(r) d_step { seq[r] = 0; if :: fdless[r] >= 2 -> fdless[r] = 1 :: else fi }
 #else
 #define SEQ_BUMP(r) seq[r] = 0
 #endif
@@ -194,6 +205,8 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
  * (the code: after PTL_WAIT_LEASE_US). */
 #if LEASE
 #define T1_WAKE(r) (tmd && lease[r])
+#elif SPINFD && !defined(MUT_D5T)
+#define T1_WAKE(r) tmd                   /* D5T: its timeout, any time */
 #else
 #define T1_WAKE(r) false
 #endif
@@ -235,7 +248,7 @@ bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
 
 #define ME (_pid + 1)
 /* F1: the mark with the seq S2 read: current unless a bump came since. */
-#define FDMARK(r) d_step { if :: (seq[r] & BIT) != 0 -> fdless[r] = 2 :: else -> fdless[r] = 1 fi }
+#define FDMARK(r) d_step { if :: (seq[r] & BIT) != 0 -> fdless[r] = 2 + tmd :: else -> fdless[r] = 1 fi }
 
 /* work(r): commands or messages pending (pt_nic_has_work). One snapshot:
  * the sources are read after the caller's fence, and each source's producer
@@ -416,6 +429,7 @@ inline kick(r) {
                ring(r);                    /* D5: the hand-over */
 #endif
                lf = 0; break
+           :: lf == 3 -> lf = 0; break     /* D5T: a timed sleep, its timeout ends it */
            :: lf == 1 -> lf = 0; break     /* rung since its look: its wait returns */
            :: else
            fi;
@@ -688,6 +702,9 @@ proctype Nic(byte r)
 #endif
     bool so;             /* poll's send-only flag: never set here */
     bool took, handed, tmd, ll;
+#if SPINFD
+    byte spint = SPINT;  /* D5T: timed sleeps left (the spinner looks that long) */
+#endif
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
         * with work) */
@@ -706,6 +723,10 @@ proctype Nic(byte r)
        :: else
        fi;
        /* S2 */
+#if SPINFD
+       /* D5T: the spin_look hint, read before the mark (any value: a hint) */
+       if :: spint > 0 -> tmd = 1; spint-- :: true -> tmd = 0 fi;
+#endif
 #if FDWAIT && defined(MUT_FDMARK)
        FDMARK(r);                         /* the mark's seq read before S2's */
 #endif
@@ -761,7 +782,7 @@ proctype Nic(byte r)
 #ifdef MUT_FDSLEEP
            :: true ->
 #else
-           :: lt != 0 ->
+           :: lt != 0 || tmd ->   /* held, or D5T: timed beside a spinner */
 #endif
                /* [S3b] the holder reads the CQ and owes us the descriptor (D5) */
                lt = 0;

@@ -219,6 +219,18 @@ ptl_pattern_ofi(order_stream_put_65536_w16 ARGS --shape stream --window 16 --siz
 ptl_pattern_ofi(threads2_put_multi ARGS --threads 2 --wait eqpoll-multi --ack on)
 ptl_pattern_ofi(np4_stream_multi NP 4 ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
 ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
+# A PtlEQGet spinner over ofi (D5T, docs/waiting.md "A spinner on a descriptor"): its
+# NIC thread sleeps beside it on the eventfd alone with a timeout, and releasers skip the
+# hand-over. Paused (asleep in --think), the spinner leaves the ACKs and the delivery to
+# that timed wake; in the get, each rank's engine answers the other's get while it spins.
+# On loopback only: across the two namespaces a spinner's first exchange can stall for
+# 5-40 s under load, with the code before D5T too (tests/README.md, "Thirty-third session").
+if(PTL_WITH_OFI)
+  ptl_pattern(spin_think SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi
+              ARGS --wait eqget-spin --think 1500 --ack on -n 100)
+  ptl_pattern(spin_get SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi
+              ARGS --op get --wait eqget-spin --start on -n 200)
+endif()
 
 # ---- rings only (PTL_SHM_FBOX=0; fast boxes are on by default, transport/shm_region.h)
 # Every pattern above runs through the fast boxes' lanes once a pair has exchanged 16
