@@ -223,8 +223,8 @@ ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 1
 # NIC thread sleeps beside it on the eventfd alone with a timeout, and releasers skip the
 # hand-over. Paused (asleep in --think), the spinner leaves the ACKs and the delivery to
 # that timed wake; in the get, each rank's engine answers the other's get while it spins.
-# On loopback only: across the two namespaces a spinner's first exchange can stall for
-# 5-40 s under load, with the code before D5T too (tests/README.md, "Thirty-third session").
+# On loopback only: across the two namespaces an offload spinner can stall for 5-40 s
+# under load, with the code before D5T too (tests/README.md, "Thirty-third session").
 if(PTL_WITH_OFI)
   ptl_pattern(spin_think SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi
               ARGS --wait eqget-spin --think 1500 --ack on -n 100)
