@@ -91,8 +91,7 @@ int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
      * understood; docs/waiting.md "The poll lease". Its periods serve D5T
      * instead (a spinner beside the NIC thread: docs/waiting.md, "A spinner
      * on a descriptor"). */
-    w->fd_spin_ns = w->lease_ns;
-    w->fd_spin_max_ns = w->lease_max_ns;
+    w->fd_spin_ns = w->lease_ns; /* lease_max_ns stays: D5T's longest period */
     w->lease_ns = 0;
     return 0;
 }
@@ -794,7 +793,7 @@ void *pt_wait_nic_thread(void *arg)
         bool fdtimed = false;
         if (w->xfd >= 0) {
             fdtimed = w->fd_spin_ns &&
-                      pt_now_ns() - LD_RELAXED(&w->spin_look) < w->fd_spin_max_ns;
+                      pt_now_ns() - LD_RELAXED(&w->spin_look) < w->lease_max_ns;
             ST_RELAXED(&w->fdless, PT_FDLESS(seq) | (fdtimed ? PT_FDLESS_TIMED : 0u)); /* F1 (D5) */
         }
         if (w->lease_ns)
@@ -880,10 +879,10 @@ void *pt_wait_nic_thread(void *arg)
             rung = bell_wait_fdless(w, seq, tmo); /* [S3b] */
             handed = true;
             /* D5T: the spinner still looking at our next S2 (a timeout,
-             * not a ring) sleeps us twice as long, up to fd_spin_max_ns:
+             * not a ring) sleeps us twice as long, up to lease_max_ns:
              * each timed wake takes the spinner's core. */
             if (fdtimed && !rung)
-                fd_period = fd_period * 2 < w->fd_spin_max_ns ? fd_period * 2 : w->fd_spin_max_ns;
+                fd_period = fd_period * 2 < w->lease_max_ns ? fd_period * 2 : w->lease_max_ns;
         } else {
             /* On the descriptor, after our own fi_trywait. The mark stays
              * (D5 for this sleep too): a releaser rings it once instead of

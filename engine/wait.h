@@ -247,11 +247,11 @@ struct pt_wait {
      * thread that spins on such looks, written by it (relaxed), read by the
      * NIC thread at S2 as a hint. While it is recent, the NIC thread sleeps
      * on the eventfd alone with a timeout (fd_spin_ns, doubling per timed
-     * sleep up to fd_spin_max_ns) and marks the sleep PT_FDLESS_TIMED, and
+     * sleep up to lease_max_ns) and marks the sleep PT_FDLESS_TIMED, and
      * releasers skip the hand-over ring. fd_spin_ns 0: off (no descriptor,
      * host matching, PTL_WAIT_LEASE_US=0). */
     _Atomic uint64_t spin_look;
-    uint64_t fd_spin_ns, fd_spin_max_ns;
+    uint64_t fd_spin_ns; /* lease_ns's value on a descriptor NI (lease_ns is 0 there) */
     /* D6's filter: sleepers (W2) that wait for more EQs than a pt_watch
      * holds, so for any event. Written by them (RMW, W2W), read by D6. */
     _Atomic uint32_t watch_all;
