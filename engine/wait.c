@@ -596,7 +596,21 @@ bool pt_wait_patience(uint64_t *since, uint64_t limit_ns)
 
 static __thread uint32_t tls_empty_polls;   /* consecutive empty polls      */
 static __thread uint64_t tls_empty_since;   /* clock at the first of them    */
+static __thread uint64_t tls_nap_at;        /* clock at the last nap         */
 
+/* A client that spins on PtlEQGet (or PtlEQPoll with timeout 0) yields the
+ * core once it has found nothing for the yield time. A yield is not enough
+ * when it spins long: sched_yield lets the threads of its own scheduling
+ * group run (its session's autogroup), not another process's, and a
+ * process that shares the core can then stay runnable but unscheduled for
+ * seconds. Seen on this VM's kernel (6.18, EEVDF): two ranks on one core
+ * (Open MPI bound both "hosts'" rank to core 0 in the two-namespace test),
+ * the spinner of one ran while every thread of the other stayed R with its
+ * run time frozen (/proc/<pid>/task/<tid>/schedstat) for 5 to 40 s. So once
+ * the spinner has looked for PT_WAIT_NAP_NS in vain it naps, a real sleep
+ * that takes it off the run queue, once per PT_WAIT_NAP_NS: a message that
+ * arrives during the nap waits for its end (about 55 us), at most once per
+ * millisecond of idle spinning. */
 void pt_wait_polled_empty(bool empty)
 {
     if (!empty) {
@@ -610,8 +624,16 @@ void pt_wait_polled_empty(bool empty)
     }
     if (n % PT_WAIT_CLOCK_EVERY)
         return;
-    if (pt_now_ns() - tls_empty_since >= LD_RELAXED(&g_yield_ns))
-        sched_yield();
+    uint64_t now = pt_now_ns();
+    if (now - tls_empty_since < LD_RELAXED(&g_yield_ns))
+        return;
+    if (now - tls_empty_since >= PT_WAIT_NAP_NS && now - tls_nap_at >= PT_WAIT_NAP_NS) {
+        tls_nap_at = now;
+        struct timespec ts = {0, PT_WAIT_NAP_SLEEP_NS};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    sched_yield();
 }
 
 /* ---- the poll lease (L1, L2, T1; docs/waiting.md "The poll lease") --------- */

@@ -297,6 +297,12 @@ struct pt_wait {
                                    * for, then yields the core at every clock check
                                    * (the default; 0 when oversubscribed:
                                    * pt_wait_init)                             */
+#define PT_WAIT_NAP_NS  1000000u  /* a waiter that has looked this long without
+                                   * what it waits for naps (sleeps) once per
+                                   * this much more looking, instead of one
+                                   * of its yields (pt_wait_polled_empty)      */
+#define PT_WAIT_NAP_SLEEP_NS 1000u /* the nap asked for (the kernel's timer slack,
+                                   * 50 us by default, makes it longer)        */
 
 /* Offload mode: is an API thread inside a blocking wait (polling, or
  * asleep on the event word)? A hint with no ordering, for choices that

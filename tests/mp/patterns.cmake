@@ -223,14 +223,11 @@ ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 1
 # NIC thread sleeps beside it on the eventfd alone with a timeout, and releasers skip the
 # hand-over. Paused (asleep in --think), the spinner leaves the ACKs and the delivery to
 # that timed wake; in the get, each rank's engine answers the other's get while it spins.
-# On loopback only: across the two namespaces an offload spinner can stall for 5-40 s
-# under load, with the code before D5T too (tests/README.md, "Thirty-third session").
-if(PTL_WITH_OFI)
-  ptl_pattern(spin_think SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi
-              ARGS --wait eqget-spin --think 1500 --ack on -n 100)
-  ptl_pattern(spin_get SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi
-              ARGS --op get --wait eqget-spin --start on -n 200)
-endif()
+# Across the two namespaces too since the 34th session: the 5-40 s stalls seen there were
+# the two "hosts'" ranks bound to one core by their orteds, one starved by the other's
+# spinner (tests/netns/run-two-hosts.sh, --bind-to none; engine/wait.c, the nap).
+ptl_pattern_ofi(spin_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
+ptl_pattern_ofi(spin_get ARGS --op get --wait eqget-spin --start on -n 200)
 
 # ---- rings only (PTL_SHM_FBOX=0; fast boxes are on by default, transport/shm_region.h)
 # Every pattern above runs through the fast boxes' lanes once a pair has exchanged 16

@@ -156,6 +156,13 @@ export OMPI_MCA_orte_tmpdir_base="$tmp"
 export PTL_OFFLOAD="${PTL_OFFLOAD:-1}"
 mpi="$mpirun --mca plm_rsh_agent $here/nsagent.sh --mca plm_rsh_no_tree_spawn 1"
 mpi="$mpi --mca oob_tcp_if_include 10.213.0.0/24 --mca btl self"
+# The two "hosts" share this machine's cores, but each orted binds as if it
+# were alone (--bind-to core, Open MPI's default for 2 ranks): rank 0 and
+# rank 1 land on the same core 0, with their NIC threads, and the kernel's
+# group scheduling can leave one of them runnable but unscheduled for 5-40 s
+# while the other spins on PtlEQGet (seen in /proc/<pid>/task/*/schedstat:
+# run time frozen, every thread R). Real hosts have cores of their own.
+mpi="$mpi --bind-to none"
 mpi="$mpi -x PTL_TRANSPORT -x PTL_OFFLOAD -x PTL_OFI_PROVIDER -x FI_TCP_IFACE -x FI_SOCKETS_IFACE"
 np4="-H 10.213.0.1:2,10.213.0.2:2 -np 4"
 drv="$drv --no-residue --settle 5"
