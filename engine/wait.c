@@ -638,6 +638,13 @@ void pt_wait_polled_empty(bool empty)
 
 /* ---- the poll lease (L1, L2, T1; docs/waiting.md "The poll lease") --------- */
 
+/* The next timed sleep of T1 and of D5T: twice the last, at most lease_max_ns
+ * (each timed wake takes the core of a spinner that shares it). */
+static inline uint64_t period_doubled(const struct pt_wait *w, uint64_t period)
+{
+    return period * 2 < w->lease_max_ns ? period * 2 : w->lease_max_ns;
+}
+
 /* The lease's count down, by whoever ended it (L2): as D4, a full fence
  * (bell first, then polled_mine: polled_mine >= the legitimate bell). */
 static void lease_count_down(struct pt_wait *w)
@@ -904,7 +911,7 @@ void *pt_wait_nic_thread(void *arg)
              * not a ring) sleeps us twice as long, up to lease_max_ns:
              * each timed wake takes the spinner's core. */
             if (fdtimed && !rung)
-                fd_period = fd_period * 2 < w->lease_max_ns ? fd_period * 2 : w->lease_max_ns;
+                fd_period = period_doubled(w, fd_period);
         } else {
             /* On the descriptor, after our own fi_trywait. The mark stays
              * (D5 for this sleep too): a releaser rings it once instead of
@@ -926,7 +933,7 @@ void *pt_wait_nic_thread(void *arg)
                  * in use; sleep twice as long, up to lease_max_ns. Each
                  * wake takes the core from a spinner that shares it (8 B
                  * PtlEQGet spinner p99 20-40 us at a fixed 50 us). */
-                tmo = tmo * 2 < (int64_t)w->lease_max_ns ? tmo * 2 : (int64_t)w->lease_max_ns;
+                tmo = (int64_t)period_doubled(w, (uint64_t)tmo);
                 rung = bell_wait(w, b, seq, tmo);
             }
         }
