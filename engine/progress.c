@@ -364,13 +364,20 @@ static bool eq_ready(void *arg)
     return false;
 }
 
+/* The NI failed (PTL_NI_FAIL, a lost connection) or its job did (a rank
+ * died): an EQ wait that found nothing returns PT_E_FAIL (PtlEQ*: PTL_FAIL). */
+static inline bool ni_down(struct pt_nic *nic)
+{
+    return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
+}
+
 int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
                    ptl_event_t *ev, int *which, struct pt_eq **q_p)
 {
     struct eqwait w = {nic, hs, n, ev, -1, PT_EQ_EMPTY, NULL};
     if (eq_ready(&w)) {
         if (timeout_ms == 0)
-            pt_wait_polled_empty(false);
+            pt_wait_polled_empty(nic, false);
         goto got;
     }
     if (timeout_ms == 0) {
@@ -379,10 +386,13 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
          * would make PtlEQGet block (in host mode, for a whole spin phase of
          * another thread's PtlEQWait). */
         bool found = pt_wait_look(nic, eq_ready, &w);
-        pt_wait_polled_empty(!found);
+        pt_wait_polled_empty(nic, !found);
         if (found)
             goto got;
-        return PT_EQ_EMPTY;
+        /* A spinner learns of a failed NI as a blocked waiter does (below):
+         * events posted before the failure first, then PT_E_FAIL instead of
+         * PT_EQ_EMPTY for ever (mp_liveness killspin) */
+        return ni_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
     /* W2W: our EQs' watcher counts, so that D6 wakes us for their events
@@ -396,7 +406,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
             wt.w[wt.n++] = &e->watchers;
     }
     if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt))
-        return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x) ? PT_E_FAIL : PT_EQ_EMPTY;
+        return ni_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
 got:
     if (which)
         *which = w.which;

@@ -610,8 +610,13 @@ static __thread uint64_t tls_nap_at;        /* clock at the last nap         */
  * the spinner has looked for PT_WAIT_NAP_NS in vain it naps, a real sleep
  * that takes it off the run queue, once per PT_WAIT_NAP_NS: a message that
  * arrives during the nap waits for its end (about 55 us), at most once per
- * millisecond of idle spinning. */
-void pt_wait_polled_empty(bool empty)
+ * millisecond of idle spinning.
+ * Before it naps, the spinner also reads the transport's slow sources
+ * (rx_pending: over ofi the liveness probe's timer, the launcher's notice of
+ * a death, a peer's exit), which otherwise only a thread about to sleep
+ * reads: in host mode a rank whose only waits were PtlEQGet spins never
+ * learned that a peer had died (mp_liveness killspin), and spun for ever. */
+void pt_wait_polled_empty(struct pt_nic *nic, bool empty)
 {
     if (!empty) {
         tls_empty_polls = 0;
@@ -629,6 +634,7 @@ void pt_wait_polled_empty(bool empty)
         return;
     if (now - tls_empty_since >= PT_WAIT_NAP_NS && now - tls_nap_at >= PT_WAIT_NAP_NS) {
         tls_nap_at = now;
+        (void)nic->xo->rx_pending(nic->x); /* for its side effects: the engine's next pass acts */
         struct timespec ts = {0, PT_WAIT_NAP_SLEEP_NS};
         nanosleep(&ts, NULL);
         return;

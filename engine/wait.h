@@ -381,7 +381,7 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
  * scheduler slices of several ms, and a partner's timer-driven resend comes
  * that much late (REF ringtest hung in offload mode, 4 ranks on 2 cores).
  * Thread-local state only; not a word of the protocol. */
-void pt_wait_polled_empty(bool empty);
+void pt_wait_polled_empty(struct pt_nic *nic, bool empty);
 /* Is the calling thread an NI's NIC thread? */
 bool pt_wait_on_nic_thread(void);
 /* A bounded wait for the application to do something (read its EQ, attach

@@ -12,7 +12,9 @@
  *
  * Build: mpicc -O2 -o mpibench mpibench.c   (bench/run-all does this)
  * Usage: mpirun -n 2 ... mpibench MODE [options]
- *   MODE lat   blocking MPI_Send/MPI_Recv ping-pong; half round trip (us)
+ *   MODE lat   blocking MPI_Send/MPI_Recv ping-pong; half round trip (us);
+ *              --ssend: MPI_Ssend instead (a send that completes once its
+ *              receive has matched: MPI's counterpart of a put with an ACK)
  *        bw    window of W MPI_Isend/MPI_Irecv + MPI_Waitall, 0-byte ack per
  *              window (uni), or both directions at once without ack (bi)
  *        rate  8-byte messages, window 64, ack per window (1 pair)
@@ -45,6 +47,8 @@ static const char *csv_path, *impl = "mpi";
 static double tsize = -1;
 static size_t sizes[MAX_SIZES];
 static int nsizes, perturb = 1, window = -1, quiet, do_uni = 1, do_bi = 1;
+/* lat: MPI_Send, or MPI_Ssend with --ssend (same signature) */
+static int (*lat_send)(const void *, int, MPI_Datatype, int, int, MPI_Comm) = MPI_Send;
 static size_t smin = 0, smax = 0, rsize = 8;
 static const char *size_list;
 static long maxiters = -1;
@@ -225,7 +229,7 @@ static void lat(void)
                 if (tag & TAG_VERIFY)
                     fill(sbuf, sz, (uint64_t)it * 2);
                 a = now_ns();
-                MPI_Send(sbuf, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+                lat_send(sbuf, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
                 MPI_Recv(rbuf, n, MPI_BYTE, peer, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 double b = now_ns();
                 if (tag & TAG_VERIFY) {
@@ -249,7 +253,7 @@ static void lat(void)
                     }
                     fill(sbuf, sz, (uint64_t)it * 2 + 1);
                 }
-                MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+                lat_send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
                 if (st.MPI_TAG & TAG_LAST)
                     break;
             }
@@ -274,8 +278,9 @@ static void lat(void)
                        size_str(sz, b, sizeof b), nt, p50, mean, p99, mx, outl, mbps, sum[0],
                        sum[1] ? "FAILED" : "ok");
             if (csv)
-                fprintf(csv, "pingpong,%s,put,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.6g,%ld,%ld\n", impl,
-                        sz, nt, p50, mean, p99, mx, outl, mbps, sum[0], sum[1]);
+                fprintf(csv, "pingpong,%s,%s,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.6g,%ld,%ld\n", impl,
+                        lat_send == MPI_Ssend ? "ssend" : "put", sz, nt, p50, mean, p99, mx, outl,
+                        mbps, sum[0], sum[1]);
             fflush(stdout);
         }
     }
@@ -450,7 +455,7 @@ static void usage(void)
 {
     printf("usage: mpirun -n 2 mpibench lat|bw|rate [-o FILE] [-i NAME] [-t SEC] [--min S]\n"
            "       [--max S] [--sizes LIST] [--no-perturb] [-W N] [-D uni|bi|both] [-s SIZE]\n"
-           "       [-n N] [-q]   (see the comment at the top of bench/mpi/mpibench.c)\n");
+           "       [-n N] [-q] [--ssend]   (see the comment at the top of bench/mpi/mpibench.c)\n");
 }
 
 int main(int argc, char **argv)
@@ -494,6 +499,9 @@ int main(int argc, char **argv)
             continue;
         } else if (!strcmp(a, "-q")) {
             quiet = 1;
+            continue;
+        } else if (!strcmp(a, "--ssend")) {
+            lat_send = MPI_Ssend;
             continue;
         } else
             used = 0;

@@ -2,7 +2,7 @@
  * mp_liveness - the last rank leaves while the others have NOTHING in flight
  * to it (issue 17, docs/ofi.md "Peer death in a PMIx job").
  *
- *   usage (3 ranks or more): mp_liveness kill|fini|finilate|busy|stop
+ *   usage (3 ranks or more): mp_liveness kill|killspin|fini|finilate|busy|stop
  *
  * After a barrier the last rank (the victim) waits 300 ms, then
  *   kill: raises SIGKILL. Every other rank sits in PtlEQPoll on an EQ nothing
@@ -10,6 +10,9 @@
  *         fail (PtlEQPoll returns PTL_FAIL) within 10 s of the barrier. It
  *         prints "rank R: saw the death: ..., N ms after the barrier" and
  *         exits 0; it exits 4 when nothing came.
+ *   killspin: as kill, but the others spin on PtlEQGet (a client that polls
+ *         and computes) instead of blocking in PtlEQPoll: PtlEQGet on the
+ *         failed NI's empty EQ must return PTL_FAIL, not PTL_EQ_EMPTY for ever.
  *   fini: calls PtlNIFini and PtlFini and exits 0 (an orderly exit). The
  *         others must see NO failure: rank 0 and the ranks from 2 on for 4 s
  *         (longer than a PMIx job's probe needs to judge a peer dead), then
@@ -51,11 +54,13 @@ int main(int argc, char **argv)
 {
     struct mp m;
     mp_init(&m, 3);
-    if (argc < 2 || (strcmp(argv[1], "kill") && strcmp(argv[1], "fini") &&
+    if (argc < 2 || (strcmp(argv[1], "kill") && strcmp(argv[1], "killspin") &&
+                     strcmp(argv[1], "fini") &&
                      strcmp(argv[1], "finilate") && strcmp(argv[1], "busy") &&
                      strcmp(argv[1], "stop")))
-        mp_die("usage: mp_liveness kill|fini|finilate|busy|stop");
-    bool kill_it = !strcmp(argv[1], "kill");
+        mp_die("usage: mp_liveness kill|killspin|fini|finilate|busy|stop");
+    bool spin = !strcmp(argv[1], "killspin");
+    bool kill_it = spin || !strcmp(argv[1], "kill");
     bool late = !strcmp(argv[1], "finilate");
     unsigned victim = m.size - 1;
     if (!strcmp(argv[1], "stop")) {
@@ -138,12 +143,13 @@ int main(int argc, char **argv)
     int which;
     if (kill_it) {
         while (mp_now_ms() - t0 < 10000) {
-            int rc = PtlEQPoll(&eq, 1, 500, &ev, &which);
+            int rc = spin ? PtlEQGet(eq, &ev) : PtlEQPoll(&eq, 1, 500, &ev, &which);
             if (rc == PTL_EQ_EMPTY)
                 continue;
             if (rc != PTL_OK && rc != PTL_EQ_DROPPED) {
-                printf("rank %u: saw the death: PtlEQPoll %s, %llu ms after the barrier\n",
-                       m.rank, PtlErrorStr((unsigned)rc), (unsigned long long)(mp_now_ms() - t0));
+                printf("rank %u: saw the death: %s %s, %llu ms after the barrier\n", m.rank,
+                       spin ? "PtlEQGet" : "PtlEQPoll", PtlErrorStr((unsigned)rc),
+                       (unsigned long long)(mp_now_ms() - t0));
                 fflush(stdout);
                 return 0;
             }

@@ -228,6 +228,10 @@ ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 1
 # spinner (tests/netns/run-two-hosts.sh, --bind-to none; engine/wait.c, the nap).
 ptl_pattern_ofi(spin_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
 ptl_pattern_ofi(spin_get ARGS --op get --wait eqget-spin --start on -n 200)
+# two threads of a rank, each spinning on PtlEQGet for its own exchange, pausing before
+# each: one NI's engine taken in turns by two spinners and left to the NIC thread's
+# timed wake while both sleep
+ptl_pattern_ofi(spin_threads2_think ARGS --threads 2 --wait eqget-spin --think 1500 --ack on -n 100)
 
 # ---- rings only (PTL_SHM_FBOX=0; fast boxes are on by default, transport/shm_region.h)
 # Every pattern above runs through the fast boxes' lanes once a pair has exchanged 16

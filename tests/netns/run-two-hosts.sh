@@ -51,6 +51,10 @@
 #             dies beside rank 2, which shares its node region: rank 2 (the
 #             region's watch thread) and ranks 0 and 1 (the other "host":
 #             ofi's probe) must each see their NI fail within 10 s.
+#   livespin  as livenode, mp_liveness killspin: the survivors spin on
+#             PtlEQGet instead of blocking in PtlEQPoll; each must get
+#             PTL_FAIL (in host mode only the spinner's naps read the probe's
+#             timer: engine/wait.c, pt_wait_polled_empty).
 #   livefini  4 ranks (2 per namespace), mp_liveness fini: rank 3 (second
 #             namespace) leaves in order (PtlNIFini) while nobody has anything
 #             in flight to it: no survivor's NI may fail (the probe must not
@@ -223,7 +227,7 @@ kill)
     job="$job '$mpi --enable-recovery -H 10.213.0.1:1,10.213.0.2:1 -np 2 $prog;"
     job="$job echo mpirun exited \$? >&2'"
     ;;
-kill_target | kill_initiator | live | livenode | livefini | livefinilate | livestop)
+kill_target | kill_initiator | live | livenode | livespin | livefini | livefinilate | livestop)
     # under --enable-recovery, the survivors' lines counted by pmix_recovery.sh
     # (docs/ofi.md, "Peer death in a PMIx job")
     rec="/bin/sh $here/../mp/pmix_recovery.sh \"\$NETNS_RE\""
@@ -239,6 +243,10 @@ kill_target | kill_initiator | live | livenode | livefini | livefinilate | lives
     livenode)
         export NETNS_RE="saw the death: PtlEQPoll PTL_FAIL"
         rec="$rec 3 $mpi --enable-recovery $np4 $prog kill"
+        ;;
+    livespin)
+        export NETNS_RE="saw the death: PtlEQGet PTL_FAIL"
+        rec="$rec 3 $mpi --enable-recovery $np4 $prog killspin"
         ;;
     livefini)
         export NETNS_RE="no false death"
