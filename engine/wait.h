@@ -380,7 +380,11 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
  * in pt_wait_until does. Without it, two spinners sharing a core run in
  * scheduler slices of several ms, and a partner's timer-driven resend comes
  * that much late (REF ringtest hung in offload mode, 4 ranks on 2 cores).
- * Thread-local state only; not a word of the protocol. */
+ * After PT_WAIT_NAP_NS of them it naps once per PT_WAIT_NAP_NS, and reads
+ * the transport's slow sources first (rx_pending, result unused: the
+ * probe's timer, a death the launcher noticed), which otherwise only a
+ * thread about to sleep reads. Thread-local state only; not a word of the
+ * protocol. */
 void pt_wait_polled_empty(struct pt_nic *nic, bool empty);
 /* Is the calling thread an NI's NIC thread? */
 bool pt_wait_on_nic_thread(void);
