@@ -389,8 +389,9 @@ struct pt_xport {
     uint8_t *dead_why;       /* [peer]: OFI_WHY_*, for the log                    */
     int *dead_err;           /* [peer]: the kernel's answer (OFI_WHY_REFUSED)     */
     uint8_t *bye;            /* [peer]: it closed its NI in order (OFI_K_BYE) */
-    uint8_t *conn;           /* [peer], host mode only (else NULL): OFI_CONN_*,
-                              * the connection made in PtlNIInit (connect_all) */
+    uint8_t *conn;           /* [peer], host mode (else NULL; offload mode only
+                              * until connect_all's end): OFI_CONN_*, the
+                              * connection made in PtlNIInit (connect_all) */
     uint8_t *other;          /* [peer]: served by another transport (a mixed job's
                               * node peers, pt_ofi_serve; NULL: none): never
                               * connected, probed or sent a bye by us           */
@@ -2185,7 +2186,8 @@ static int open_fabric(struct pt_xport *x)
     return 0;
 }
 
-/* Host mode, PMIx job (x->conn): a connection to every peer before PtlNIInit
+/* PMIx job (x->conn; offload mode too since the thirty-fifth session, see
+ * ofi_setup): a connection to every peer before PtlNIInit
  * returns, made while every rank runs its engine here (after the wire-up
  * fence, every name known): a probe to each, then progress until the
  * provider has written each one (its completion: the connection is up) or
@@ -2243,14 +2245,24 @@ static void connect_all(struct pt_xport *x)
     uint32_t peers = x->n - 1;
     for (uint32_t p = 0; p < x->n; p++)
         peers -= peer_other(x, p);
+    bool offload = pt_config()->offload;
     if (up == peers)
-        pt_log(PT_LOG_INFO, "ofi: host mode: connected to the %u peers in %.1f ms (the liveness probe)",
-               peers, (double)(pt_now_ns() - t0) / 1e6);
+        pt_log(PT_LOG_INFO, "ofi: %s mode: connected to the %u peers in %.1f ms (the liveness probe)",
+               offload ? "offload" : "host", peers, (double)(pt_now_ns() - t0) / 1e6);
+    else if (offload)
+        pt_log(PT_LOG_WARN, "ofi: offload mode: %u of %u peers connected in %.1f s; the others "
+                            "connect at their first message or probe",
+               up, peers, (double)(pt_now_ns() - t0) / 1e9);
     else
         pt_log(PT_LOG_WARN, "ofi: host mode: %u of %u peers connected in %.1f s; the others are "
                             "not probed until their connection is up (a death among them is "
                             "found by a failed send)",
                up, peers, (double)(pt_now_ns() - t0) / 1e9);
+    if (offload) {
+        /* the NIC thread probes every peer, connected now or not (probe_tick) */
+        free(x->conn);
+        x->conn = NULL;
+    }
 }
 
 static int ofi_setup(struct pt_xport *x)
@@ -2369,8 +2381,18 @@ static int ofi_setup(struct pt_xport *x)
          * host mode the connections are made in PtlNIInit, while every rank
          * runs its engine there (connect_all, after the wire-up fence), and
          * only peers connected then are probed; jobs above OFI_CONNECT_MAX
-         * ranks are not (a connection to every peer). */
-        if (!pt_config()->offload) {
+         * ranks are not (a connection to every peer).
+         * Offload mode makes them there too (up to OFI_CONNECT_MAX ranks) and
+         * then probes every peer as before (conn freed, connect_all): the
+         * first probe of each rank was its first send that is no inject,
+         * and rxm then zeroes its 17 MB pool of send buffers (1,024 x
+         * 16 KiB, util_buf.c) on the spot. At the first probe period, mid
+         * run, that took 90 ms of the NIC thread while it held the engine:
+         * once per run an 8 B ping-pong across the two namespaces waited
+         * ~100 ms (bench/results-ofi.md, "Thirty-fifth session"). With it,
+         * the connections' set-up leaves the application's first messages
+         * too. */
+        if (!pt_config()->offload || n <= OFI_CONNECT_MAX) {
             x->conn = calloc(n, 1);
             if (!x->conn)
                 return -ENOMEM;

@@ -15,6 +15,14 @@
  * "mp_nodeconn: rank R: N connections to node peers", and fails when N > 0.
  *
  *   usage (under a PMIx launcher): mp_nodeconn [ms]
+ *                                   mp_nodeconn remote N
+ *
+ * remote: right after PtlNIInit, before any message, each rank counts its
+ * established TCP connections between two different addresses that are not
+ * loopback (to the other host's ranks) and fails below N (the ranks there).
+ * PtlNIInit makes them in both modes (transport/ofi.c, connect_all): in
+ * offload mode the first probe, mid run, made them and rxm zeroed its send
+ * buffers there, 90 ms of the NIC thread with the engine held.
  */
 #include "mp_util.h"
 
@@ -49,8 +57,20 @@ static unsigned my_sockets(unsigned long *ino, unsigned max)
 }
 
 /* Established connections of ours in one /proc/net table whose local and
- * remote addresses are the same non-loopback address. */
-static unsigned count_table(const char *table, bool v6, const unsigned long *ino, unsigned nino)
+ * remote addresses are the same non-loopback address (cross: two different
+ * addresses, neither loopback). */
+/* 127.x.y.z, ::ffff:127.x.y.z, ::1 (words in host order, hex) */
+static bool is_loop(const char *a, bool v6)
+{
+    if (!v6)
+        return !strncmp(a + 6, "7F", 2);
+    if (!strncmp(a, "0000000000000000FFFF0000", 24))
+        return !strncmp(a + 30, "7F", 2);
+    return !strcmp(a, "00000000000000000000000001000000");
+}
+
+static unsigned count_table(const char *table, bool v6, const unsigned long *ino, unsigned nino,
+                            bool cross)
 {
     FILE *f = fopen(table, "r");
     if (!f)
@@ -69,16 +89,9 @@ static unsigned count_table(const char *table, bool v6, const unsigned long *ino
         if (sscanf(line, " %u: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x %*s %*s %*s %*s %*s %lu",
                    &slot, la, &lp, ra, &rp, &st, &inode) != 7)
             continue;
-        if (st != 0x01 || strcmp(la, ra) != 0)
-            continue; /* not established, or between two addresses */
-        bool loop; /* 127.x.y.z, ::ffff:127.x.y.z, ::1 (words in host order, hex) */
-        if (!v6)
-            loop = !strncmp(la + 6, "7F", 2);
-        else if (!strncmp(la, "0000000000000000FFFF0000", 24))
-            loop = !strncmp(la + 30, "7F", 2);
-        else
-            loop = !strcmp(la, "00000000000000000000000001000000");
-        if (loop)
+        if (st != 0x01 || (strcmp(la, ra) != 0) != cross)
+            continue; /* not established, or not the kind of pair counted */
+        if (is_loop(la, v6) || is_loop(ra, v6))
             continue;
         for (unsigned k = 0; k < nino; k++)
             if (ino[k] == inode) {
@@ -90,10 +103,27 @@ static unsigned count_table(const char *table, bool v6, const unsigned long *ino
     return n;
 }
 
+static unsigned count(bool cross)
+{
+    static unsigned long ino[MAX_SOCKS];
+    unsigned nino = my_sockets(ino, MAX_SOCKS);
+    return count_table("/proc/self/net/tcp", false, ino, nino, cross) +
+           count_table("/proc/self/net/tcp6", true, ino, nino, cross);
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
     mp_init(&m, 2);
+    if (argc > 2 && !strcmp(argv[1], "remote")) {
+        unsigned want = (unsigned)strtoul(argv[2], NULL, 0), n = count(true);
+        printf("mp_nodeconn: rank %u: %u connections to the other host after PtlNIInit "
+               "(want %u)\n", m.rank, n, want);
+        fflush(stdout);
+        mp_barrier(&m);
+        mp_fini(&m);
+        return n >= want ? 0 : 1;
+    }
     unsigned ms = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 1500;
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &eq));
@@ -103,10 +133,7 @@ int main(int argc, char **argv)
     ptl_event_t ev;
     for (uint64_t t0 = mp_now_ms(), t; (t = mp_now_ms() - t0) < ms;)
         (void)mp_poll(eq, &ev, (unsigned)(ms - t));
-    static unsigned long ino[MAX_SOCKS];
-    unsigned nino = my_sockets(ino, MAX_SOCKS);
-    unsigned n = count_table("/proc/self/net/tcp", false, ino, nino) +
-                 count_table("/proc/self/net/tcp6", true, ino, nino);
+    unsigned n = count(false);
     printf("mp_nodeconn: rank %u: %u connections to node peers\n", m.rank, n);
     fflush(stdout);
     mp_barrier(&m);
