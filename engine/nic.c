@@ -1012,8 +1012,7 @@ static void flush(struct pt_nic *nic)
         bool due = flush_due(nic);
         if (!due && last)
             break;
-        if (due && (LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x) ||
-                    pt_now_ns() - t0 >= limit))
+        if (due && (pt_nic_down(nic) || pt_now_ns() - t0 >= limit))
             break;
         last = !due;
         if (pt_wait_try_take(&nic->w)) {

@@ -852,6 +852,14 @@ static inline void pt_ev_note(struct pt_nic *nic, struct pt_eqo *e)
         nic->events_posted = true;
 }
 
+/* The NI has failed (its own failure, or its job's: a rank died, seen in the
+ * region or by the transport before the engine's next poll records it).
+ * Any thread; relaxed reads of monotonic words. */
+static inline bool pt_nic_down(struct pt_nic *nic)
+{
+    return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
+}
+
 /* D6 for what this poll posted, if anything (docs/waiting.md, "Whom D6
  * wakes"): true if it ran (its fence included). [E] */
 static inline bool pt_ev_wake(struct pt_nic *nic)

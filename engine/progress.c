@@ -364,13 +364,6 @@ static bool eq_ready(void *arg)
     return false;
 }
 
-/* The NI failed (PTL_NI_FAIL, a lost connection) or its job did (a rank
- * died): an EQ wait that found nothing returns PT_E_FAIL (PtlEQ*: PTL_FAIL). */
-static inline bool ni_down(struct pt_nic *nic)
-{
-    return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
-}
-
 int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
                    ptl_event_t *ev, int *which, struct pt_eq **q_p)
 {
@@ -392,7 +385,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
         /* A spinner learns of a failed NI as a blocked waiter does (below):
          * events posted before the failure first, then PT_E_FAIL instead of
          * PT_EQ_EMPTY for ever (mp_liveness killspin) */
-        return ni_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+        return pt_nic_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
     /* W2W: our EQs' watcher counts, so that D6 wakes us for their events
@@ -406,7 +399,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
             wt.w[wt.n++] = &e->watchers;
     }
     if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt))
-        return ni_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+        return pt_nic_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
 got:
     if (which)
         *which = w.which;

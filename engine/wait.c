@@ -439,10 +439,6 @@ static inline void set_state(struct pt_wait *w, enum pt_nic_state s)
     ST_RELAXED(&w->nic_state, (uint32_t)s);
 }
 
-static inline bool job_failed(struct pt_nic *nic)
-{
-    return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
-}
 
 /* The predicate of D3/D4, after the caller's full fence: an engine sleeper
  * is asleep (or arming) and nobody holds the engine. kick then asks whether
@@ -1090,7 +1086,7 @@ bool pt_wait_look(struct pt_nic *nic, pt_ready_fn ready, void *arg)
             spinner = false;
         }
     }
-    if (!spinner || PT_UNLIKELY(job_failed(nic))) {
+    if (!spinner || PT_UNLIKELY(pt_nic_down(nic))) {
         pt_wait_progress(nic);
         return ready(arg);
     }
@@ -1168,7 +1164,7 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
             ok = true;
             break;
         }
-        if (PT_UNLIKELY(job_failed(nic))) {
+        if (PT_UNLIKELY(pt_nic_down(nic))) {
             ok = waiter_failed(nic, &me, ready, arg);
             failed = true;
             break;
@@ -1223,7 +1219,7 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
         PT_PERTURB();
         /* The recheck may consume what we wait for (eq_ready dequeues): keep it. */
         bool got = ready(arg);
-        bool skip = got || job_failed(nic) ||
+        bool skip = got || pt_nic_down(nic) ||
                     (!w->nic_thread && LD_RELAXED(&w->token) == 0 && pt_nic_has_work(nic));
         if (!skip) {
             RMW_ADD(&w->st.waiter_sleeps, 1);
