@@ -2392,7 +2392,7 @@ static int ofi_setup(struct pt_xport *x)
          * ~100 ms (bench/results-ofi.md, "Thirty-fifth session"). With it,
          * the connections' set-up leaves the application's first messages
          * too. */
-        if (!pt_config()->offload || n <= OFI_CONNECT_MAX) {
+        if (n <= OFI_CONNECT_MAX) { /* (host mode is here only below it) */
             x->conn = calloc(n, 1);
             if (!x->conn)
                 return -ENOMEM;

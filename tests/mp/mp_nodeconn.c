@@ -56,9 +56,6 @@ static unsigned my_sockets(unsigned long *ino, unsigned max)
     return n;
 }
 
-/* Established connections of ours in one /proc/net table whose local and
- * remote addresses are the same non-loopback address (cross: two different
- * addresses, neither loopback). */
 /* 127.x.y.z, ::ffff:127.x.y.z, ::1 (words in host order, hex) */
 static bool is_loop(const char *a, bool v6)
 {
@@ -69,6 +66,9 @@ static bool is_loop(const char *a, bool v6)
     return !strcmp(a, "00000000000000000000000001000000");
 }
 
+/* Established connections of ours in one /proc/net table whose local and
+ * remote addresses are the same non-loopback address (cross: two different
+ * addresses, neither loopback). */
 static unsigned count_table(const char *table, bool v6, const unsigned long *ino, unsigned nino,
                             bool cross)
 {
