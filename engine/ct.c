@@ -25,6 +25,7 @@
  * No allocation, lock, system call or logging after pt_ct_init.
  */
 #include "nic.h"
+#include "pages.h"
 
 #include <portals3_ext.h>
 #include <stdlib.h>
@@ -35,10 +36,10 @@
 int pt_ct_init(struct pt_nic *nic, uint32_t max_cts, uint32_t trig_slots)
 {
     (void)max_cts; /* the CT table is made with the other object tables (obj.c) */
-    nic->trigs = calloc(trig_slots, sizeof *nic->trigs);
+    nic->trigs = pt_pages_zalloc(trig_slots * sizeof *nic->trigs); /* pages.h */
     nic->ascratch = malloc(PT_ATOMIC_SCRATCH); /* pages touched at first use */
     if (!nic->trigs || !nic->ascratch) {
-        free(nic->trigs);
+        pt_pages_free(nic->trigs, trig_slots * sizeof *nic->trigs);
         free(nic->ascratch);
         nic->trigs = NULL;
         nic->ascratch = NULL;
@@ -56,7 +57,7 @@ int pt_ct_init(struct pt_nic *nic, uint32_t max_cts, uint32_t trig_slots)
 /* Operations still armed (or fired and not run) go with the table. */
 void pt_ct_fini(struct pt_nic *nic)
 {
-    free(nic->trigs);
+    pt_pages_free(nic->trigs, nic->trig_n * sizeof *nic->trigs);
     nic->trigs = NULL;
     free(nic->ascratch);
     nic->ascratch = NULL;

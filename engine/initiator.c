@@ -7,6 +7,7 @@
  */
 #include "nic.h"
 #include "log.h"
+#include "pages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,8 @@ static void send_ev_init(struct pt_nic *nic, ptl_event_t *ev, const struct pt_cm
 
 int pt_ireq_init(struct pt_nic *nic, uint32_t n)
 {
-    nic->ireqs = calloc(n, sizeof *nic->ireqs); /* ireq_head: pt_nic_create's peer state */
+    /* zeroed pages (pages.h); ireq_head: pt_nic_create's peer state */
+    nic->ireqs = pt_pages_zalloc(n * sizeof *nic->ireqs);
     if (!nic->ireqs)
         return PT_E_NOSPACE;
     nic->ireq_n = n;
@@ -64,7 +66,7 @@ int pt_ireq_init(struct pt_nic *nic, uint32_t n)
 
 void pt_ireq_fini(struct pt_nic *nic)
 {
-    free(nic->ireqs);
+    pt_pages_free(nic->ireqs, nic->ireq_n * sizeof *nic->ireqs);
     nic->ireqs = NULL;
 }
 

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "cpu.h"
 #include "log.h"
+#include "pages.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -861,7 +862,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->ops_n = 2;
     while (nic->ops_n < (uint32_t)cfg->max_ops)
         nic->ops_n <<= 1;
-    ops = calloc(nic->ops_n, sizeof *ops);
+    ops = pt_pages_zalloc(nic->ops_n * sizeof *ops); /* pages.h */
     if (!ops)
         goto fail_ops;
     nic->ops_pool = ops;
@@ -907,7 +908,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     return PT_OK;
 
 fail_ops:
-    free(ops);
+    pt_pages_free(ops, nic->ops_n * sizeof *ops);
     pt_obj_tables_fini(nic);
 fail_tables:
     pt_nic_trace_stop(nic);
@@ -1086,7 +1087,7 @@ void pt_nic_destroy(struct pt_nic *nic)
         free(q->slots);
         free(q);
     }
-    free(nic->ops_pool);
+    pt_pages_free(nic->ops_pool, nic->ops_n * sizeof *nic->ops_pool);
     pt_ireq_fini(nic);
     munmap(nic->nomatch_since, peer_state_bytes(nic));
     pt_obj_tables_fini(nic);

@@ -8,6 +8,7 @@
  * a freed slot waits behind at least PT_H_FREE_DEPTH others (handle.h).
  */
 #include "nic.h"
+#include "pages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +19,12 @@ int pt_obj_tables_init(struct pt_nic *nic)
     nic->md_slots = (uint32_t)nic->limits.max_mds + PT_H_FREE_DEPTH;
     nic->eq_slots = (uint32_t)nic->limits.max_eqs + PT_H_FREE_DEPTH;
     nic->ct_slots = nic->max_cts + PT_H_FREE_DEPTH;
-    nic->cts = calloc(nic->ct_slots, sizeof *nic->cts);
-    nic->mes = calloc(nic->me_slots, sizeof *nic->mes);
-    nic->mds = calloc(nic->md_slots, sizeof *nic->mds);
-    nic->eqs = calloc(nic->eq_slots, sizeof *nic->eqs);
-    nic->portals = calloc(nic->npt, sizeof *nic->portals);
+    /* zeroed pages off the heap, touched as slots are first used (pages.h) */
+    nic->cts = pt_pages_zalloc(nic->ct_slots * sizeof *nic->cts);
+    nic->mes = pt_pages_zalloc(nic->me_slots * sizeof *nic->mes);
+    nic->mds = pt_pages_zalloc(nic->md_slots * sizeof *nic->mds);
+    nic->eqs = pt_pages_zalloc(nic->eq_slots * sizeof *nic->eqs);
+    nic->portals = pt_pages_zalloc(nic->npt * sizeof *nic->portals);
     if (!nic->mes || !nic->mds || !nic->eqs || !nic->portals || !nic->cts) {
         pt_obj_tables_fini(nic);
         return PT_E_NOSPACE;
@@ -32,11 +34,11 @@ int pt_obj_tables_init(struct pt_nic *nic)
 
 void pt_obj_tables_fini(struct pt_nic *nic)
 {
-    free(nic->mes);
-    free(nic->mds);
-    free(nic->eqs);
-    free(nic->portals);
-    free(nic->cts);
+    pt_pages_free(nic->mes, nic->me_slots * sizeof *nic->mes);
+    pt_pages_free(nic->mds, nic->md_slots * sizeof *nic->mds);
+    pt_pages_free(nic->eqs, nic->eq_slots * sizeof *nic->eqs);
+    pt_pages_free(nic->portals, nic->npt * sizeof *nic->portals);
+    pt_pages_free(nic->cts, nic->ct_slots * sizeof *nic->cts);
     nic->cts = NULL;
     nic->mes = NULL;
     nic->mds = NULL;

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 int pt_cpu_count(void)
@@ -54,27 +53,6 @@ int pt_cpu_pin_self(int cpu)
     CPU_SET(cpu, &set);
     int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     return rc ? -rc : 0;
-}
-
-void *pt_numa_alloc(size_t size, int node)
-{
-    if (numa_available() >= 0 && node >= 0) {
-        void *p = numa_alloc_onnode(size, node);
-        if (p)
-            return p;
-    }
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-void pt_numa_free(void *p, size_t size)
-{
-    if (!p)
-        return;
-    if (numa_available() >= 0)
-        numa_free(p, size);
-    else
-        munmap(p, size);
 }
 
 void pt_numa_bind(void *p, size_t size, int node)

@@ -14,9 +14,6 @@ int pt_cpu_pin_self(int cpu);
 /* NUMA node of a core, or 0 without NUMA. */
 int pt_cpu_node(int cpu);
 int pt_cpu_count(void);
-/* Allocate/free memory on a NUMA node (falls back to mmap without NUMA). */
-void *pt_numa_alloc(size_t size, int node);
-void pt_numa_free(void *p, size_t size);
 /* Bind an existing range (e.g. part of the shared region) to a node; best effort. */
 void pt_numa_bind(void *p, size_t size, int node);
 /* One-line description of the layout, for ptl_info. */
