@@ -690,6 +690,7 @@ bool pt_nic_credit_stalled(struct pt_nic *nic)
 void pt_nic_thread_start(struct pt_nic *nic)
 {
     pt_nic_trace_thread(nic);
+    (void)pthread_setname_np(pthread_self(), "ptl-nic"); /* top -H, gdb, mp_nicplace */
     if (nic->nic_cpu >= 0) {
         int rc = pt_cpu_pin_self(nic->nic_cpu);
         if (rc)
@@ -884,7 +885,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     ST_RELAXED(&nic->tag, (gen << 1) | 1u);
 
     if (nic->offload) {
-        nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1);
+        nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1, nic->xi.local_rank);
         cpu_set_t app;
         nic->nic_shares_core = nic->nic_cpu >= 0 && sched_getaffinity(0, sizeof app, &app) == 0 &&
                                CPU_COUNT(&app) == 1 && CPU_ISSET(nic->nic_cpu, &app);

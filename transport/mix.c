@@ -394,6 +394,7 @@ static int open_node(struct pt_xport *x, uint32_t my_slot, uint32_t my_nid, uint
         return rc;
     }
     info_p->ranks_here = x->nloc;
+    info_p->local_rank = my_slot;
     info_p->cma_ok = si.cma_ok;
     info_p->cma_why = si.cma_why;
     info_p->trace_area = si.trace_area;

@@ -627,6 +627,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
     info_p->nranks = x->n;
     info_p->nprocs = x->n;
     info_p->ranks_here = 0; /* peers may be on other hosts */
+    info_p->local_rank = info_p->rank; /* (no better guess) */
     info_p->jid = hash32(x->me.nspace);
     info_p->cma_ok = false;
     info_p->cma_why = "PMIx job: peers may be on other hosts";

@@ -824,6 +824,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     info_p->rank = me;
     info_p->nranks = n;
     info_p->ranks_here = n; /* one host: every rank */
+    info_p->local_rank = info_p->rank;
     info_p->nprocs = np;
     info_p->slot_size = id.slot_size;
     info_p->jid = id.jid;

@@ -79,6 +79,10 @@ struct pt_xport_info {
                            * cores (the engine's oversubscription test,
                            * engine/wait.c); 0: unknown (peers may be on
                            * other hosts)                                    */
+    uint32_t local_rank;  /* this process's index among the job's processes
+                           * on this host (spreads the NIC threads over the
+                           * cores: engine/nic.c); a transport that cannot
+                           * tell gives the rank                             */
     uint32_t jid;         /* job id                                          */
     bool cma_ok;          /* process_vm_readv to peers works (probed)        */
     uint32_t rndv_iov_max; /* most pieces of memory one rendezvous descriptor

@@ -18,7 +18,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_OFFLOAD", offload, 1, 0, 1,
       "1: a NIC thread per NI does all receive-side work; 0: host matching, the calling thread runs the engine inside Ptl calls"),
     T("PTL_NIC_CPU", nic_cpu, -1, -1, 4095,
-      "core the NIC thread is pinned to; -1 chooses one with libnuma (last core of the caller's node)"),
+      "core the NIC thread is pinned to; -1: the host's k-th rank's on the k-th allowed core of the caller's NUMA node counting down from the last (libnuma), so that a host's NIC threads spread (docs/architecture.md)"),
     T("PTL_NIC_SPIN_US", nic_spin_us, 50, 0, 10000000,
       "microseconds an idle NIC thread polls before it sleeps on its doorbell"),
     T("PTL_WAKE_BACKSTOP_MS", wake_backstop_ms, 100, 0, 60000,

@@ -25,25 +25,23 @@ int pt_cpu_node(int cpu)
     return n < 0 ? 0 : n;
 }
 
-int pt_cpu_choose_nic(int avoid)
+int pt_cpu_choose_nic(int avoid, unsigned k)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return -1;
     int here = sched_getcpu();
     int node = here >= 0 ? pt_cpu_node(here) : 0;
-    int best = -1;
-    for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
-        if (!CPU_ISSET(c, &set) || c == avoid)
-            continue;
-        if (pt_cpu_node(c) == node) {
-            best = c;
-            break;
-        }
-        if (best < 0)
-            best = c;
-    }
-    return best;
+    /* the candidates, highest first: the node's cores, else every allowed one */
+    int cand[CPU_SETSIZE];
+    unsigned n = 0;
+    for (int pass = 0; pass < 2 && !n; pass++)
+        for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+            if (CPU_ISSET(c, &set) && c != avoid && (pass || pt_cpu_node(c) == node))
+                cand[n++] = c;
+    if (!n)
+        return avoid >= 0 && CPU_ISSET(avoid, &set) ? avoid : -1;
+    return cand[k % n];
 }
 
 int pt_cpu_pin_self(int cpu)
@@ -68,7 +66,8 @@ void pt_numa_bind(void *p, size_t size, int node)
 void pt_cpu_describe(char *buf, size_t len)
 {
     int nodes = numa_available() < 0 ? 1 : numa_max_node() + 1;
-    snprintf(buf, len, "%d usable cores, %d NUMA node%s (libnuma %s), NIC thread core %d",
+    snprintf(buf, len, "%d usable cores, %d NUMA node%s (libnuma %s), NIC thread cores %d (a "
+                       "host's first rank), %d (its second), ... (PTL_NIC_CPU -1)",
              pt_cpu_count(), nodes, nodes == 1 ? "" : "s",
-             numa_available() < 0 ? "unavailable" : "available", pt_cpu_choose_nic(-1));
+             numa_available() < 0 ? "unavailable" : "available", pt_cpu_choose_nic(-1, 0), pt_cpu_choose_nic(-1, 1));
 }

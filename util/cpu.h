@@ -6,9 +6,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The core a NIC thread should use when PTL_NIC_CPU is -1: the last core of
- * the NUMA node the calling thread runs on, avoiding `avoid` (-1: none). */
-int pt_cpu_choose_nic(int avoid);
+/* The core a NIC thread should use when PTL_NIC_CPU is -1: of the cores the
+ * process may run on in the NUMA node the calling thread runs on (all of
+ * them if none is), the k-th counting down from the last (wrapping), so that
+ * the NIC threads of a host's processes (k: the local rank) spread from the
+ * top; `avoid` (-1: none) is skipped unless it is the only one. */
+int pt_cpu_choose_nic(int avoid, unsigned k);
 /* Pin the calling thread; returns 0 or -errno. */
 int pt_cpu_pin_self(int cpu);
 /* NUMA node of a core, or 0 without NUMA. */
