@@ -5,16 +5,32 @@
 
 #include <sys/mman.h>
 
+/* LeakSanitizer looks for pointers in the heap, globals, stacks and TLS, not
+ * in anonymous mappings; the engine's tables hold the only pointers to the
+ * NI's EQs and other objects, so a process that ends without PtlNIFini (as
+ * a client may: mp_died exit) would be reported as leaking them. Where LSan
+ * is linked in (ASan builds) each mapping is one of its root regions; weak,
+ * so that nothing is needed elsewhere. */
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+extern void __lsan_unregister_root_region(const void *p, size_t size) __attribute__((weak));
+
 void *pt_pages_zalloc(size_t size)
 {
     if (!size)
         return NULL;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    if (__lsan_register_root_region)
+        __lsan_register_root_region(p, size);
+    return p;
 }
 
 void pt_pages_free(void *p, size_t size)
 {
-    if (p && size)
-        munmap(p, size);
+    if (!p || !size)
+        return;
+    if (__lsan_unregister_root_region)
+        __lsan_unregister_root_region(p, size);
+    munmap(p, size);
 }
