@@ -53,9 +53,14 @@ int main(void)
         return 77;
     }
     const char *rid = getenv("PTL_MY_RID"), *job = getenv("PTL_JOB"), *fd = getenv("PTL_JOB_FD");
-    const char *flag = getenv("UIDTEST_FLAG");
-    if (!rid || !flag)
+    const char *flag_base = getenv("UIDTEST_FLAG");
+    if (!rid || !flag_base)
         mp_die("run me under ptlrun with UIDTEST_FLAG set");
+    /* The flag is this job's (both ranks are ptlrun's children): one left by
+     * an earlier job (a killed run, ctest --repeat) must not let rank 1
+     * attach before rank 0's check. */
+    char flag[512];
+    snprintf(flag, sizeof flag, "%s.%d", flag_base, (int)getppid());
     if (atoi(rid) == 1) {
         /* Attach only after rank 0's check, so a named segment still exists. */
         for (int i = 0; i < 3000 && access(flag, F_OK) != 0; i++)
@@ -80,5 +85,7 @@ int main(void)
             fclose(f);
     }
     mp_fini(&m);
+    if (m.rank == 0)
+        (void)unlink(flag); /* rank 1 saw it before it attached */
     return rc;
 }
