@@ -885,10 +885,18 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     ST_RELAXED(&nic->tag, (gen << 1) | 1u);
 
     if (nic->offload) {
-        nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu : pt_cpu_choose_nic(-1, nic->xi.local_rank);
+        unsigned ncand = 0;
+        nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu
+                                         : pt_cpu_choose_nic(-1, nic->xi.local_rank, &ncand);
         cpu_set_t app;
         nic->nic_shares_core = nic->nic_cpu >= 0 && sched_getaffinity(0, sizeof app, &app) == 0 &&
                                CPU_COUNT(&app) == 1 && CPU_ISSET(nic->nic_cpu, &app);
+        /* Two NIC threads of this host on one core: every rank's on the
+         * core PTL_NIC_CPU names, or more ranks than the cores they spread
+         * over (not when each shares its own rank's core: ptlrun --cpus). */
+        pt_wait_set_crowded(&nic->w, nic->xi.ranks_here > 1 &&
+                                         (cfg->nic_cpu >= 0 ||
+                                          (!nic->nic_shares_core && nic->xi.ranks_here > ncand)));
         nic->has_thread = true;
         if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");

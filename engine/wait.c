@@ -75,6 +75,8 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
         w->lease_max_ns = w->lease_ns;
 }
 
+void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = crowded; }
+
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
 {
     if (xfd < 0)
@@ -742,10 +744,18 @@ static bool lease_leave(struct pt_nic *nic)
  * want this core: without the seq test it waited up to the whole 1 ms for
  * it (8 B ping-pongs whose waiters sleep: single iterations of 1.1-1.5 ms).
  * Not when the job has more ranks than cores (yield_ns 0): there a spinning
- * thread takes the core from another rank. */
+ * thread takes the core from another rank. Nor when another NIC thread
+ * shares this core (nic_crowded: PTL_NIC_CPU=1 for two ranks): each one's
+ * 1 ms turn held the other's work up, a copy-mode 8 MiB put 0.94 -> 12.7 ms
+ * (bench/RESULTS.md, thirty-seventh session). */
+static bool nic_may_spin_long(const struct pt_wait *w)
+{
+    return w->yield_ns && !w->nic_crowded && w->wait_spin_ns > w->nic_spin_ns;
+}
+
 static uint64_t nic_spin(struct pt_wait *w, uint32_t seq0)
 {
-    if (w->yield_ns && w->wait_spin_ns > w->nic_spin_ns && LD_RELAXED(&w->ev->sleepers) &&
+    if (nic_may_spin_long(w) && LD_RELAXED(&w->ev->sleepers) &&
         LD_RELAXED(&w->ev->seq) == seq0)
         return w->wait_spin_ns;
     return w->nic_spin_ns;
@@ -1293,6 +1303,18 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
     fprintf(f, "  wait: waiters spin %llu us, yield after %llu us%s\n",
             (unsigned long long)(w->wait_spin_ns / 1000), (unsigned long long)(w->yield_ns / 1000),
             w->yield_ns ? "" : " (oversubscribed)");
+    if (w->nic_thread) {
+        if (nic_may_spin_long(w)) /* nic_spin */
+            fprintf(f, "  wait: NIC thread spins %llu us when idle, %llu us while the "
+                       "application sleeps\n",
+                    (unsigned long long)(w->nic_spin_ns / 1000),
+                    (unsigned long long)(w->wait_spin_ns / 1000));
+        else
+            fprintf(f, "  wait: NIC thread spins %llu us when idle%s\n",
+                    (unsigned long long)(w->nic_spin_ns / 1000),
+                    w->nic_crowded ? " (another NIC thread shares its core)"
+                    : !w->yield_ns ? " (ranks outnumber cores)" : "");
+    }
     if (LD_RELAXED(&w->st.late_wakes))
         fprintf(f, "  wait: backstop wake-ups that found work whose producer was still "
                    "runnable %llu\n",

@@ -205,6 +205,8 @@ struct pt_wait {
     uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
     uint64_t wait_spin_ns;             /* PTL_WAIT_SPIN_US                          */
     uint64_t yield_ns;                 /* PTL_WAIT_YIELD_US (pt_wait_init)          */
+    bool nic_crowded;                  /* another NIC thread of this host shares our
+                                        * core (pt_wait_set_crowded): no long spin  */
     struct pt_waitword evw;            /* offload: event sleepers                   */
     /* Hostile-peer backstop (not part of the protocol: SPIN proves it without).
      * Any rank of the job can write the bell; a forged sleepers/polled makes
@@ -323,6 +325,11 @@ static inline bool pt_wait_api_waiting(struct pt_wait *w)
  * yield at once (yield_ns 0), else after PT_WAIT_YIELD_NS. */
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
                   uint64_t nic_spin_ns, uint64_t wait_spin_ns, uint32_t ranks_here);
+/* The NIC thread's core is also another NIC thread's (PTL_NIC_CPU names one
+ * core for every rank of the host, or there are more ranks than cores to
+ * spread them over): its idle spin stays PTL_NIC_SPIN_US even while our
+ * application sleeps (nic_spin, wait.c). Before the NIC thread starts. */
+void pt_wait_set_crowded(struct pt_wait *w, bool crowded);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd);

@@ -25,9 +25,11 @@ int pt_cpu_node(int cpu)
     return n < 0 ? 0 : n;
 }
 
-int pt_cpu_choose_nic(int avoid, unsigned k)
+int pt_cpu_choose_nic(int avoid, unsigned k, unsigned *ncand)
 {
     cpu_set_t set;
+    if (ncand)
+        *ncand = 0;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return -1;
     int here = sched_getcpu();
@@ -41,6 +43,8 @@ int pt_cpu_choose_nic(int avoid, unsigned k)
                 cand[n++] = c;
     if (!n)
         return avoid >= 0 && CPU_ISSET(avoid, &set) ? avoid : -1;
+    if (ncand)
+        *ncand = n;
     return cand[k % n];
 }
 
@@ -69,5 +73,5 @@ void pt_cpu_describe(char *buf, size_t len)
     snprintf(buf, len, "%d usable cores, %d NUMA node%s (libnuma %s), NIC thread cores %d (a "
                        "host's first rank), %d (its second), ... (PTL_NIC_CPU -1)",
              pt_cpu_count(), nodes, nodes == 1 ? "" : "s",
-             numa_available() < 0 ? "unavailable" : "available", pt_cpu_choose_nic(-1, 0), pt_cpu_choose_nic(-1, 1));
+             numa_available() < 0 ? "unavailable" : "available", pt_cpu_choose_nic(-1, 0, NULL), pt_cpu_choose_nic(-1, 1, NULL));
 }

@@ -10,8 +10,10 @@
  * process may run on in the NUMA node the calling thread runs on (all of
  * them if none is), the k-th counting down from the last (wrapping), so that
  * the NIC threads of a host's processes (k: the local rank) spread from the
- * top; `avoid` (-1: none) is skipped unless it is the only one. */
-int pt_cpu_choose_nic(int avoid, unsigned k);
+ * top; `avoid` (-1: none) is skipped unless it is the only one. *ncand (if
+ * not NULL): how many cores there were to choose from (0 on -1): a host with
+ * more ranks than that puts two NIC threads on one core. */
+int pt_cpu_choose_nic(int avoid, unsigned k, unsigned *ncand);
 /* Pin the calling thread; returns 0 or -errno. */
 int pt_cpu_pin_self(int cpu);
 /* NUMA node of a core, or 0 without NUMA. */
