@@ -2,7 +2,7 @@
  * mp_liveness - the last rank leaves while the others have NOTHING in flight
  * to it (issue 17, docs/ofi.md "Peer death in a PMIx job").
  *
- *   usage (3 ranks or more): mp_liveness kill|killspin|fini|finilate|busy|stop
+ *   usage (3 ranks or more): mp_liveness kill|killspin|fini|finilate|busy|stop|stopspin
  *
  * After a barrier the last rank (the victim) waits 300 ms, then
  *   kill: raises SIGKILL. Every other rank sits in PtlEQPoll on an EQ nothing
@@ -37,6 +37,17 @@
  *         setup needs the peer to run): an observer that judged by time
  *         alone took it for dead after 2.5 s. All meet in the barrier and
  *         print "rank R: no false death".
+ *   stopspin: a peer stopped in the middle of an exchange with a spinner.
+ *         Rank 0 and the last rank play 400 round trips of 8 bytes (START and
+ *         SEND_END events on; payload and header data the round's number),
+ *         rank 0 waiting by spinning on PtlEQGet, the last rank in
+ *         PtlEQWait. Having taken ping 200, the last rank stops (SIGSTOP) for
+ *         2 s, continued by a child of its own, then answers. Rank 0's spin
+ *         must read PTL_EQ_EMPTY all that time, never a failure (a stopped
+ *         process is alive), must see a gap of at least 1.5 s between two
+ *         events (the stop happened), and every event must come, PTL_NI_OK, in
+ *         order and whole. The ranks between go straight to the closing
+ *         barrier. All print "rank R: no false death".
  */
 #include "mp_util.h"
 
@@ -49,6 +60,119 @@
 #include <unistd.h>
 
 #define PT_L (MP_PT_USER + 8)
+#define STOPSPIN_ROUNDS 400u
+#define STOPSPIN_AT 200u
+
+/* stopspin's event bookkeeping: the SEND_ENDs and PUT_ENDs seen so far; a
+ * PUT_END must carry the next round's number in its header data and in the
+ * word it wrote. */
+struct stopspin {
+    unsigned rank;
+    uint64_t sends, puts, word;
+    uint64_t last_ms, gap_ms;
+};
+
+static void stopspin_event(struct stopspin *st, const ptl_event_t *ev)
+{
+    if (ev->ni_fail_type != PTL_NI_OK)
+        mp_die("rank %u: stopspin: %s failed (%s)", st->rank, PtlEventKindStr(ev->type),
+               PtlNIFailStr(PTL_INVALID_HANDLE, ev->ni_fail_type));
+    if (ev->type == PTL_EVENT_SEND_END) {
+        st->sends++;
+    } else if (ev->type == PTL_EVENT_PUT_END) {
+        st->puts++;
+        if (ev->hdr_data != st->puts || st->word != st->puts)
+            mp_die("rank %u: stopspin: round %llu's message says %llu, its word %llu", st->rank,
+                   (unsigned long long)st->puts, (unsigned long long)ev->hdr_data,
+                   (unsigned long long)st->word);
+    } else if (ev->type != PTL_EVENT_SEND_START && ev->type != PTL_EVENT_PUT_START) {
+        mp_die("rank %u: stopspin: unexpected event %s", st->rank, PtlEventKindStr(ev->type));
+    }
+    uint64_t now = mp_now_ms();
+    if (now - st->last_ms > st->gap_ms)
+        st->gap_ms = now - st->last_ms;
+    st->last_ms = now;
+}
+
+/* Events until st has `sends` SEND_ENDs and `puts` PUT_ENDs: spinning on
+ * PtlEQGet (spin) or in PtlEQWait. */
+static void stopspin_until(struct stopspin *st, ptl_handle_eq_t eq, bool spin, uint64_t sends,
+                           uint64_t puts)
+{
+    uint64_t t0 = mp_now_ms();
+    while (st->sends < sends || st->puts < puts) {
+        ptl_event_t ev;
+        int rc = spin ? PtlEQGet(eq, &ev) : PtlEQWait(eq, &ev);
+        if (rc == PTL_EQ_EMPTY && spin) {
+            if (mp_now_ms() - t0 > 30000)
+                mp_die("rank %u: stopspin: nothing for 30 s", st->rank);
+            continue;
+        }
+        if (rc != PTL_OK)
+            mp_die("rank %u: stopspin: %s %s after round %llu", st->rank,
+                   spin ? "PtlEQGet" : "PtlEQWait", PtlErrorStr((unsigned)rc),
+                   (unsigned long long)st->puts);
+        stopspin_event(st, &ev);
+    }
+}
+
+static int stopspin(struct mp *m)
+{
+    unsigned victim = m->size - 1;
+    bool mine = m->rank == 0 || m->rank == victim;
+    static struct stopspin st;
+    static uint64_t out;
+    st.rank = m->rank;
+    ptl_handle_eq_t eq;
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    if (mine) {
+        MP_CHECK(PtlEQAlloc(m->ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+        mp_post(m, PT_L, 7, &st.word, sizeof st.word, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, eq, PTL_RETAIN, NULL);
+        md = mp_bind(m, &out, sizeof out, PTL_MD_THRESH_INF, 0, eq);
+    }
+    mp_barrier(m);
+    st.last_ms = mp_now_ms();
+    if (m->rank == 0) {
+        for (uint64_t i = 1; i <= STOPSPIN_ROUNDS; i++) {
+            stopspin_until(&st, eq, true, i - 1, i - 1); /* the source is ours again */
+            out = i;
+            MP_CHECK(PtlPut(md, PTL_NO_ACK_REQ, m->ids[victim], PT_L, 0, 7, 0, i));
+        }
+        stopspin_until(&st, eq, true, STOPSPIN_ROUNDS, STOPSPIN_ROUNDS);
+        printf("rank 0: %u round trips, the longest wait between two events %llu ms\n",
+               STOPSPIN_ROUNDS, (unsigned long long)st.gap_ms);
+        if (st.gap_ms < 1500)
+            mp_die("rank 0: stopspin: no wait of 1.5 s: rank %u did not stop", victim);
+    } else if (m->rank == victim) {
+        for (uint64_t i = 1; i <= STOPSPIN_ROUNDS; i++) {
+            stopspin_until(&st, eq, false, i - 1, i);
+            if (i == STOPSPIN_AT) {
+                pid_t me = getpid(), c = fork();
+                if (c < 0)
+                    mp_die("fork: %s", strerror(errno));
+                if (c == 0) {
+                    usleep(2000000);
+                    kill(me, SIGCONT);
+                    _exit(0);
+                }
+                fprintf(stderr, "rank %u: ping %llu taken, stopping for 2 s\n", m->rank,
+                        (unsigned long long)i);
+                fflush(stderr);
+                raise(SIGSTOP);
+                (void)waitpid(c, NULL, 0);
+            }
+            out = i;
+            MP_CHECK(PtlPut(md, PTL_NO_ACK_REQ, m->ids[0], PT_L, 0, 7, 0, i));
+        }
+        stopspin_until(&st, eq, false, STOPSPIN_ROUNDS, STOPSPIN_ROUNDS);
+    }
+    mp_barrier(m); /* a rank whose NI failed dies here */
+    printf("rank %u: no false death\n", m->rank);
+    fflush(stdout);
+    mp_fini(m);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -57,8 +181,10 @@ int main(int argc, char **argv)
     if (argc < 2 || (strcmp(argv[1], "kill") && strcmp(argv[1], "killspin") &&
                      strcmp(argv[1], "fini") &&
                      strcmp(argv[1], "finilate") && strcmp(argv[1], "busy") &&
-                     strcmp(argv[1], "stop")))
-        mp_die("usage: mp_liveness kill|killspin|fini|finilate|busy|stop");
+                     strcmp(argv[1], "stop") && strcmp(argv[1], "stopspin")))
+        mp_die("usage: mp_liveness kill|killspin|fini|finilate|busy|stop|stopspin");
+    if (!strcmp(argv[1], "stopspin"))
+        return stopspin(&m);
     bool spin = !strcmp(argv[1], "killspin");
     bool kill_it = spin || !strcmp(argv[1], "kill");
     bool late = !strcmp(argv[1], "finilate");
