@@ -67,6 +67,8 @@ int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, u
     op->cls = (uint8_t)cls;
     op->end_kind = end_kind;
     op->ev = *ev;
+    /* a reply's END is the target's request's (room-checked); SEND_END is ours */
+    op->owes_end = end_kind == PTL_EVENT_GET_END && pt_ev_owe(nic, md, end_kind);
     md->pending++;
     nic->copy_busy[cls][peer] = 1;
     PT_TRACE(nic, PT_TR_XFER_START, PT_TV_XFER(peer, left));
@@ -131,7 +133,7 @@ int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op)
     struct pt_md *md = op->md;
     if (op->failed)
         op->ev.ni_fail_type = PTL_NI_PEER_DIED; /* only a dead peer stops a stream */
-    pt_ev_post(nic, md, op->end_kind, &op->ev);
+    pt_ev_post_owed(nic, md, op->end_kind, &op->ev, op->owes_end);
     nic->copy_busy[op->cls][op->rsp_peer] = 0;
     md->pending--;
     pt_md_check_unlink(nic, md, &op->ev);
@@ -181,7 +183,8 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
         st->ack_hdr.flags |= PT_WF_FAIL;
         st->ack_hdr.mlength = 0;
     }
-    pt_ev_post(nic, md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev);
+    pt_ev_post_owed(nic, md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev,
+                    st->owes_end);
     if (ack) {
         pt_wire_copy(ack, &st->ack_hdr);
         pt_xmit(nic, peer, PT_CLS_RSP, ack);

@@ -41,6 +41,7 @@ int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p)
     e->rd_cached = 0;
     e->room_since = 0;
     e->rd_gave_up = UINT64_MAX;
+    e->owed = 0;
     nic->sr[PTL_SR_EQS_ALLOC]++;
     pt_obj_publish(&e->tag); /* q is visible before the handle validates */
     *h_p = pt_eqo_handle(nic, e);

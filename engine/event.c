@@ -79,6 +79,30 @@ void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl
     pt_ev_note(nic, e);
 }
 
+bool pt_ev_owe(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind)
+{
+    struct pt_eqo *e = ev_dest(nic, md, kind);
+    if (!e)
+        return false;
+    e->owed++;
+    return true;
+}
+
+/* The MD's EQ handle and event kinds cannot change while the request is
+ * pending (PtlMDUpdate is refused then), so this finds the EQ pt_ev_owe
+ * counted on, unless it was freed meanwhile (its handle no longer resolves;
+ * a new EQ in its slot starts at 0). */
+void pt_ev_post_owed(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind,
+                     ptl_event_t *ev, bool owed)
+{
+    if (owed) {
+        struct pt_eqo *e = ev_dest(nic, md, kind);
+        if (e && e->owed)
+            e->owed--;
+    }
+    pt_ev_post(nic, md, kind, ev);
+}
+
 /*
  * A full EQ. Portals lets the oldest event be overwritten (the reader then
  * gets PTL_EQ_DROPPED), but clients size EQs for the events that arrive
@@ -112,7 +136,7 @@ bool pt_ev_room(struct pt_nic *nic, struct pt_md *md)
     if (!e || need > e->q->size)
         return true;
     struct pt_eq *q = e->q;
-    uint64_t w = LD_RELAXED(&q->write_count);
+    uint64_t w = LD_RELAXED(&q->write_count) + e->owed; /* as if posted */
     if (PT_LIKELY(w - e->rd_cached + need <= q->size) || !nic->eq_room_ns)
         return true;
     e->rd_cached = LD_ACQUIRE(&q->read_count); /* pairs with the readers' CAS (eq.h) */

@@ -577,8 +577,9 @@ static void fail_dead_peers(struct pt_nic *nic, bool all)
             PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
             if (st->md) {
                 st->ev.ni_fail_type = PTL_NI_PEER_DIED;
-                pt_ev_post(nic, st->md, st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END,
-                           &st->ev);
+                pt_ev_post_owed(nic, st->md,
+                                st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev,
+                                st->owes_end);
                 st->md->pending--;
                 pt_md_check_unlink(nic, st->md, &st->ev);
             }

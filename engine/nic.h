@@ -93,6 +93,11 @@ struct pt_eqo {
      * read_count at which the engine last stopped waiting (UINT64_MAX:
      * never). Set when the EQ is made. */
     uint64_t rd_cached, room_since, rd_gave_up;
+    /* [E] END events of requests accepted here whose post comes later (a
+     * rendezvous pull, copy-mode data, a reply's pull: pt_ev_owe): the room
+     * check counts them as if posted, or 63 accepted 4 KiB puts overran a
+     * 512-entry EQ whose reader kept up (mp_scale incast, offload). */
+    uint32_t owed;
     /* D6's filter (docs/waiting.md, "Whom D6 wakes"): API threads asleep
      * (W2) waiting for this EQ. Written by those waiters (RMW, before W2's
      * announcement), read by the engine after D6's fence. Never reset: a
@@ -150,6 +155,7 @@ struct pt_op {
     uint32_t rsp_peer;
     ptl_event_t ev;               /* END event template                      */
     uint8_t post_end, rsp_pending, failed;
+    uint8_t owes_end;             /* its END was counted by pt_ev_owe          */
     uint8_t gone;                 /* failed: the peer's process no longer exists
                                    * (a CMA step said ESRCH): PEER_DIED      */
     /* cooperative rendezvous, target side */
@@ -188,6 +194,7 @@ struct pt_copyin {
                                   * the MD (acode = type << 8 | op), not written */
     uint8_t afail;               /* ... whose matched length is no whole number
                                   * of elements: nothing is written, END fails */
+    uint8_t owes_end;            /* PUT: its END was counted by pt_ev_owe     */
     uint16_t acode;
     struct pt_md *md;            /* NULL: the put was dropped; swallow data   */
     uint64_t off, mlen, rlen, got;
@@ -874,6 +881,14 @@ static inline bool pt_ev_wake(struct pt_nic *nic)
 /* Room in md's EQ for the START and END events of one request (target
  * side), or a reason not to wait for it; false: defer the request. */
 bool pt_ev_room(struct pt_nic *nic, struct pt_md *md);
+/* A request accepted on md will post its END event (kind) later: hold its
+ * place in the EQ's room (pt_eqo.owed). True if it was counted (the END is
+ * enabled and the EQ exists): the caller keeps that and hands it to
+ * pt_ev_post_owed with the END. */
+bool pt_ev_owe(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind);
+/* pt_ev_post for an END that pt_ev_owe counted (owed true) or not. */
+void pt_ev_post_owed(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind,
+                     ptl_event_t *ev, bool owed);
 
 /* copy mode (copy.c) */
 enum pt_proto_kind pt_nic_choose(struct pt_nic *nic, uint64_t len);

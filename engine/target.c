@@ -411,6 +411,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 st->afail = afail;
                 st->acode = (uint16_t)h->tgt_link;
                 st->ev = ev;
+                st->owes_end = pt_ev_owe(nic, md, PTL_EVENT_PUT_END);
                 if (ack && !(md->umd.options & PTL_MD_ACK_DISABLE)) {
                     st->ack = 1;
                     rsp_init(nic, &st->ack_hdr, PT_W_ACK, h);
@@ -467,6 +468,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 op->rsp.flags |= PT_WF_ACK;
             op->rsp_peer = peer;
             op->post_end = 1;
+            op->owes_end = pt_ev_owe(nic, md, PTL_EVENT_PUT_END);
             op->atomic = atomic;
             op->acode = (uint16_t)h->tgt_link;
             if (atomic && !pt_atomic_whole(h->tgt_link, mlen))
@@ -506,6 +508,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         rsp->tgt_md = pt_md_handle(nic, md);
         rsp->tgt_link = (uint32_t)ev.link;
         pt_proto_table[PT_PROTO_RNDV]->pack(rsp, &md->mem, off, mlen);
+        (void)pt_ev_owe(nic, md, PTL_EVENT_GET_END); /* paid at the RFIN */
         md->pending++;
         pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         return PT_OK;
@@ -546,7 +549,7 @@ int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
     ev.link = h->tgt_link;
     if (h->flags & PT_WF_FAIL)
         ev.ni_fail_type = PTL_NI_FAIL; /* the initiator's pull failed */
-    pt_ev_post(nic, md, PTL_EVENT_GET_END, &ev);
+    pt_ev_post_owed(nic, md, PTL_EVENT_GET_END, &ev, true); /* owed at the GET */
     pt_md_check_unlink(nic, md, &ev);
     return PT_OK;
 }
@@ -645,8 +648,9 @@ static void op_respond(struct pt_nic *nic, struct pt_op *op)
         return;
     }
     if (op->post_end)
-        pt_ev_post(nic, md, op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END : PTL_EVENT_REPLY_END,
-                   &op->ev);
+        pt_ev_post_owed(nic, md,
+                        op->kind == PT_OP_RNDV_PUT ? PTL_EVENT_PUT_END : PTL_EVENT_REPLY_END,
+                        &op->ev, op->owes_end);
     md->pending--;
     pt_md_check_unlink(nic, md, &op->ev);
     pt_op_put(nic, op);

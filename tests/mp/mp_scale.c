@@ -4,9 +4,14 @@
  *   usage (under ptlrun -n N):
  *     mp_scale alltoall SIZE...   every rank puts SIZE bytes to every other
  *                                 rank, for each SIZE; every byte checked
- *     mp_scale incast COUNT       every rank but 0 puts COUNT 8-byte messages
+ *     mp_scale incast COUNT [EQ]  every rank but 0 puts COUNT 8-byte messages
  *                                 and one 4 KiB message to rank 0, which
- *                                 checks each one
+ *                                 checks each one. EQ: rank 0's EQ entries
+ *                                 (default: room for every event of the run,
+ *                                 so that no event can be dropped whatever
+ *                                 the scheduling; smaller, as a client sizes
+ *                                 it, the engine holds requests back while
+ *                                 it is full: docs/waiting.md "room wait")
  *     mp_scale ring ROUNDS SIZE   every rank puts SIZE bytes to its right
  *                                 neighbour and waits for its left one's, ROUNDS
  *                                 times (a shift, all ranks at once; no barrier
@@ -152,16 +157,18 @@ static void alltoall(struct mp *m, uint64_t size, unsigned tag)
     free(got);
 }
 
-static void incast(struct mp *m, unsigned count)
+static void incast(struct mp *m, unsigned count, uint64_t eq_entries)
 {
     const unsigned n = m->size, me = m->rank;
+    if (!eq_entries)
+        eq_entries = (uint64_t)n * (count + 1) + 64;
     const uint64_t big = 4096;
     uint64_t *small = calloc((size_t)n * count, sizeof *small);
     uint8_t *bigbuf = calloc(n, big);
     if (!small || !bigbuf)
         mp_die("out of memory");
     ptl_handle_eq_t eq;
-    MP_CHECK(PtlEQAlloc(m->ni, me == 0 ? n * (count + 1) + 64 : 64, PTL_EQ_HANDLER_NONE, &eq));
+    MP_CHECK(PtlEQAlloc(m->ni, me == 0 ? eq_entries : 64, PTL_EQ_HANDLER_NONE, &eq));
     ptl_handle_me_t mes, meb;
     if (me == 0) {
         mp_post(m, PT_DATA, 1, small, (uint64_t)n * count * 8, PTL_MD_THRESH_INF,
@@ -219,7 +226,8 @@ static void incast(struct mp *m, unsigned count)
         }
         mp_barrier(m);
         printf("mp_scale: incast %u senders x %u messages: all delivered and checked, "
-               "%.0f messages/s\n", n - 1, count + 1, want / (s > 0 ? s : 1e-3));
+               "%.0f messages/s (EQ of %llu entries)\n", n - 1, count + 1,
+               want / (s > 0 ? s : 1e-3), (unsigned long long)eq_entries);
         MP_CHECK(PtlMEUnlink(mes));
         MP_CHECK(PtlMEUnlink(meb));
     }
@@ -472,7 +480,7 @@ static int fault(struct mp *m, bool kill_it, unsigned rounds)
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        mp_die("usage: mp_scale alltoall SIZE... | incast COUNT | ring ROUNDS SIZE | stop|kill ROUNDS");
+        mp_die("usage: mp_scale alltoall SIZE... | incast COUNT [EQ] | ring ROUNDS SIZE | stop|kill ROUNDS");
     struct mp m;
     mp_init(&m, 2);
     uint64_t t0 = mp_now_ms();
@@ -490,7 +498,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[1], "stop") || !strcmp(argv[1], "kill")) {
         fault(&m, !strcmp(argv[1], "kill"), (unsigned)strtoul(argv[2], NULL, 0));
     } else if (!strcmp(argv[1], "incast")) {
-        incast(&m, (unsigned)strtoul(argv[2], NULL, 0));
+        incast(&m, (unsigned)strtoul(argv[2], NULL, 0),
+               argc > 3 ? strtoull(argv[3], NULL, 0) : 0);
     } else {
         mp_die("unknown mode %s", argv[1]);
     }
