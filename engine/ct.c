@@ -33,6 +33,17 @@
 
 #define PT_TRIG_BATCH 64 /* fired operations run per poll */
 
+static void trig_grow(struct pt_nic *nic)
+{
+    uint32_t end = nic->trig_hwm + PT_LAZY_CHUNK < nic->trig_n ? nic->trig_hwm + PT_LAZY_CHUNK
+                                                                : nic->trig_n;
+    for (uint32_t i = end; i-- > nic->trig_hwm;) {
+        nic->trigs[i].next = nic->trig_free;
+        nic->trig_free = i + 1;
+    }
+    nic->trig_hwm = end;
+}
+
 int pt_ct_init(struct pt_nic *nic, uint32_t max_cts, uint32_t trig_slots)
 {
     (void)max_cts; /* the CT table is made with the other object tables (obj.c) */
@@ -47,10 +58,8 @@ int pt_ct_init(struct pt_nic *nic, uint32_t max_cts, uint32_t trig_slots)
     }
     nic->trig_n = trig_slots;
     nic->trig_free = 0;
-    for (uint32_t i = trig_slots; i-- > 0;) {
-        nic->trigs[i].next = nic->trig_free;
-        nic->trig_free = i + 1;
-    }
+    nic->trig_hwm = 0;
+    trig_grow(nic); /* the rest as they are needed (nic.h, PT_LAZY_CHUNK) */
     return PT_OK;
 }
 
@@ -198,6 +207,8 @@ int pt_trig_arm(struct pt_nic *nic, struct pt_cmd *c)
     }
     struct pt_trig *t = trig_at(nic, s);
     nic->trig_free = t->next;
+    if (!nic->trig_free && nic->trig_hwm < nic->trig_n)
+        trig_grow(nic);
     struct pt_ct *ct = pt_ct_lookup(nic, c->trig_ct);
     if (!ct) { /* freed after the call checked it: it can never fire */
         trig_free(nic, s);

@@ -49,6 +49,18 @@ static void send_ev_init(struct pt_nic *nic, ptl_event_t *ev, const struct pt_cm
 
 /* ---- requests waiting for their answers (struct pt_ireq, nic.h) --------- */
 
+static void ireq_grow(struct pt_nic *nic)
+{
+    uint32_t end = nic->ireq_hwm + PT_LAZY_CHUNK < nic->ireq_n ? nic->ireq_hwm + PT_LAZY_CHUNK
+                                                                : nic->ireq_n;
+    for (uint32_t i = end; i-- > nic->ireq_hwm;) {
+        nic->ireqs[i].id = i; /* the first life's id is i + n: never 0 */
+        nic->ireqs[i].next = nic->ireq_free;
+        nic->ireq_free = i + 1;
+    }
+    nic->ireq_hwm = end;
+}
+
 int pt_ireq_init(struct pt_nic *nic, uint32_t n)
 {
     /* zeroed pages (pages.h); ireq_head: pt_nic_create's peer state */
@@ -56,11 +68,9 @@ int pt_ireq_init(struct pt_nic *nic, uint32_t n)
     if (!nic->ireqs)
         return PT_E_NOSPACE;
     nic->ireq_n = n;
-    for (uint32_t i = n; i-- > 0;) {
-        nic->ireqs[i].id = i; /* the first life's id is i + n: never 0 */
-        nic->ireqs[i].next = nic->ireq_free;
-        nic->ireq_free = i + 1;
-    }
+    nic->ireq_free = 0;
+    nic->ireq_hwm = 0;
+    ireq_grow(nic); /* the rest as they are needed (nic.h, PT_LAZY_CHUNK) */
     return PT_OK;
 }
 
@@ -77,6 +87,8 @@ static struct pt_ireq *ireq_new(struct pt_nic *nic, enum pt_ireq_kind kind, uint
     uint32_t s = nic->ireq_free;
     struct pt_ireq *r = &nic->ireqs[s - 1];
     nic->ireq_free = r->next;
+    if (!nic->ireq_free && nic->ireq_hwm < nic->ireq_n)
+        ireq_grow(nic);
     uint32_t id = r->id + nic->ireq_n; /* same slot (n divides 2^32), next life */
     r->id = id >= nic->ireq_n ? id : id + nic->ireq_n;
     r->live = 1;

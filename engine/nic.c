@@ -868,10 +868,9 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     if (!ops)
         goto fail_ops;
     nic->ops_pool = ops;
-    for (uint32_t i = 0; i < nic->ops_n; i++) {
-        ops[i].next = nic->ops_free;
-        nic->ops_free = &ops[i];
-    }
+    nic->ops_free = NULL;
+    nic->ops_hwm = 0;
+    pt_ops_grow(nic); /* the rest as they are needed (PT_LAZY_CHUNK) */
     nic->ops = NULL;
     uint32_t nreq = 16;
     while (nreq < (uint32_t)cfg->req_slots)

@@ -482,6 +482,7 @@ struct pt_nic {
 
     /* in-flight operations [E] */
     struct pt_op *ops, *ops_free;
+    uint32_t ops_hwm;                     /* ops_pool[0, hwm) threaded (PT_LAZY_CHUNK)  */
     struct pt_op *ops_pool;               /* the one allocation behind both lists:
                                            * ops_n (PTL_MAX_OPS, a power of two) ops    */
     uint32_t ops_n;
@@ -549,6 +550,7 @@ struct pt_nic {
     /* requests waiting for their answers [E] (struct pt_ireq) */
     struct pt_ireq *ireqs;                /* [ireq_n], ireq_n a power of two          */
     uint32_t ireq_n, ireq_free;           /* free list: slot + 1 (0: none)            */
+    uint32_t ireq_hwm;                    /* ireqs[0, hwm) threaded (PT_LAZY_CHUNK)     */
     uint32_t *ireq_head;                  /* [nprocs]: each target's list (slot + 1)  */
     uint32_t ireq_live;
 
@@ -561,6 +563,7 @@ struct pt_nic {
                                            * put's data, pulled before it is combined
                                            * (target.c; allocated with the trigs)    */
     uint32_t trig_n, trig_free;           /* free list: slot + 1                      */
+    uint32_t trig_hwm;                    /* trigs[0, hwm) threaded (PT_LAZY_CHUNK)     */
     uint32_t trig_rhead, trig_rtail;      /* fired, to be run (FIFO; slot + 1)       */
     _Atomic uint32_t trig_nready;         /* [E] written; read by any thread (local work) */
     PT_ALIGNED _Atomic uint32_t trig_used;/* [A] slots reserved: an API thread RMW_ADDs
@@ -917,6 +920,15 @@ static inline void pt_xmit(struct pt_nic *nic, uint32_t peer, enum pt_cls cls,
     if (peer == nic->xi.rank)
         nic->rx_self = true; /* pt_nic_poll_send receives it in the same poll */
 }
+
+/* The free lists of the NI's fixed tables (ops, initiator records,
+ * triggered operations; zeroed pages, pages.h) are threaded a chunk at a
+ * time, when the list runs dry: a new NI touches only the entries it uses.
+ * Threading all of them at PtlNIInit touched ~1.7 MB per NI, a third of a
+ * 256-rank job's start-up in page faults (bench/RESULTS.md, thirty-seventh
+ * session). A list is empty only when the whole table is in use. */
+#define PT_LAZY_CHUNK 64u
+void pt_ops_grow(struct pt_nic *nic);
 
 /* in-flight ops */
 struct pt_op *pt_op_get(struct pt_nic *nic);

@@ -556,12 +556,25 @@ int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
 
 /* ---- multi-step operations ---------------------------------------------- */
 
+void pt_ops_grow(struct pt_nic *nic)
+{
+    uint32_t end = nic->ops_hwm + PT_LAZY_CHUNK < nic->ops_n ? nic->ops_hwm + PT_LAZY_CHUNK
+                                                              : nic->ops_n;
+    for (uint32_t i = end; i-- > nic->ops_hwm;) {
+        nic->ops_pool[i].next = nic->ops_free;
+        nic->ops_free = &nic->ops_pool[i];
+    }
+    nic->ops_hwm = end;
+}
+
 struct pt_op *pt_op_get(struct pt_nic *nic)
 {
     struct pt_op *op = nic->ops_free;
     if (!op)
         return NULL;
     nic->ops_free = op->next;
+    if (!nic->ops_free && nic->ops_hwm < nic->ops_n)
+        pt_ops_grow(nic);
     uint32_t gen = op->gen + nic->ops_n; /* a new life: old PDONEs miss it */
     memset(op, 0, sizeof *op);
     op->gen = gen;

@@ -522,7 +522,15 @@ static int guest_claim(struct pt_xport *x, uint32_t want, const char *why)
  * of the header (x->l), never from the region. We resume where this process
  * slot's last owner (an earlier NI of ours, or a guest before us) stopped:
  * tails and heads are in the region, written only by their owner. */
-static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t *used)
+/* fresh: our rank's record was never attached (PT_SHM_R_NONE since the
+ * region was made), so nobody has written the rings from us nor their heads
+ * (the receivers move them only past what we sent): our tails and their
+ * heads are 0 without a look. A 256-rank job's start-up spent a third of its
+ * time in those two loads per peer and class, each in another process's
+ * part of the region (a page fault per peer: 369k faults; bench/RESULTS.md,
+ * thirty-seventh session). A re-attach (PtlNIFini, PtlNIInit) reads them. */
+static void rx_tx_setup(struct pt_xport *x, bool guest, bool fresh, uint16_t *maps,
+                        uint8_t *used)
 {
     const struct pt_shm_layout *l = &x->l;
     const uint32_t me = x->me, D = x->mask + 1;
@@ -554,6 +562,10 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, uint16_t *maps, uint8_t 
             t->ring = pt_shm_ring(x->base, l, me, p, c);
             t->hd = pt_shm_rxhead(x->base, l, me, p, c);
             t->map = maps + ((size_t)p * 2 + c) * D;
+            if (fresh) {
+                t->tail = t->rec = 0;
+                continue;
+            }
             t->tail = LD_RELAXED(&t->ring->tail); /* written by this slot only */
             uint32_t h = LD_ACQUIRE(t->hd);       /* A-HEAD */
             if (t->tail - h > D)
@@ -785,7 +797,9 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         me = x->me;
     }
     struct pt_shm_rank *rec = &ranks[me];
-    rx_tx_setup(x, guest, (uint16_t *)(pm + at[A_MAP]), (uint8_t *)(pm + at[A_USED]));
+    /* (claimed: nobody else attaches this record before our R-ATT below) */
+    bool never = !guest && LD_ACQUIRE(&rec->state) == PT_SHM_R_NONE;
+    rx_tx_setup(x, guest, never, (uint16_t *)(pm + at[A_MAP]), (uint8_t *)(pm + at[A_USED]));
 
     /* Let siblings read our memory (Yama ptrace_scope 1) before announcing
      * ourselves: a peer that sees ATTACHED may probe us at once. EINVAL
