@@ -287,6 +287,7 @@ static void mix_free(struct pt_xport *x)
  * death), then libfabric (its goodbyes, PMIx). */
 static void mix_close(struct pt_xport *x)
 {
+    pt_shm_job_fail(x->sx, x->oo->job_failed(x->ox)); /* (0: none) */
     x->so->close(x->sx);
     x->oo->close(x->ox);
     mix_free(x);

@@ -77,6 +77,10 @@ int pt_shm_ring_fd(struct pt_xport *x);
  * 0 or -errno. */
 int pt_shm_watch_start(struct pt_xport *x);
 void pt_shm_watch_stop(struct pt_xport *x);
+/* A failure this rank learnt outside the region (a death PMIx reported),
+ * made the region's: its other ranks see it, and the watch's stop removes
+ * the name when not every rank attached. Cold path. */
+void pt_shm_job_fail(struct pt_xport *x, uint32_t code);
 
 /* The ops of the shared-memory transport (the ofi transport keeps the job
  * region for identity, liveness and names and delegates those ops here). */

@@ -101,6 +101,21 @@ static uint64_t attach_bound_ns(void)
     return 2u * (uint64_t)pt_config()->pmix_timeout_s * 1000000000u;
 }
 
+/* The region's name, which the last rank to attach removes, when not every
+ * rank will: removed only while it still names our region's file (a later
+ * job may have made one of the same name). */
+static void drop_name(const struct pt_shm_watch *w, const char *why)
+{
+    if (!w->named)
+        return;
+    char path[96];
+    struct stat st;
+    snprintf(path, sizeof path, SHM_DIR "%s", w->name);
+    if (stat(path, &st) == 0 && st.st_dev == w->dev && st.st_ino == w->ino &&
+        shm_unlink(w->name) == 0)
+        pt_log(PT_LOG_INFO, "job region: %s removed (%s)", w->name, why);
+}
+
 /* Watched rank i has not attached within the bound: dead to this rank's job,
  * as one that ended attached (judge), and the region's name goes (nobody
  * else will remove it: the last rank to attach does that). The name is
@@ -121,14 +136,7 @@ static void lost_unattached(struct pt_shm_watch *w, uint32_t i)
                         "(twice PTL_PMIX_TIMEOUT_S; it may have died before its PtlNIInit): "
                         "taken for dead, the job has failed",
            s, (unsigned long long)(attach_bound_ns() / 1000000000u));
-    if (!w->named)
-        return;
-    char path[96];
-    struct stat st;
-    snprintf(path, sizeof path, SHM_DIR "%s", w->name);
-    if (stat(path, &st) == 0 && st.st_dev == w->dev && st.st_ino == w->ino &&
-        shm_unlink(w->name) == 0)
-        pt_log(PT_LOG_INFO, "job region: %s removed (a rank will not attach)", w->name);
+    drop_name(w, "a rank will not attach");
 }
 
 static void *watch_main(void *arg)
@@ -245,6 +253,13 @@ fail:
     return rc;
 }
 
+void pt_shm_job_fail(struct pt_xport *x, uint32_t code)
+{
+    uint32_t zero = 0;
+    if (code != 0 && RMW_CAS(&x->hdr->job_failed, &zero, code))
+        pt_shm_ring_everyone(x);
+}
+
 void pt_shm_watch_stop(struct pt_xport *x)
 {
     struct pt_shm_watch *w = x->watch;
@@ -253,6 +268,13 @@ void pt_shm_watch_stop(struct pt_xport *x)
     uint64_t one = 1;
     (void)!write(w->stop_fd, &one, sizeof one);
     pthread_join(w->th, NULL);
+    /* Leaving a failed job that not every rank joined: the name goes now, or
+     * it stays in /dev/shm (the watch's bound may not have come: a death the
+     * launcher reported, pt_shm_job_fail, ended the job sooner; a CI run,
+     * mp_pmix_noinit_node). A rank still on its way then makes a region of
+     * its own and its watch fails it within the bound. */
+    if (LD_RELAXED(&x->hdr->job_failed) != 0 && LD_RELAXED(&x->hdr->nattached) < x->n)
+        drop_name(w, "the job failed before every rank attached");
     for (uint32_t i = 0; i < w->n; i++)
         if (w->pfd[i] >= 0)
             close(w->pfd[i]);
