@@ -117,7 +117,9 @@ struct group {
 #define PB_SIG   4    /* a start signal every PB_SIG calls                    */
 #define PB_MAX_N 64   /* more members: the per-call bcast                     */
 struct pbc {
-    char *mem;                         /* PB_SLOTS x smax: our data or the parent's */
+    char *mem;                         /* PB_SLOTS x stride (below)             */
+    ptl_size_t stride;                 /* a slot: (1 + rb) x smax: bcast data or the
+                                        * reduce's ACC, then rb reduce areas    */
     ptl_handle_md_t md[PB_SLOTS];      /* over slot s; its sends count into sent[s] */
     ptl_handle_ct_t sent[PB_SLOTS];
     ptl_size_t sent_exp[PB_SLOTS];     /* sends armed from slot s so far        */
@@ -126,6 +128,9 @@ struct pbc {
     ptl_handle_ct_t cnt[PB_SLOTS];     /* data puts into slot s (any parent)    */
     ptl_handle_me_t me[PB_SLOTS];      /* over slot s, from any member          */
     ptl_size_t recvs[PB_SLOTS];        /* calls of slot s in which we received  */
+    ptl_handle_ct_t rcnt[PB_SLOTS];    /* reduce: puts into slot s (children's, ours) */
+    ptl_handle_me_t rme[PB_SLOTS];     /* over the whole slot s, from any member */
+    ptl_size_t rarr[PB_SLOTS];         /* puts into rme[s] armed for so far      */
     int owner[PB_SLOTS];               /* request index + 1 using slot s, 0 none */
     ptl_size_t seq;                    /* slot bcasts started                   */
 };
@@ -149,7 +154,8 @@ struct req {
     uint8_t *rtr;    /* [n] send this peer an RTR                */
     int rc;
     /* persistent path: slot, result to copy out at completion */
-    int fast, finished, fslot, pair; /* pair 1: fslot indexes g->ps; 2: g->pb */
+    int fast, finished, fslot, pair; /* pair 1: fslot indexes g->ps; 2, 3: g->pb */
+    int kids;                        /* slot reduce's root: children to combine */
     /* pair path: result = mine op partner's (member 0's value first) */
     const void *in;
     ptl_coll_type_t t;
@@ -709,12 +715,16 @@ static int pair_setup(struct group *g)
  * per peer a 0-byte ME counting its start signals into start[P]. */
 #define PBSEQ_BASE 0x200ull
 #define PBSEQ_START 0x300ull
+#define PRSEQ_BASE 0x400ull
 #define FT_PBC    203u
+#define FT_PRED   204u
 static void pb_free(struct pbc *b, ptl_size_t n)
 {
     if (!b)
         return;
     for (int s = 0; s < PB_SLOTS; s++) {
+        drop_me(b->rme[s]);
+        drop_ct(b->rcnt[s]);
         drop_me(b->me[s]);
         drop_ct(b->cnt[s]);
         drop_md(b->md[s]);
@@ -738,12 +748,13 @@ static int pb_setup(struct group *g)
         return PTL_NO_SPACE;
     g->pb = b;
     for (int s = 0; s < PB_SLOTS; s++) {
-        b->cnt[s] = b->sent[s] = PTL_CT_NONE;
-        b->me[s] = b->md[s] = PTL_INVALID_HANDLE;
+        b->cnt[s] = b->sent[s] = b->rcnt[s] = PTL_CT_NONE;
+        b->me[s] = b->md[s] = b->rme[s] = PTL_INVALID_HANDLE;
     }
+    b->stride = (ptl_size_t)(1 + g->rb) * sm;
     b->start = malloc(n * sizeof *b->start);
     b->start_me = malloc(n * sizeof *b->start_me);
-    b->mem = calloc(PB_SLOTS, sm);
+    b->mem = calloc(PB_SLOTS, b->stride);
     if (!b->start || !b->start_me || !b->mem) {
         free(b->start); /* pb_free walks start only when both are there */
         b->start = NULL;
@@ -760,8 +771,8 @@ static int pb_setup(struct group *g)
                            &b->start[i], &b->start_me[i]);
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     for (int s = 0; rc == PTL_OK && s < PB_SLOTS; s++) {
-        char *slot = b->mem + (ptl_size_t)s * sm;
-        ptl_md_t d = {slot, sm, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+        char *slot = b->mem + (ptl_size_t)s * b->stride;
+        ptl_md_t d = {slot, b->stride, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
         rc = PtlCTAlloc(g->ni, &b->sent[s]);
         if (rc == PTL_OK)
             rc = PtlMDBind(g->ni, d, PTL_RETAIN, &b->md[s]);
@@ -770,6 +781,9 @@ static int pb_setup(struct group *g)
         if (rc == PTL_OK)
             rc = attach_ct(g, any, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
                            sm, &b->cnt[s], &b->me[s]);
+        if (rc == PTL_OK)
+            rc = attach_ct(g, any, mbits(g->gid, K_FAST, PRSEQ_BASE + (uint64_t)s, FT_PRED), slot,
+                           b->stride, &b->rcnt[s], &b->rme[s]);
     }
     return rc;
 }
@@ -1495,7 +1509,11 @@ static void fast_finish(struct req *r, int rc)
         pair_combine(r);
     else if (rc == PTL_OK && r->out && r->bytes)
         memcpy(r->out, r->res, r->bytes);
-    if (r->fslot >= 0 && r->pair == 2)
+    if (rc == PTL_OK && r->out && r->bytes && r->pair == 3) /* slot reduce's root */
+        for (int j = 0; j < r->kids; j++)
+            pt_atomic_combine((unsigned)r->op, (unsigned)r->t, r->out,
+                              (const char *)r->res + (ptl_size_t)(1 + j) * r->g->smax, r->bytes);
+    if (r->fslot >= 0 && r->pair >= 2)
         r->g->pb->owner[r->fslot] = 0;
     else if (r->fslot >= 0)
         (r->pair ? r->g->ps : r->g->fs)[r->fslot].owner = 0;
@@ -1780,10 +1798,15 @@ static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, v
  * B2's wait depends only on earlier calls (Q's start of a call <= c - 13
  * needs Q's B1 of call <= c - 29), so no call waits for itself. The root
  * runs up to PB_AHEAD calls ahead of a slow member. */
-static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root)
+/* The part of a slot call common to bcast (kind 2) and reduce (kind 3),
+ * which share the numbering, the slots and the start signals: B1, the slot
+ * taken, every PB_SIG-th call's start signals. *c_p: the call's number;
+ * *need_p: B2's threshold on a receiver's start counter (0: none). */
+static int pb_begin(struct group *g, struct req *r, int kind, ptl_size_t *c_p, int *s_p,
+                    ptl_size_t *need_p)
 {
     struct pbc *b = g->pb;
-    ptl_size_t c = ++b->seq, sm = g->smax, n = g->n, me = g->me;
+    ptl_size_t c = ++b->seq, n = g->n, me = g->me;
     int s = (int)((c - 1) % PB_SLOTS);
     if (c > PB_AHEAD) { /* B1 */
         int os = (int)((c - 1 - PB_AHEAD) % PB_SLOTS);
@@ -1794,16 +1817,40 @@ static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
     }
     b->owner[s] = (int)(r - reqs) + 1; /* its previous use finished at B1 of c - PB_AHEAD */
     r->fslot = s;
-    r->pair = 2;
+    r->pair = kind;
     r->sent = b->sent[s];
     int rc = PTL_OK;
     for (ptl_size_t i = 0; c % PB_SIG == 0 && rc == PTL_OK && i < n; i++)
         if (i != me)
             rc = PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
                         mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), 0, 0);
-    char *slot = b->mem + (ptl_size_t)s * sm;
+    *c_p = c;
+    *s_p = s;
+    *need_p = c > PB_AHEAD ? (c - PB_AHEAD + PB_SIG - 1) / PB_SIG : 0; /* B2 */
+    return rc;
+}
+
+/* B2 for a put of this call to receiver q that the engine arms on our own
+ * progress: q's start counter is checked here, waiting if needed. */
+static int pb_need(struct pbc *b, ptl_size_t q, ptl_size_t need)
+{
+    ptl_ct_event_t ev;
+    int rc = PtlCTGet(b->start[q], &ev);
+    if (rc == PTL_OK && ev.success < need)
+        rc = PtlCTWait(b->start[q], need, &ev);
+    if (rc == PTL_OK && ev.failure)
+        rc = PTL_FAIL;
+    return rc;
+}
+
+static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len, ptl_size_t root)
+{
+    struct pbc *b = g->pb;
+    ptl_size_t c, need, n = g->n, me = g->me;
+    int s;
+    int rc = pb_begin(g, r, 2, &c, &s, &need);
+    char *slot = b->mem + (ptl_size_t)s * b->stride;
     ptl_size_t v = (me + n - root) % n;
-    ptl_size_t need = c > PB_AHEAD ? (c - PB_AHEAD + PB_SIG - 1) / PB_SIG : 0; /* B2 */
     if (v == 0) {
         memcpy(slot, buf, len);
     } else {
@@ -1822,10 +1869,7 @@ static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
             ct = b->start[child];
             thr = need;
         } else if (v) {
-            ptl_ct_event_t ev;
-            rc = PtlCTGet(b->start[child], &ev);
-            if (rc == PTL_OK && ev.success < need)
-                rc = PtlCTWait(b->start[child], need, &ev);
+            rc = pb_need(b, child, need);
             ct = b->cnt[s];
             thr = r->done_thr;
         }
@@ -1836,6 +1880,87 @@ static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
         if (rc == PTL_OK)
             b->sent_exp[s]++;
     }
+    r->nsent = b->sent_exp[s];
+    return rc;
+}
+
+/* Small reduce on the same slots (docs/coll.md, "Slot reduce"): the
+ * binomial tree of the bcast, run towards the root. In call c (slot s), a
+ * member's children are relative ranks v + 2^j (j = 0 .. kids-1); child j
+ * puts its partial result (a plain put) into area j of our slot,
+ * slot + (1 + j) * smax, and rcnt[s] counts every put into the slot. ACC
+ * (the slot's first smax bytes) gets our own value when the call starts:
+ * nothing else writes it but our own puts armed after that copy.
+ *  - the root is done when its kids children arrived; the host that
+ *    completes the request combines ACC op area 0 op area 1 ... into recvbuf;
+ *  - any other member combines in the engine, in the same order: its
+ *    atomic put j (area j -> its own ACC) is armed on rcnt[s] >= base +
+ *    kids + j (every child arrived, and its puts 0 .. j-1 landed), and its
+ *    put of ACC to area log2(low) of its parent on base + 2 kids; a leaf's
+ *    put goes at once. Every member is done when its puts left.
+ * The same operands in the same order whatever the arrival order: the
+ * result does not depend on timing (floats included). Flow control is the
+ * bcast's (B1, B2: a put to the parent of call c waits until the parent
+ * started c - PB_AHEAD, so it finished the slot's previous use, c - PB_SLOTS):
+ * a leaf's call returns at once and leaves run up to PB_AHEAD calls ahead
+ * of a slow root, as Open MPI's eager reduce does. */
+static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void *recvbuf,
+                       ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op, ptl_size_t root)
+{
+    struct pbc *b = g->pb;
+    ptl_size_t c, need, n = g->n, me = g->me, sm = g->smax, bytes = count * type_size(t);
+    int s;
+    int rc = pb_begin(g, r, 3, &c, &s, &need);
+    char *slot = b->mem + (ptl_size_t)s * b->stride;
+    memcpy(slot, sendbuf, bytes);
+    ptl_size_t v = (me + n - root) % n;
+    ptl_size_t low = v ? (v & -v) : ((ptl_size_t)1 << 62);
+    int kids = 0;
+    for (ptl_size_t m = 1; m < low && v + m < n; m <<= 1)
+        kids++;
+    ptl_size_t base = b->rarr[s];
+    r->t = t;
+    r->op = op;
+    r->bytes = bytes;
+    if (v == 0) {
+        b->rarr[s] += (ptl_size_t)kids;
+        r->kids = kids;
+        r->res = slot;
+        r->out = recvbuf;
+        r->done = b->rcnt[s];
+        r->done_thr = b->rarr[s];
+        r->nsent = b->sent_exp[s];
+        return rc;
+    }
+    ptl_match_bits_t bits = mbits(g->gid, K_FAST, PRSEQ_BASE + (uint64_t)s, FT_PRED);
+    for (int j = 0; rc == PTL_OK && j < kids; j++) {
+        rc = PtlTriggeredAtomicPut(b->md[s], (ptl_size_t)(1 + j) * sm, bytes, PTL_NO_ACK_REQ,
+                                   g->ids[me], g->pt, 0, bits, 0, 0, (ptl_op_t)op,
+                                   (ptl_datatype_t)t, b->rcnt[s],
+                                   base + (ptl_size_t)kids + (ptl_size_t)j);
+        if (rc == PTL_OK)
+            b->sent_exp[s]++;
+    }
+    b->rarr[s] += 2 * (ptl_size_t)kids;
+    ptl_size_t parent = (v - low + root) % n, area = 0;
+    while (((ptl_size_t)1 << area) < low)
+        area++;
+    ptl_handle_ct_t ct = b->sent[s];
+    ptl_size_t thr = 0;
+    if (kids) {
+        if (rc == PTL_OK && need)
+            rc = pb_need(b, parent, need);
+        ct = b->rcnt[s];
+        thr = b->rarr[s];
+    } else if (need) {
+        ct = b->start[parent];
+        thr = need;
+    }
+    if (rc == PTL_OK)
+        rc = PtlTriggeredPut(b->md[s], 0, bytes, PTL_NO_ACK_REQ, g->ids[parent], g->pt, 0, bits,
+                             (1 + area) * sm, 0, ct, thr);
+    if (rc == PTL_OK)
+        b->sent_exp[s]++;
     r->nsent = b->sent_exp[s];
     return rc;
 }
@@ -2175,9 +2300,15 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
         return PTL_SEGV;
     if (!bytes_ok(count, type_size(t)))
         return PTL_ARG_INVALID;
+    struct req *r;
+    if (pb_ok(h, count * type_size(t))) {
+        rc = fast_begin(h, out, &g, &r);
+        if (rc != PTL_OK)
+            return rc;
+        return fast_end(g, r, slot_reduce(g, r, sendbuf, recvbuf, count, t, op, root), out);
+    }
     if (fast_ok(h, count * type_size(t))) /* every member computes it; the root keeps it */
         return fast_call(h, 1, sendbuf, g->me == root ? recvbuf : NULL, count, t, op, out);
-    struct req *r;
     rc = begin(h, out, &r);
     if (rc != PTL_OK)
         return rc;

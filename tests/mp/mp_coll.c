@@ -279,6 +279,25 @@ static void t_reduce(ptl_handle_coll_t g)
                 free(out);
                 free(want);
             }
+    /* The root's float result does not depend on the order its children's
+     * values arrive in: the same bits in every call, whoever comes late. */
+    {
+        enum { RC = 8, RTRIES = 30 };
+        double in[RC], out[RC], first[RC];
+        make_input(in, RC, PTL_COLL_DOUBLE, ME, 0);
+        for (int k = 0; k < RTRIES; k++) {
+            if (ME == (unsigned)k % N && N > 1)
+                usleep(200 + 100 * (unsigned)(k % 3)); /* someone arrives late */
+            mp_doing("reduce of doubles, the same bits every time");
+            MP_CHECK(PtlCollReduce(g, in, out, RC, PTL_COLL_DOUBLE, PTL_COLL_SUM, N - 1));
+            if (ME != N - 1)
+                continue;
+            if (k == 0)
+                memcpy(first, out, sizeof out);
+            else if (memcmp(first, out, sizeof out))
+                mp_die("reduce of doubles: call %d's result differs in its bits from call 0's", k);
+        }
+    }
     mp_log("reduce: every root, type and op checked");
 }
 
@@ -502,7 +521,7 @@ static void t_large_edges(ptl_handle_coll_t g)
            n_ops, lm);
 }
 
-enum { PK = 50, PC = 9 };
+enum { PK = 120, PC = 9 };
 static ptl_handle_coll_req_t pq[PK];
 static int prc[PK];
 
@@ -515,7 +534,8 @@ static void *waiter(void *arg)
     return NULL;
 }
 
-/* more calls in flight than a group has slots, two threads waiting */
+/* more calls in flight than a group has slots (barrier and allreduce: 20;
+ * bcast and reduce, numbered together: 32), two threads waiting */
 static void t_persist_inflight(ptl_handle_coll_t g)
 {
     static int64_t in[PK][PC], out[PK][PC];
@@ -524,15 +544,20 @@ static void t_persist_inflight(ptl_handle_coll_t g)
         for (size_t i = 0; i < c; i++)
             in[k][i] = (int64_t)ME * 7919 + k * 31 + (int64_t)i;
         memset(out[k], 0, sizeof out[k]);
-        if (k % 3 == 0)
+        if (k % 4 == 0)
             MP_CHECK(PtlCollIbarrier(g, &pq[k]));
-        else if (k % 3 == 1)
+        else if (k % 4 == 1)
             MP_CHECK(PtlCollIallreduce(g, in[k], out[k], c, PTL_COLL_INT64, PTL_COLL_SUM, &pq[k]));
-        else
+        else if (k % 4 == 2)
             MP_CHECK(PtlCollIreduce(g, in[k], out[k], c, PTL_COLL_INT64, PTL_COLL_MAX,
                                     (ptl_size_t)k % N, &pq[k]));
+        else {
+            if ((unsigned)k % N == ME)
+                memcpy(out[k], in[k], c * sizeof in[k][0]);
+            MP_CHECK(PtlCollIbcast(g, out[k], c * sizeof out[k][0], (ptl_size_t)k % N, &pq[k]));
+        }
     }
-    mp_doing("50 persistent-path calls in flight");
+    mp_doing("120 persistent-path calls in flight");
     pthread_t th;
     if (pthread_create(&th, NULL, waiter, NULL))
         mp_die("pthread_create");
@@ -544,24 +569,26 @@ static void t_persist_inflight(ptl_handle_coll_t g)
         if (prc[k] != PTL_OK)
             mp_die("in flight (persistent): call %d returned %d", k, prc[k]);
         size_t c = 1 + (size_t)k % PC;
-        if (k % 3 == 0)
+        if (k % 4 == 0)
             continue;
         int isroot = (unsigned)k % N == ME;
         for (size_t i = 0; i < c; i++) {
-            int64_t want = k % 3 == 1 ? 0 : INT64_MIN;
+            int64_t want = k % 4 == 1 ? 0 : INT64_MIN;
             for (unsigned r = 0; r < N; r++) {
                 int64_t v = (int64_t)r * 7919 + k * 31 + (int64_t)i;
-                want = k % 3 == 1 ? want + v : (v > want ? v : want);
+                want = k % 4 == 1 ? want + v : (v > want ? v : want);
             }
+            if (k % 4 == 3) /* bcast: the root's values */
+                want = (int64_t)(k % N) * 7919 + k * 31 + (int64_t)i;
             int64_t got = out[k][i];
-            if (k % 3 == 2 && !isroot)
+            if (k % 4 == 2 && !isroot)
                 want = 0; /* a non-root's recvbuf is not written */
             if (got != want)
                 mp_die("in flight (persistent): call %d element %zu is %lld, want %lld", k, i,
                        (long long)got, (long long)want);
         }
     }
-    mp_log("50 persistent-path calls in flight checked");
+    mp_log("120 persistent-path calls in flight checked");
 }
 
 /* 16 nonblocking collectives in flight, waited in reverse order. */
