@@ -300,7 +300,7 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
     int pt_rsp_fin(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_nack(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_reply(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
-    int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *);
+    int pt_rsp_rfin(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_push(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
     int pt_rsp_pdone(struct pt_nic *, struct pt_wire_hdr *, uint32_t);
 
@@ -325,7 +325,7 @@ int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enu
         case PT_W_FIN: return pt_rsp_fin(nic, h, peer);
         case PT_W_NACK: return pt_rsp_nack(nic, h, peer);
         case PT_W_REPLY: return pt_rsp_reply(nic, h, peer);
-        case PT_W_RFIN: return pt_rsp_rfin(nic, h);
+        case PT_W_RFIN: return pt_rsp_rfin(nic, h, peer);
         case PT_W_PUSH: return pt_rsp_push(nic, h, peer);
         case PT_W_PDONE: return pt_rsp_pdone(nic, h, peer);
         default: break;
@@ -567,7 +567,8 @@ static void fail_dead_peers(struct pt_nic *nic, bool all)
 {
     for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
         bool streams = all && (nic->cin[PT_CLS_REQ][p].active || nic->cin[PT_CLS_RSP][p].active);
-        if ((!streams && !nic->ireq_head[p]) || nic->xo->peer_alive(nic->x, p))
+        if ((!streams && !nic->ireq_head[p] && !nic->rfw_head[p]) ||
+            nic->xo->peer_alive(nic->x, p))
             continue;
         for (int c = 0; c < PT_CLS_NR; c++) {
             struct pt_copyin *st = &nic->cin[c][p];
@@ -585,6 +586,7 @@ static void fail_dead_peers(struct pt_nic *nic, bool all)
             }
         }
         pt_ireq_fail_peer(nic, p);
+        pt_rfw_fail_peer(nic, p);
     }
 }
 
@@ -724,13 +726,14 @@ static int clamp_limit(int desired, int lib)
 /* Per-peer engine state, one entry per process slot of the job (ranks and
  * guests), in one anonymous mapping off the application's heap (whose layout
  * a client may depend on, and which REF's forktest overruns): in order,
- * nomatch_since[np], cin[PT_CLS_NR][np], ireq_head[np], copy_busy[PT_CLS_NR][np]
+ * nomatch_since[np], cin[PT_CLS_NR][np], ireq_head[np], rfw_head[np],
+ * copy_busy[PT_CLS_NR][np]
  * (widest first, so every array is aligned). */
 static size_t peer_state_bytes(const struct pt_nic *nic)
 {
     size_t np = nic->xi.nprocs;
-    return np * (sizeof(uint64_t) + PT_CLS_NR * sizeof(struct pt_copyin) + sizeof(uint32_t) +
-                 PT_CLS_NR);
+    return np * (sizeof(uint64_t) + PT_CLS_NR * sizeof(struct pt_copyin) +
+                 2 * sizeof(uint32_t) + PT_CLS_NR);
 }
 
 int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *desired,
@@ -829,7 +832,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->nomatch_since = (uint64_t *)(void *)pm;
     struct pt_copyin *cin = (struct pt_copyin *)(void *)(nic->nomatch_since + np);
     nic->ireq_head = (uint32_t *)(void *)(cin + PT_CLS_NR * np);
-    uint8_t *busy = (uint8_t *)(nic->ireq_head + np);
+    nic->rfw_head = nic->ireq_head + np;
+    uint8_t *busy = (uint8_t *)(nic->rfw_head + np);
     for (int c = 0; c < PT_CLS_NR; c++) {
         nic->cin[c] = cin + (size_t)c * np;
         nic->copy_busy[c] = busy + (size_t)c * np;
@@ -877,7 +881,12 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nreq <<= 1;
     if (pt_ireq_init(nic, nreq))
         goto fail_ops;
+    if (pt_rfw_init(nic, nreq)) {
+        pt_ireq_fini(nic);
+        goto fail_ops;
+    }
     if (pt_ct_init(nic, nic->max_cts, (uint32_t)cfg->trig_slots)) {
+        pt_rfw_fini(nic);
         pt_ireq_fini(nic);
         goto fail_ops;
     }
@@ -1098,6 +1107,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     }
     pt_pages_free(nic->ops_pool, nic->ops_n * sizeof *nic->ops_pool);
     pt_ireq_fini(nic);
+    pt_rfw_fini(nic);
     munmap(nic->nomatch_since, peer_state_bytes(nic));
     pt_obj_tables_fini(nic);
     pt_nic_trace_stop(nic);

@@ -228,6 +228,16 @@ struct pt_ireq {
     uint64_t match_bits, remote_offset, local_offset, length, hdr_data;
 };
 
+/* A rendezvous GET reply whose RFIN has not come (target.c, "Replies
+ * awaiting their RFIN"): what the target needs to post its GET_END, failed,
+ * if the initiator dies before it pulled. Per peer, a list like the ireqs'. */
+struct pt_rfw {
+    uint32_t md;                 /* the MD's handle (its `pending` counts this) */
+    uint32_t peer;               /* the initiator's rank                        */
+    uint32_t prev, next;         /* the peer's list (slot + 1; 0: none); free: next */
+    ptl_event_t ev;              /* GET_START's event, the END's template      */
+};
+
 /* ---- command ring (API thread -> engine) --------------------------------- */
 
 enum pt_cmd_op {
@@ -552,6 +562,9 @@ struct pt_nic {
     uint32_t ireq_n, ireq_free;           /* free list: slot + 1 (0: none)            */
     uint32_t ireq_hwm;                    /* ireqs[0, hwm) threaded (PT_LAZY_CHUNK)     */
     uint32_t *ireq_head;                  /* [nprocs]: each target's list (slot + 1)  */
+    struct pt_rfw *rfws;                  /* [rfw_n]: replies awaiting their RFIN      */
+    uint32_t rfw_n, rfw_free, rfw_hwm;    /* as ireqs: free list, threaded lazily     */
+    uint32_t *rfw_head;                   /* [nprocs]: each initiator's list           */
     uint32_t ireq_live;
 
     /* counting events and triggered operations [E] (ct.c) */
@@ -955,5 +968,10 @@ void pt_ireq_fini(struct pt_nic *nic);
 /* The requests to a dead peer end now: REPLY_END, SEND_END and ACK with
  * PTL_NI_PEER_DIED, oldest first (nic.c, fail_dead_peers, on the death path). */
 void pt_ireq_fail_peer(struct pt_nic *nic, uint32_t peer);
+/* Replies awaiting their RFIN (target.c): the table, and the failure of a
+ * dead initiator's (GET_END with PTL_NI_PEER_DIED, the MD no longer busy). */
+int pt_rfw_init(struct pt_nic *nic, uint32_t n);
+void pt_rfw_fini(struct pt_nic *nic);
+void pt_rfw_fail_peer(struct pt_nic *nic, uint32_t peer);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include "match.h"
 #include "nic.h"
+#include "pages.h"
 #include "reduce.h"
 
 #include <errno.h>
@@ -280,6 +281,116 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer)
     return !nic->nomatch_ns || pt_wait_patience(&nic->nomatch_since[peer], nic->nomatch_ns);
 }
 
+/* ---- replies awaiting their RFIN (struct pt_rfw, nic.h) -----------------
+ *
+ * A rendezvous GET reply leaves the target's MD busy (`pending`) and one
+ * GET_END owed (pt_ev_owe) until the initiator's RFIN says it pulled. Before
+ * the thirty-eighth session nothing per reply was kept: an initiator that
+ * died between the reply and its RFIN left the MD answering PtlMDUnlink with
+ * PTL_MD_IN_USE for ever, and the END never came. Each reply now has a
+ * record on its initiator's list; the RFIN removes it, and fail_dead_peers
+ * (nic.c) fails the dead initiator's: GET_END with PTL_NI_PEER_DIED, the MD
+ * no longer busy. Records come from a table as large as the request table,
+ * threaded PT_LAZY_CHUNK at a time; when none is free the reply goes
+ * untracked (as before: the RFIN still ends it). Engine only. */
+static void rfw_grow(struct pt_nic *nic)
+{
+    uint32_t end = nic->rfw_hwm + PT_LAZY_CHUNK < nic->rfw_n ? nic->rfw_hwm + PT_LAZY_CHUNK
+                                                              : nic->rfw_n;
+    for (uint32_t i = end; i-- > nic->rfw_hwm;) {
+        nic->rfws[i].next = nic->rfw_free;
+        nic->rfw_free = i + 1;
+    }
+    nic->rfw_hwm = end;
+}
+
+int pt_rfw_init(struct pt_nic *nic, uint32_t n)
+{
+    nic->rfws = pt_pages_zalloc(n * sizeof *nic->rfws); /* rfw_head: the peer state */
+    if (!nic->rfws)
+        return PT_E_NOSPACE;
+    nic->rfw_n = n;
+    nic->rfw_free = 0;
+    nic->rfw_hwm = 0;
+    rfw_grow(nic);
+    return PT_OK;
+}
+
+void pt_rfw_fini(struct pt_nic *nic)
+{
+    pt_pages_free(nic->rfws, nic->rfw_n * sizeof *nic->rfws);
+    nic->rfws = NULL;
+}
+
+static void rfw_add(struct pt_nic *nic, uint32_t peer, uint32_t md, const ptl_event_t *ev)
+{
+    if (!nic->rfw_free && nic->rfw_hwm < nic->rfw_n)
+        rfw_grow(nic);
+    uint32_t s = nic->rfw_free;
+    if (!s)
+        return; /* untracked: the RFIN alone ends it */
+    struct pt_rfw *r = &nic->rfws[s - 1];
+    nic->rfw_free = r->next;
+    r->md = md;
+    r->peer = peer;
+    r->ev = *ev;
+    r->prev = 0;
+    r->next = nic->rfw_head[peer];
+    if (r->next)
+        nic->rfws[r->next - 1].prev = s;
+    nic->rfw_head[peer] = s;
+}
+
+static void rfw_remove(struct pt_nic *nic, struct pt_rfw *r)
+{
+    uint32_t s = (uint32_t)(r - nic->rfws) + 1;
+    if (r->prev)
+        nic->rfws[r->prev - 1].next = r->next;
+    else
+        nic->rfw_head[r->peer] = r->next;
+    if (r->next)
+        nic->rfws[r->next - 1].prev = r->prev;
+    r->next = nic->rfw_free;
+    nic->rfw_free = s;
+}
+
+/* The RFIN for MD md from peer came: its record (any of several alike) goes. */
+static void rfw_answered(struct pt_nic *nic, uint32_t peer, uint32_t md, uint32_t link,
+                         uint64_t off)
+{
+    if (peer >= nic->xi.nprocs)
+        return;
+    for (uint32_t s = nic->rfw_head[peer]; s; s = nic->rfws[s - 1].next) {
+        struct pt_rfw *r = &nic->rfws[s - 1];
+        if (r->md == md && (uint32_t)r->ev.link == link && r->ev.offset == off) {
+            rfw_remove(nic, r);
+            return;
+        }
+    }
+}
+
+void pt_rfw_fail_peer(struct pt_nic *nic, uint32_t peer)
+{
+    uint32_t s = nic->rfw_head[peer];
+    if (!s)
+        return;
+    while (nic->rfws[s - 1].next) /* newest first: end them oldest first */
+        s = nic->rfws[s - 1].next;
+    while (s) {
+        struct pt_rfw *r = &nic->rfws[s - 1];
+        s = r->prev;
+        struct pt_md *md = pt_md_lookup(nic, r->md);
+        ptl_event_t ev = r->ev;
+        rfw_remove(nic, r);
+        if (!md || !md->pending)
+            continue;
+        md->pending--;
+        ev.ni_fail_type = PTL_NI_PEER_DIED;
+        pt_ev_post_owed(nic, md, PTL_EVENT_GET_END, &ev, true); /* owed at the GET */
+        pt_md_check_unlink(nic, md, &ev);
+    }
+}
+
 int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     PT_TM_BEGIN(t);
@@ -503,13 +614,15 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         }
         /* Rendezvous reply: the initiator pulls from this MD, then sends RFIN.
          * The RFIN echoes this get's event fields (rsp_init copied them; the
-         * START link rides in tgt_link): several gets may be outstanding on
-         * one MD, so nothing per get is kept here (see pt_rsp_rfin). */
+         * START link rides in tgt_link), from which pt_rsp_rfin rebuilds the
+         * END. A record of the reply waits for it too (rfw_add): the END
+         * an initiator that dies first never sends. */
         rsp->tgt_md = pt_md_handle(nic, md);
         rsp->tgt_link = (uint32_t)ev.link;
         pt_proto_table[PT_PROTO_RNDV]->pack(rsp, &md->mem, off, mlen);
         (void)pt_ev_owe(nic, md, PTL_EVENT_GET_END); /* paid at the RFIN */
         md->pending++;
+        rfw_add(nic, peer, rsp->tgt_md, &ev);
         pt_xmit(nic, peer, PT_CLS_RSP, rsp);
         return PT_OK;
     }
@@ -538,10 +651,13 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
  * GET_END is rebuilt from the RFIN, which echoes the fields of the REPLY it
  * answers (initiator.c, rfin_fill), the way FIN rebuilds SEND_END: the same
  * event GET_START carried, whichever of the gets outstanding on this MD it is. */
-int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h)
+int pt_rsp_rfin(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
 {
     struct pt_md *md = pt_md_lookup(nic, h->tgt_md);
-    if (!md || !md->pending)
+    if (!md)
+        return PT_OK;
+    rfw_answered(nic, peer, h->tgt_md, h->tgt_link, h->tgt_offset);
+    if (!md->pending)
         return PT_OK;
     md->pending--;
     ptl_event_t ev;
