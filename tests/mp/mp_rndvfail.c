@@ -58,18 +58,6 @@ static const struct round rounds[] = {
     {"get readable", true, NONE},
 };
 
-/* CMA as the library probes it: refused (EPERM, ENOSYS) or allowed (EFAULT
- * on address 0 of the launcher). */
-static bool cma_works(void)
-{
-    const char *c = getenv("PTL_CMA"), *m = getenv("PTL_RNDV_MODE");
-    if ((c && !strcmp(c, "0")) || (m && (!strcmp(m, "2") || !strcmp(m, "copy"))))
-        return false;
-    char b;
-    struct iovec l = {&b, 1}, r = {NULL, 1};
-    return process_vm_readv(getppid(), &l, 1, &r, 1, 0) >= 0 || errno == EFAULT;
-}
-
 static uint8_t *map(uint64_t n)
 {
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -274,7 +262,7 @@ static void one(struct mp *m, ptl_handle_eq_t eq, uint64_t S, const struct round
 int main(int argc, char **argv)
 {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    if (!cma_works()) {
+    if (!mp_cma_works()) {
         printf("mp_rndvfail: skipped: the CMA pull is off or refused here\n");
         return 77;
     }

@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -435,4 +437,14 @@ char *mp_map_job_region(void)
     if (p == MAP_FAILED)
         mp_die("cannot map the job region");
     return p;
+}
+
+bool mp_cma_works(void)
+{
+    const char *c = getenv("PTL_CMA"), *m = getenv("PTL_RNDV_MODE");
+    if ((c && !strcmp(c, "0")) || (m && (!strcmp(m, "2") || !strcmp(m, "copy"))))
+        return false;
+    char b;
+    struct iovec l = {&b, 1}, r = {NULL, 1};
+    return process_vm_readv(getppid(), &l, 1, &r, 1, 0) >= 0 || errno == EFAULT;
 }

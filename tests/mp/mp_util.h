@@ -93,6 +93,12 @@ void mp_expect_none(ptl_handle_eq_t eq, unsigned ms, const char *what);
 ptl_handle_md_t mp_post(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, void *buf,
                         ptl_size_t len, int threshold, unsigned options, ptl_handle_eq_t eq,
                         ptl_unlink_t unlink, ptl_handle_me_t *me_out);
+/* Whether the shared-memory transport's rendezvous pulls with CMA here, as
+ * the library probes it: not with PTL_CMA=0 or PTL_RNDV_MODE=2/copy, nor
+ * where the kernel refuses (EPERM, ENOSYS); allowed: EFAULT on address 0 of
+ * the launcher. */
+bool mp_cma_works(void);
+
 /* Bind a free-floating MD. */
 ptl_handle_md_t mp_bind(struct mp *m, void *buf, ptl_size_t len, int threshold,
                         unsigned options, ptl_handle_eq_t eq);
