@@ -125,12 +125,12 @@ struct pbc {
     ptl_size_t sent_exp[PB_SLOTS];     /* sends armed from slot s so far        */
     ptl_handle_ct_t *start;            /* [n] peer P's start signals            */
     ptl_handle_me_t *start_me;         /* [n]                                   */
-    ptl_handle_ct_t cnt[PB_SLOTS];     /* data puts into slot s (any parent)    */
-    ptl_handle_me_t me[PB_SLOTS];      /* over slot s, from any member          */
-    ptl_size_t recvs[PB_SLOTS];        /* calls of slot s in which we received  */
-    ptl_handle_ct_t rcnt[PB_SLOTS];    /* reduce: puts into slot s (children's, ours) */
-    ptl_handle_me_t rme[PB_SLOTS];     /* over the whole slot s, from any member */
-    ptl_size_t rarr[PB_SLOTS];         /* puts into rme[s] armed for so far      */
+    ptl_handle_ct_t cnt[PB_SLOTS];     /* puts into slot s: a bcast's parent's, a
+                                        * reduce's children's and our own ones  */
+    ptl_handle_me_t me[PB_SLOTS];      /* over the whole slot s, from any member */
+    ptl_size_t recvs[PB_SLOTS];        /* puts into slot s expected so far: cnt[s]'s
+                                        * thresholds (one use of a slot at a time,
+                                        * all its puts in before the next's: B2) */
     int owner[PB_SLOTS];               /* request index + 1 using slot s, 0 none */
     ptl_size_t seq;                    /* slot bcasts started                   */
 };
@@ -715,16 +715,12 @@ static int pair_setup(struct group *g)
  * per peer a 0-byte ME counting its start signals into start[P]. */
 #define PBSEQ_BASE 0x200ull
 #define PBSEQ_START 0x300ull
-#define PRSEQ_BASE 0x400ull
 #define FT_PBC    203u
-#define FT_PRED   204u
 static void pb_free(struct pbc *b, ptl_size_t n)
 {
     if (!b)
         return;
     for (int s = 0; s < PB_SLOTS; s++) {
-        drop_me(b->rme[s]);
-        drop_ct(b->rcnt[s]);
         drop_me(b->me[s]);
         drop_ct(b->cnt[s]);
         drop_md(b->md[s]);
@@ -748,8 +744,8 @@ static int pb_setup(struct group *g)
         return PTL_NO_SPACE;
     g->pb = b;
     for (int s = 0; s < PB_SLOTS; s++) {
-        b->cnt[s] = b->sent[s] = b->rcnt[s] = PTL_CT_NONE;
-        b->me[s] = b->md[s] = b->rme[s] = PTL_INVALID_HANDLE;
+        b->cnt[s] = b->sent[s] = PTL_CT_NONE;
+        b->me[s] = b->md[s] = PTL_INVALID_HANDLE;
     }
     b->stride = (ptl_size_t)(1 + g->rb) * sm;
     b->start = malloc(n * sizeof *b->start);
@@ -780,10 +776,7 @@ static int pb_setup(struct group *g)
             rc = PtlMDBindCT(b->md[s], b->sent[s], PTL_CT_SEND);
         if (rc == PTL_OK)
             rc = attach_ct(g, any, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
-                           sm, &b->cnt[s], &b->me[s]);
-        if (rc == PTL_OK)
-            rc = attach_ct(g, any, mbits(g->gid, K_FAST, PRSEQ_BASE + (uint64_t)s, FT_PRED), slot,
-                           b->stride, &b->rcnt[s], &b->rme[s]);
+                           b->stride, &b->cnt[s], &b->me[s]);
     }
     return rc;
 }
@@ -1888,13 +1881,13 @@ static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
  * binomial tree of the bcast, run towards the root. In call c (slot s), a
  * member's children are relative ranks v + 2^j (j = 0 .. kids-1); child j
  * puts its partial result (a plain put) into area j of our slot,
- * slot + (1 + j) * smax, and rcnt[s] counts every put into the slot. ACC
+ * slot + (1 + j) * smax, and cnt[s] counts every put into the slot. ACC
  * (the slot's first smax bytes) gets our own value when the call starts:
  * nothing else writes it but our own puts armed after that copy.
  *  - the root is done when its kids children arrived; the host that
  *    completes the request combines ACC op area 0 op area 1 ... into recvbuf;
  *  - any other member combines in the engine, in the same order: its
- *    atomic put j (area j -> its own ACC) is armed on rcnt[s] >= base +
+ *    atomic put j (area j -> its own ACC) is armed on cnt[s] >= base +
  *    kids + j (every child arrived, and its puts 0 .. j-1 landed), and its
  *    put of ACC to area log2(low) of its parent on base + 2 kids; a leaf's
  *    put goes at once. Every member is done when its puts left.
@@ -1918,30 +1911,30 @@ static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void
     int kids = 0;
     for (ptl_size_t m = 1; m < low && v + m < n; m <<= 1)
         kids++;
-    ptl_size_t base = b->rarr[s];
+    ptl_size_t base = b->recvs[s];
     r->t = t;
     r->op = op;
     r->bytes = bytes;
     if (v == 0) {
-        b->rarr[s] += (ptl_size_t)kids;
+        b->recvs[s] += (ptl_size_t)kids;
         r->kids = kids;
         r->res = slot;
         r->out = recvbuf;
-        r->done = b->rcnt[s];
-        r->done_thr = b->rarr[s];
+        r->done = b->cnt[s];
+        r->done_thr = b->recvs[s];
         r->nsent = b->sent_exp[s];
         return rc;
     }
-    ptl_match_bits_t bits = mbits(g->gid, K_FAST, PRSEQ_BASE + (uint64_t)s, FT_PRED);
+    ptl_match_bits_t bits = mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC);
     for (int j = 0; rc == PTL_OK && j < kids; j++) {
         rc = PtlTriggeredAtomicPut(b->md[s], (ptl_size_t)(1 + j) * sm, bytes, PTL_NO_ACK_REQ,
                                    g->ids[me], g->pt, 0, bits, 0, 0, (ptl_op_t)op,
-                                   (ptl_datatype_t)t, b->rcnt[s],
+                                   (ptl_datatype_t)t, b->cnt[s],
                                    base + (ptl_size_t)kids + (ptl_size_t)j);
         if (rc == PTL_OK)
             b->sent_exp[s]++;
     }
-    b->rarr[s] += 2 * (ptl_size_t)kids;
+    b->recvs[s] += 2 * (ptl_size_t)kids;
     ptl_size_t parent = (v - low + root) % n, area = 0;
     while (((ptl_size_t)1 << area) < low)
         area++;
@@ -1950,8 +1943,8 @@ static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void
     if (kids) {
         if (rc == PTL_OK && need)
             rc = pb_need(b, parent, need);
-        ct = b->rcnt[s];
-        thr = b->rarr[s];
+        ct = b->cnt[s];
+        thr = b->recvs[s];
     } else if (need) {
         ct = b->start[parent];
         thr = need;
