@@ -53,16 +53,6 @@
 static ptl_handle_eq_t g_eq, g_eqa;
 static bool g_failed; /* the NI failed before the ops began: PTL_FAIL means "not yet" */
 
-static void wait_sig(const char *what)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
-    struct timespec ts = {MP_WAIT_MS / 1000, 0};
-    mp_doing(what);
-    if (sigtimedwait(&s, NULL, &ts) != SIGUSR1)
-        mp_die("no SIGUSR1 (%s) in %d s", what, MP_WAIT_MS / 1000);
-}
 
 static ptl_handle_md_t bind(struct mp *m, void *buf, ptl_size_t len, int thr, ptl_unlink_t ul,
                             ptl_handle_eq_t eq)
@@ -159,13 +149,7 @@ int main(int argc, char **argv)
     bool segv = argc > 1 && !strcmp(argv[1], "segv");
     crash = crash || segv;
     bool second = argc > 1 && !strcmp(argv[1], "second");
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &s, NULL); /* before any thread: every thread inherits it */
-    const char *rid = getenv("PTL_MY_RID");
-    if (rid && strcmp(rid, "0"))
-        setenv("PTL_OFFLOAD", "0", 1); /* see the top: rank 1 never serves */
+    mp_usr1_block_host_peers(); /* see the top: rank 1 never serves */
 
     struct mp m;
     mp_init(&m, 2);
@@ -186,24 +170,18 @@ int main(int argc, char **argv)
         MP_CHECK(PtlPut(pmd, PTL_NO_ACK_REQ, m.ids[0], PT_N, 0, B_PID + 2, 0, 0));
         const ptl_event_kind_t k2[2] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END};
         mp_expect_all(g_eq, k2, 2, NULL, "rank 2's pid");
-        wait_sig("waiting for rank 0's word to leave");
+        mp_usr1_wait("waiting for rank 0's word to leave");
         exit(0); /* the first death: no PtlNIFini */
     }
 
     /* Exchange OS pids: the signals below go around Portals. */
-    ptl_handle_md_t pmd = mp_bind(&m, &my_pid, sizeof my_pid, 1, 0, g_eq);
-    MP_CHECK(PtlPut(pmd, PTL_NO_ACK_REQ, m.ids[1 - m.rank], PT_N, 0, B_PID, 0, 0));
-    const ptl_event_kind_t k4[4] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END,
-                                    PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
-    mp_expect_all(g_eq, k4, 4, NULL, "the pid exchange");
-    PtlMDUnlink(pmd);
-    pid_t peer = (pid_t)peer_pid;
+    pid_t peer = mp_pid_swap(&m, PT_N, B_PID, g_eq, &peer_pid);
 
     if (m.rank == 1) {
         /* The last Portals call is behind us: nothing here answers again. */
         if (kill(peer, SIGUSR1))
             mp_die("kill(rank 0)");
-        wait_sig("waiting for rank 0's ops");
+        mp_usr1_wait("waiting for rank 0's ops");
         fflush(stdout);
         if (segv)
             raise(SIGSEGV); /* as a bad pointer would: the default action (transport/ofi_fabric.c) */
@@ -212,7 +190,7 @@ int main(int argc, char **argv)
         exit(0); /* no PtlNIFini, no PtlFini */
     }
 
-    wait_sig("waiting for rank 1 to leave Portals");
+    mp_usr1_wait("waiting for rank 1 to leave Portals");
     if (second) { /* rank 2 leaves; wait until the NI has failed */
         const ptl_event_kind_t k2[2] = {PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
         mp_expect_all(g_eqa, k2, 2, NULL, "rank 2's pid");

@@ -35,16 +35,6 @@
 #define B_DATA 0x7f2
 #define HALF (1u << 20)
 
-static void wait_sig(const char *what)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
-    struct timespec ts = {MP_WAIT_MS / 1000, 0};
-    mp_doing(what);
-    if (sigtimedwait(&s, NULL, &ts) != SIGUSR1)
-        mp_die("no SIGUSR1 (%s) in %d s", what, MP_WAIT_MS / 1000);
-}
 
 int main(void)
 {
@@ -53,20 +43,13 @@ int main(void)
         printf("mp_rfin_died: skipped: no CMA pull here (the replies would be streamed)\n");
         return 77;
     }
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &s, NULL); /* before any thread: every thread inherits it */
-    const char *rid = getenv("PTL_MY_RID");
-    if (rid && strcmp(rid, "0"))
-        setenv("PTL_OFFLOAD", "0", 1); /* see the top: rank 1 never pulls */
+    mp_usr1_block_host_peers(); /* see the top: rank 1 never pulls */
 
     struct mp m;
     mp_init(&m, 2);
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
-    static uint64_t peer_pid, my_pid;
-    my_pid = (uint64_t)getpid();
+    static uint64_t peer_pid;
     mp_post(&m, PT_N, B_PID, &peer_pid, sizeof peer_pid, 1, PTL_MD_OP_PUT, eq, PTL_RETAIN, NULL);
     char *buf = malloc(2 * (size_t)HALF);
     if (!buf)
@@ -82,13 +65,7 @@ int main(void)
         return 0;
 
     /* Exchange OS pids: the signals below go around Portals. */
-    ptl_handle_md_t pmd = mp_bind(&m, &my_pid, sizeof my_pid, 1, 0, eq);
-    MP_CHECK(PtlPut(pmd, PTL_NO_ACK_REQ, m.ids[1 - m.rank], PT_N, 0, B_PID, 0, 0));
-    const ptl_event_kind_t k4[4] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END,
-                                    PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
-    mp_expect_all(eq, k4, 4, NULL, "the pid exchange");
-    PtlMDUnlink(pmd);
-    pid_t peer = (pid_t)peer_pid;
+    pid_t peer = mp_pid_swap(&m, PT_N, B_PID, eq, &peer_pid);
 
     if (m.rank == 1) {
         ptl_handle_md_t g0 = mp_bind(&m, buf, HALF, 1, 0, eq);
@@ -98,13 +75,13 @@ int main(void)
         /* The last Portals call is behind us: nothing here pulls. */
         if (kill(peer, SIGUSR1))
             mp_die("kill(rank 0)");
-        wait_sig("waiting for rank 0 to see the gets");
+        mp_usr1_wait("waiting for rank 0 to see the gets");
         fflush(stdout);
         raise(SIGKILL);
         return 1;
     }
 
-    wait_sig("waiting for rank 1's gets");
+    mp_usr1_wait("waiting for rank 1's gets");
     const ptl_event_kind_t k2[2] = {PTL_EVENT_GET_START, PTL_EVENT_GET_START};
     mp_expect_all(eq, k2, 2, NULL, "the two gets' starts");
     int rc = PtlMDUnlink(md);

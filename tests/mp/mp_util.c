@@ -448,3 +448,39 @@ bool mp_cma_works(void)
     struct iovec l = {&b, 1}, r = {NULL, 1};
     return process_vm_readv(getppid(), &l, 1, &r, 1, 0) >= 0 || errno == EFAULT;
 }
+
+void mp_usr1_block_host_peers(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &s, NULL);
+    const char *rid = getenv("PTL_MY_RID");
+    if (rid && strcmp(rid, "0"))
+        setenv("PTL_OFFLOAD", "0", 1);
+}
+
+void mp_usr1_wait(const char *what)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR1);
+    struct timespec ts = {MP_WAIT_MS / 1000, 0};
+    mp_doing(what);
+    if (sigtimedwait(&s, NULL, &ts) != SIGUSR1)
+        mp_die("no SIGUSR1 (%s) in %d s", what, MP_WAIT_MS / 1000);
+}
+
+pid_t mp_pid_swap(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_handle_eq_t eq,
+                  const uint64_t *peer_pid)
+{
+    static uint64_t my_pid;
+    my_pid = (uint64_t)getpid();
+    ptl_handle_md_t pmd = mp_bind(m, &my_pid, sizeof my_pid, 1, 0, eq);
+    MP_CHECK(PtlPut(pmd, PTL_NO_ACK_REQ, m->ids[1 - m->rank], pt, 0, bits, 0, 0));
+    const ptl_event_kind_t k4[4] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END,
+                                    PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
+    mp_expect_all(eq, k4, 4, NULL, "the pid exchange");
+    PtlMDUnlink(pmd);
+    return (pid_t)*peer_pid;
+}

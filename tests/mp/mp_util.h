@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MP_PT_BARRIER 1       /* portal index the barrier uses                    */
 #define MP_PT_USER    2       /* first portal index left to the tests             */
@@ -93,6 +94,20 @@ void mp_expect_none(ptl_handle_eq_t eq, unsigned ms, const char *what);
 ptl_handle_md_t mp_post(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, void *buf,
                         ptl_size_t len, int threshold, unsigned options, ptl_handle_eq_t eq,
                         ptl_unlink_t unlink, ptl_handle_me_t *me_out);
+/* Two ranks that signal each other around Portals (mp_died, mp_rfin_died):
+ * SIGUSR1 blocked before any thread starts (every thread inherits it), and
+ * every rank but 0 in host matching mode (PTL_OFFLOAD=0, set before PtlInit):
+ * its engine runs only inside its own Portals calls, so once it stops
+ * calling, nothing on it answers or pulls. Call first in main. */
+void mp_usr1_block_host_peers(void);
+/* The next SIGUSR1 within MP_WAIT_MS, or die naming what was awaited. */
+void mp_usr1_wait(const char *what);
+/* After the barrier that follows posting an ME over *peer_pid (bits, portal
+ * pt, events on eq): send our OS pid to rank 1 - m->rank the same way and
+ * wait for both; returns the peer's pid. */
+pid_t mp_pid_swap(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_handle_eq_t eq,
+                  const uint64_t *peer_pid);
+
 /* Whether the shared-memory transport's rendezvous pulls with CMA here, as
  * the library probes it: not with PTL_CMA=0 or PTL_RNDV_MODE=2/copy, nor
  * where the kernel refuses (EPERM, ENOSYS); allowed: EFAULT on address 0 of
