@@ -69,6 +69,23 @@ struct pt_shm_watch {
     ino_t ino;
 };
 
+/* The job has failed (code), by the death of the rank in slot `dead` (-1:
+ * none known): its record's `dead`, the job's `first_dead` and `job_failed`
+ * (the first failure names the job's), then every bell of the region rung,
+ * futex and ring socket (sleepers may poll ofi's fd): the words and order of
+ * fail_job in shm_launch.c, from a rank instead of the launcher. */
+static void fail_region(struct pt_xport *x, uint32_t code, int32_t dead)
+{
+    if (dead >= 0) {
+        ST_RELAXED(&x->ranks[dead].dead, 1); /* before job_failed */
+        int32_t none = -1;
+        RMW_CAS(&x->hdr->first_dead, &none, dead);
+    }
+    uint32_t zero = 0;
+    RMW_CAS(&x->hdr->job_failed, &zero, code);
+    pt_shm_ring_everyone(x);
+}
+
 static void judge(struct pt_shm_watch *w, uint32_t i)
 {
     struct pt_xport *x = w->x;
@@ -79,12 +96,7 @@ static void judge(struct pt_shm_watch *w, uint32_t i)
     ST_RELAXED(&x->exited[s], 1);
     FENCE_FULL(); /* before the counts below, which send engines to peer_alive */
     if (LD_ACQUIRE(&rec->state) == PT_SHM_R_ATTACHED) { /* A-ATT */
-        ST_RELAXED(&rec->dead, 1); /* before job_failed (as fail_job) */
-        int32_t none = -1;
-        RMW_CAS(&x->hdr->first_dead, &none, (int32_t)s);
-        uint32_t zero = 0;
-        RMW_CAS(&x->hdr->job_failed, &zero, PTL_NI_PEER_DIED);
-        pt_shm_ring_everyone(x); /* futex and ring socket: sleepers may poll ofi's fd */
+        fail_region(x, PTL_NI_PEER_DIED, (int32_t)s);
         pt_log(PT_LOG_WARN, "job region: rank in slot %u (pid %d) ended without PtlNIFini: "
                             "the job has failed", s, (int)LD_RELAXED(&rec->ospid));
     } else {
@@ -124,14 +136,8 @@ static void lost_unattached(struct pt_shm_watch *w, uint32_t i)
 {
     struct pt_xport *x = w->x;
     uint32_t s = w->slot[i];
-    struct pt_shm_rank *rec = &x->ranks[s];
     ST_RELAXED(&x->exited[s], 1);
-    ST_RELAXED(&rec->dead, 1); /* before job_failed (as judge) */
-    int32_t none = -1;
-    RMW_CAS(&x->hdr->first_dead, &none, (int32_t)s);
-    uint32_t zero = 0;
-    RMW_CAS(&x->hdr->job_failed, &zero, PTL_NI_PEER_DIED);
-    pt_shm_ring_everyone(x);
+    fail_region(x, PTL_NI_PEER_DIED, (int32_t)s);
     pt_log(PT_LOG_WARN, "job region: the rank in slot %u has not attached within %llu s "
                         "(twice PTL_PMIX_TIMEOUT_S; it may have died before its PtlNIInit): "
                         "taken for dead, the job has failed",
@@ -255,9 +261,8 @@ fail:
 
 void pt_shm_job_fail(struct pt_xport *x, uint32_t code)
 {
-    uint32_t zero = 0;
-    if (code != 0 && RMW_CAS(&x->hdr->job_failed, &zero, code))
-        pt_shm_ring_everyone(x);
+    if (code != 0 && LD_RELAXED(&x->hdr->job_failed) == 0)
+        fail_region(x, code, -1);
 }
 
 void pt_shm_watch_stop(struct pt_xport *x)
