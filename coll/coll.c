@@ -1935,9 +1935,8 @@ static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void
             b->sent_exp[s]++;
     }
     b->recvs[s] += 2 * (ptl_size_t)kids;
-    ptl_size_t parent = (v - low + root) % n, area = 0;
-    while (((ptl_size_t)1 << area) < low)
-        area++;
+    ptl_size_t parent = (v - low + root) % n;
+    ptl_size_t area = (ptl_size_t)__builtin_ctzll(low); /* we are the parent's child log2(low) */
     ptl_handle_ct_t ct = b->sent[s];
     ptl_size_t thr = 0;
     if (kids) {
