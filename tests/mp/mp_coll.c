@@ -923,16 +923,22 @@ static int died(struct mp *m)
         fflush(NULL);
         _exit(0); /* no PtlNIFini: the others see a dead peer */
     }
-    int64_t x = ME, y;
-    ptl_handle_coll_req_t qa, qb;
+    int64_t x = ME, y, z;
+    ptl_handle_coll_req_t qa, qb, qc;
     uint64_t t0 = mp_now_ms();
     MP_CHECK(PtlCollIallreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qa));
     MP_CHECK(PtlCollIbarrier(g, &qb));
+    /* a small reduce to member 0 (the slot reduce): member 2 is one of its
+     * children, so the root's wait must fail; member 1, a leaf, may finish */
+    MP_CHECK(PtlCollIreduce(g, &x, &z, 1, PTL_COLL_INT64, PTL_COLL_SUM, 0, &qc));
     mp_doing("waits on a group with a dead member");
-    int ra = PtlCollWait(qa), rb = PtlCollWait(qb);
+    int ra = PtlCollWait(qa), rb = PtlCollWait(qb), rc = PtlCollWait(qc);
     uint64_t ms = mp_now_ms() - t0;
     if (ra != PTL_FAIL || rb != PTL_FAIL)
         mp_die("waits with a dead member returned %d and %d, expected PTL_FAIL", ra, rb);
+    if ((ME == 0 && rc != PTL_FAIL) || (rc != PTL_FAIL && rc != PTL_OK))
+        mp_die("the reduce's wait with a dead child returned %d, expected PTL_FAIL%s", rc,
+               ME == 0 ? " at the root" : " or PTL_OK");
     if (ms > 15000)
         mp_die("the waits took %llu ms", (unsigned long long)ms);
     if (ME == 0)
