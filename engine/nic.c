@@ -239,10 +239,42 @@ static int drain_merged(struct pt_nic *nic)
     return work;
 }
 
+/* C-SKIP (model/credit.pml; docs/waiting.md, "Stalled on credits").
+ * A pass that need not retry the single ring's head: the command stalled
+ * on credits last pass, and every mark armed for it is still set, so no
+ * receiver has yet taken half of what we had outstanding there (it clears
+ * the mark when it does, C-CLEAR in model/credit.pml) -- the condition on
+ * which a sleeper may sleep (C-RECHECK, pt_nic_has_work). A retry would
+ * resolve the command again (MD, target, protocol) and reload and refence
+ * the ring head to find no room or a few slots: in a 255-sender incast on 2
+ * cores a host-mode sender ran pt_cmd_put 4.4 times per message sent. The
+ * send waits for half the ring instead, as a sleeping sender does. Bounded:
+ * at most PT_STALL_SKIPS passes in a row (a mark that stays set for another
+ * reason costs that many polls, not a hang), and never once the job failed
+ * or a peer left (the command must then fail, peer_gone). */
+#define PT_STALL_SKIPS 64
+
+static bool stall_holds(struct pt_nic *nic, struct pt_cmdq *q)
+{
+    uint32_t st = LD_RELAXED(&q->stall_at);
+    if (!st || st != LD_RELAXED(&q->ring.tail) + 1 || nic->stall_skips >= PT_STALL_SKIPS ||
+        LD_RELAXED(&nic->failed) || LD_RELAXED(&nic->departed_seen) ||
+        !nic->xo->stall_armed(nic->x)) {
+        nic->stall_skips = 0;
+        return false;
+    }
+    nic->stall_skips++;
+    ring_after(nic, q, st); /* the room wait as after a pass that took nothing */
+    return true;
+}
+
 static int drain_cmds(struct pt_nic *nic)
 {
     uint32_t n = pt_cmdq_count(nic);
     if (PT_UNLIKELY(nic->cstall)) { /* the stalls are retried: a new set of marks */
+        struct pt_cmdq *q1 = n == 1 ? pt_cmdq_at(nic, 0) : NULL;
+        if (q1 && stall_holds(nic, q1))
+            return 0;
         nic->cstall = false;
         nic->xo->stall_clear(nic->x);
     }

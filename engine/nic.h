@@ -450,6 +450,9 @@ struct pt_nic {
      * the last drain_cmds recorded a stall [E]. */
     const uint32_t *stall_ctr;
     bool cstall;
+    /* Passes in a row that left a single ring's stalled head alone because
+     * every mark armed for it was still set (drain_cmds) [E]. */
+    uint8_t stall_skips;
     void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
     uint32_t send_polls;                  /* pt_nic_poll_send's count [E]        */
     bool rx_self;                         /* sent to ourselves since the last

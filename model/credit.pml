@@ -22,6 +22,10 @@
  *               (the mark stays set: a spurious ring at worst)
  *     else the command stays at the head of its command ring, recorded
  *     as stalled (the engine's stall_at)
+ *   sender, a later poll (drain_cmds):
+ *     C-SKIP    while every mark armed for the stall is still set, the
+ *               command is not retried (at most PT_STALL_SKIPS polls in a
+ *               row in the code; unbounded here): it waits for R-CLR
  *   sender, going to sleep (S2):
  *     read seq; sleepers++ (RMW: full fence);
  *     C-RECHECK: the stalled command is work again unless every ring it
@@ -147,6 +151,11 @@ proctype Sender()
                  * spin on (poll again) or go to sleep: S2. */
                 if
                 :: true -> skip           /* spin: next poll retries */
+                :: true ->
+                    /* C-SKIP: spin without retrying while the mark stays
+                     * set (drain_cmds, stall_holds: bounded there, not
+                     * here); the next poll after r cleared it retries */
+                    (want == 0)
                 :: true ->
                     seq_s = 1;            /* read seq */
 #ifdef MUT_RECHECK
