@@ -82,8 +82,10 @@ static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
             /* head-of-line: retried next poll, order kept. Stalled on
              * credits with a mark armed (the counter moved): recorded for
              * has_work (the credit wait, docs/waiting.md). */
-            if (PT_UNLIKELY(*nic->stall_ctr != arms))
+            if (PT_UNLIKELY(*nic->stall_ctr != arms)) {
                 stall = LD_RELAXED(&q->ring.tail) + 1;
+                ST_RELAXED(&nic->cstall_fails, LD_RELAXED(&nic->cstall_fails) + 1);
+            }
             break;
         }
         PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, q->index));
@@ -217,8 +219,10 @@ static int drain_merged(struct pt_nic *nic)
         uint32_t arms = *nic->stall_ctr;
         if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
             rs.held[at] = true;
-            if (PT_UNLIKELY(*nic->stall_ctr != arms))
+            if (PT_UNLIKELY(*nic->stall_ctr != arms)) {
                 rs.stall[at] = LD_RELAXED(&q->ring.tail) + 1;
+                ST_RELAXED(&nic->cstall_fails, LD_RELAXED(&nic->cstall_fails) + 1);
+            }
             if (cmd_to_target(c)) {
                 if (nblocked == PT_ORDER_BLOCKED)
                     break; /* too many stalled targets: the rest next poll */
@@ -1031,9 +1035,10 @@ void pt_nic_local_work_describe(struct pt_nic *nic, char *buf, size_t len)
     }
     snprintf(buf, len,
              "commands queued %u (rings stalled on credits %u, producers asleep on a full "
-             "ring %u), ops %u (idle %u, credit-stalled %u), triggered ready %u, credit "
-             "marks armed %d",
-             cmds_queued(nic), stalled, room, (unsigned)LD_RELAXED(&nic->nops),
+             "ring %u, credit-stalled dispatches %llu), ops %u (idle %u, credit-stalled %u), "
+             "triggered ready %u, credit marks armed %d",
+             cmds_queued(nic), stalled, room,
+             (unsigned long long)LD_RELAXED(&nic->cstall_fails), (unsigned)LD_RELAXED(&nic->nops),
              (unsigned)LD_RELAXED(&nic->nops_idle), (unsigned)LD_RELAXED(&nic->nops_cstall),
              (unsigned)LD_RELAXED(&nic->trig_nready),
              nic->xo->stall_armed ? (int)nic->xo->stall_armed(nic->x) : -1);

@@ -451,8 +451,12 @@ struct pt_nic {
     const uint32_t *stall_ctr;
     bool cstall;
     /* Passes in a row that left a single ring's stalled head alone because
-     * every mark armed for it was still set (drain_cmds) [E]. */
+     * every mark armed for it was still set (drain_cmds, C-SKIP) [E]. */
     uint8_t stall_skips;
+    /* Dispatches that ended stalled on credits with a mark armed (the first
+     * of a stall and every retry C-SKIP did not spare): written by the
+     * holder, read relaxed by the job dump and tests (mp_creditwait). */
+    _Atomic uint64_t cstall_fails;
     void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
     uint32_t send_polls;                  /* pt_nic_poll_send's count [E]        */
     bool rx_self;                         /* sent to ourselves since the last

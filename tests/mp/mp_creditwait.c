@@ -21,8 +21,17 @@
  * fails if either is 30% of the wall time or more. Then rank 0 continues
  * rank 1 (SIGCONT), and rank 1 checks that every word arrived, once and in
  * order.
+ *
+ * Also C-SKIP (docs/waiting.md): the puts that rank 0 queues behind the
+ * stalled one each run the engine once, and that pass must not dispatch the
+ * stalled command again while its mark stays set. The engine counts the
+ * dispatches that ended stalled on credits (cstall_fails, white-box): with
+ * a retry per pass they were about one per queued put; the test fails if
+ * they reach a quarter of the puts.
  */
+#include "api_int.h"
 #include "mp_util.h"
+#include "nic.h"
 
 #include "shm_region.h"
 
@@ -160,9 +169,20 @@ int main(int argc, char **argv)
             words[i] = i + 1;
         ptl_handle_md_t md = mp_bind(&m, words, (uint64_t)count * 8, PTL_MD_THRESH_INF,
                                      PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE, eq);
+        struct pt_nic *nic = pt_api_ni(m.ni);
+        if (!nic)
+            mp_die("no NIC behind the NI handle");
+        uint64_t f0 = LD_RELAXED(&nic->cstall_fails);
         for (unsigned i = 0; i < count; i++)
             MP_CHECK(PtlPutRegion(md, (uint64_t)i * 8, 8, PTL_NO_ACK_REQ, m.ids[1], PT_DATA, 0,
                                   1, 0, i));
+        uint64_t fails = LD_RELAXED(&nic->cstall_fails) - f0;
+        printf("mp_creditwait: %u puts, %llu dispatches stalled on credits while queuing them "
+               "(limit %u)\n", count, (unsigned long long)fails, count / 4);
+        if (fails >= count / 4)
+            mp_die("the stalled put was dispatched again %llu times while %u puts queued "
+                   "behind it (C-SKIP: not while its mark is set)", (unsigned long long)fails,
+                   count);
         /* Stalled: the ring to rank 1 is full. Wait as an application does. */
         uint64_t c0 = cpu_us(), r0 = runnable_ns(), s0 = steal_us(), w0 = mp_now_ms();
         ptl_event_t ev;
