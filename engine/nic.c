@@ -62,6 +62,15 @@ static void ring_after(struct pt_nic *nic, struct pt_cmdq *q, uint32_t stall)
         nic->cstall = true; /* every pass that armed: stall_clear next */
 }
 
+/* The head of ring q returned PT_E_AGAIN after the transport armed a credit
+ * mark (the stall counter moved): counted, and its record for ring_after
+ * (stall_at: 1 + its consumer index). */
+static uint32_t stall_record(struct pt_nic *nic, struct pt_cmdq *q)
+{
+    ST_RELAXED(&nic->cstall_fails, LD_RELAXED(&nic->cstall_fails) + 1);
+    return LD_RELAXED(&q->ring.tail) + 1;
+}
+
 /* One ring (one posting thread): its FIFO is the order. A stamped command
  * means more rings than the count we read showed (its poster saw them):
  * *merge is set and the rest is drain_merged's. */
@@ -82,10 +91,8 @@ static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
             /* head-of-line: retried next poll, order kept. Stalled on
              * credits with a mark armed (the counter moved): recorded for
              * has_work (the credit wait, docs/waiting.md). */
-            if (PT_UNLIKELY(*nic->stall_ctr != arms)) {
-                stall = LD_RELAXED(&q->ring.tail) + 1;
-                ST_RELAXED(&nic->cstall_fails, LD_RELAXED(&nic->cstall_fails) + 1);
-            }
+            if (PT_UNLIKELY(*nic->stall_ctr != arms))
+                stall = stall_record(nic, q);
             break;
         }
         PT_TRACE(nic, PT_TR_CMD, PT_TV_CMD(c->op, q->index));
@@ -219,10 +226,8 @@ static int drain_merged(struct pt_nic *nic)
         uint32_t arms = *nic->stall_ctr;
         if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
             rs.held[at] = true;
-            if (PT_UNLIKELY(*nic->stall_ctr != arms)) {
-                rs.stall[at] = LD_RELAXED(&q->ring.tail) + 1;
-                ST_RELAXED(&nic->cstall_fails, LD_RELAXED(&nic->cstall_fails) + 1);
-            }
+            if (PT_UNLIKELY(*nic->stall_ctr != arms))
+                rs.stall[at] = stall_record(nic, q);
             if (cmd_to_target(c)) {
                 if (nblocked == PT_ORDER_BLOCKED)
                     break; /* too many stalled targets: the rest next poll */

@@ -53,7 +53,6 @@
 static ptl_handle_eq_t g_eq, g_eqa;
 static bool g_failed; /* the NI failed before the ops began: PTL_FAIL means "not yet" */
 
-
 static ptl_handle_md_t bind(struct mp *m, void *buf, ptl_size_t len, int thr, ptl_unlink_t ul,
                             ptl_handle_eq_t eq)
 {

@@ -35,7 +35,6 @@
 #define B_DATA 0x7f2
 #define HALF (1u << 20)
 
-
 int main(void)
 {
     const char *tr = getenv("PTL_TRANSPORT");

@@ -449,11 +449,17 @@ bool mp_cma_works(void)
     return process_vm_readv(getppid(), &l, 1, &r, 1, 0) >= 0 || errno == EFAULT;
 }
 
-void mp_usr1_block_host_peers(void)
+static sigset_t usr1_set(void)
 {
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, SIGUSR1);
+    return s;
+}
+
+void mp_usr1_block_host_peers(void)
+{
+    sigset_t s = usr1_set();
     sigprocmask(SIG_BLOCK, &s, NULL);
     const char *rid = getenv("PTL_MY_RID");
     if (rid && strcmp(rid, "0"))
@@ -462,9 +468,7 @@ void mp_usr1_block_host_peers(void)
 
 void mp_usr1_wait(const char *what)
 {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
+    sigset_t s = usr1_set();
     struct timespec ts = {MP_WAIT_MS / 1000, 0};
     mp_doing(what);
     if (sigtimedwait(&s, NULL, &ts) != SIGUSR1)
