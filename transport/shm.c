@@ -703,6 +703,7 @@ static void rx_drop(struct pt_xport *x)
         }
         x->listed[s] = 0;
         x->act[i] = x->act[--x->nact];
+        x->fast_left = 0; /* the places rr names moved: a full look first */
     }
 }
 
@@ -728,32 +729,53 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
     return slot;
 }
 
-/* A streaming sender: the ring the last full look served still holds
- * messages that look saw published (its cached tail: A-TAIL came before),
- * and the first of them is the one due next from that sender (xport.h,
- * "Order": nothing earlier in its other ring or a lane). It is served without
- * the full look, at most PT_SHM_STREAM_PEEKS times in a row: a look at every
+/* A streaming sender: the ring or lane the last full look served holds the
+ * message due next from that sender (order stamp; xport.h, "Order": nothing
+ * earlier in its other class, ring or lane), which is served without the
+ * full look, at most PT_SHM_STREAM_PEEKS times in a row: a look at every
  * listed sender's response queue and lanes before each request was half the
- * streaming receiver's instructions per message (callgrind). Anything else
- * (held, faulty, a request that waits, an entry out of range, another stamp)
- * is left to the full look. */
+ * streaming receiver's instructions per message (callgrind). A ring is
+ * served from the entries the last full look saw published (its cached
+ * tail: A-TAIL came before), and every peek counts. A lane is looked at as
+ * fb_look looks (FB-SEQ-A), and only a message served counts: a ping-pong's
+ * peeks find the lane empty many times between two messages, and the full
+ * look after them cost ~300 instructions per message on the path to the
+ * waiter (callgrind, 8 B ping-pong, host matching). Anything else (held,
+ * faulty, a request that waits, an entry out of range, another stamp) is
+ * left to the full look (a lane's message it decoded stays decoded). */
 static void *stream_next(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     uint32_t s = x->fast_s, c = x->fast_c;
     struct shm_rx *q = &x->in[s * 2 + c];
+    if (x->rxo[s].req_waits || (x->nheld && x->rxo[s].held) || LD_RELAXED(&x->rxo[s].bad)) {
+        x->fast_left = 0;
+        return NULL;
+    }
+    void *slot;
+    if (x->fast_b) {
+        slot = fb_look(x, x->fast_b, c);
+        if (!slot || *slot_ord(slot) != x->rxo[s].next)
+            return NULL;
+        q->lane = 1;
+    } else {
+        if (q->head == q->ctail) {
+            x->fast_left = 0;
+            return NULL;
+        }
+        uint32_t b = LD_RELAXED(&q->ring->ent[q->head & x->mask]);
+        if (PT_UNLIKELY(b >= x->l.pool_n[c])) {
+            x->fast_left = 0;
+            return NULL; /* the full look reports it (ring_look) */
+        }
+        slot = q->pool + (size_t)b * x->slot_size;
+        if (*slot_ord(slot) != x->rxo[s].next) {
+            x->fast_left = 0;
+            return NULL;
+        }
+        q->lane = 0;
+    }
     x->fast_left--;
-    if (q->head == q->ctail || x->rxo[s].req_waits || (x->nheld && x->rxo[s].held) ||
-        LD_RELAXED(&x->rxo[s].bad))
-        return NULL;
-    uint32_t b = LD_RELAXED(&q->ring->ent[q->head & x->mask]);
-    if (PT_UNLIKELY(b >= x->l.pool_n[c]))
-        return NULL; /* the full look reports it (ring_look) */
-    void *slot = q->pool + (size_t)b * x->slot_size;
-    uint32_t ord = *slot_ord(slot);
-    if (ord != x->rxo[s].next)
-        return NULL;
-    q->lane = 0;
-    return peek_served(x, s, c, ord, slot, peer_p, cls_p);
+    return peek_served(x, s, c, *slot_ord(slot), slot, peer_p, cls_p);
 }
 
 /* Nothing for the full look to find: no summary bit (a sender not listed
@@ -809,9 +831,14 @@ static void peek_idle(struct pt_xport *x)
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     if (x->fast_left) {
-        void *slot = stream_next(x, peer_p, cls_p);
-        if (slot)
-            return slot;
+        /* A streaming lane with nothing new (FB-SEQ-A, as fb_look): the
+         * peek goes on at once (a waiter's empty peeks, many per message) */
+        const struct shm_fbrx *b = x->fast_b;
+        if (!b || b->dec[x->fast_c] || fb_published(b->box->lane[x->fast_c], b->head[x->fast_c])) {
+            void *slot = stream_next(x, peer_p, cls_p);
+            if (slot)
+                return slot;
+        }
     }
     if (x->nact <= PT_SHM_QUIET_LISTED && rx_quiet(x)) {
         peek_idle(x);
@@ -864,12 +891,18 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                     c = order_pick(x, s, c, ord, &slot);
                     ord = *slot_ord(slot);
                 }
-                x->rr[c0] = i;
+                /* Both classes' next full looks start after s: a lane's
+                 * stream (stream_next) may go on after peeks that found
+                 * nothing, while messages of either class came from others,
+                 * and the look after it must reach them before s (the
+                 * bound in tests/mp/mp_xorder.c, RUN_BOUND). */
+                x->rr[PT_CLS_REQ] = x->rr[PT_CLS_RSP] = i;
                 if (c0 == PT_CLS_RSP)
                     x->rsp_seen = true;
-                x->fast_s = s; /* stream_next: this ring, while it streams */
+                x->fast_s = s; /* stream_next: this ring or lane, while it streams */
                 x->fast_c = (uint32_t)c;
-                x->fast_left = x->in[s * 2 + c].lane ? 0 : PT_SHM_STREAM_PEEKS;
+                x->fast_b = x->in[s * 2 + c].lane ? &x->fbrx[x->fbrx_of[s] - 1] : NULL;
+                x->fast_left = PT_SHM_STREAM_PEEKS;
                 return peek_served(x, s, (uint32_t)c, ord, slot, peer_p, cls_p);
             }
         }

@@ -154,8 +154,10 @@ struct pt_xport {
     uint32_t idle_peeks;          /* peeks in a row that found nothing (rx_drop)   */
     uint32_t rsp_skip;            /* peeks since the last look at every response queue */
     bool rsp_seen;                /* that look found a response (shm_peek)         */
-    uint32_t rr[PT_CLS_NR];       /* peek: the act index served last, per class     */
-    uint32_t fast_s, fast_c;      /* peek: the ring the last full look served ...   */
+    uint32_t rr[PT_CLS_NR];       /* peek: per class, where its next full look starts
+                                   * (after the act index a full look served last) */
+    uint32_t fast_s, fast_c;      /* peek: the ring or lane the last full look served */
+    struct shm_fbrx *fast_b;      /* (the lane's box; NULL: the ring) ...           */
     uint32_t fast_left;           /* ... and how many more stream_next may serve    */
     uint32_t *held_list, nheld;   /* senders with rxo[s].held set, to clear them     */
     struct shm_rx_ord *rxo;       /* [s]: order state of sender s's two rings        */

@@ -279,7 +279,11 @@ static uint32_t tag_of(uint32_t s, long i) { return s << 24 | (uint32_t)i; }
 /* Sender s's sequence: lengths as in the two-rank mode, classes in
  * stretches of one class (1 to 4 messages, or in one stretch of two 1 to
  * 64): with a class per message, more than RUN_BOUND of one class in a row
- * would be too rare for a broken bound to show. */
+ * would be too rare for a broken bound to show. Half the long stretches
+ * are of 4-byte messages alone: with a box, a lane then holds more than
+ * RUN_BOUND messages in a row that stream_next may serve (a ring's or a
+ * lane's run is broken by a message of the other kind: long ones go to
+ * the ring). */
 static void draw_burst(uint64_t seed, uint32_t s, long n, uint8_t *cls, uint32_t *len)
 {
     uint64_t g = seed ^ (0xd6e8feb86659fd93ull * s);
@@ -287,16 +291,19 @@ static void draw_burst(uint64_t seed, uint32_t s, long n, uint8_t *cls, uint32_t
         g = seed;
     long left = 0;
     uint8_t c = 0;
+    bool small = false;
     for (long i = 0; i < n; i++) {
         if (!left) {
             uint64_t w = rng(&g);
             c = (uint8_t)(w >> 40 & 1);
-            left = 1 + (long)((w >> 41 & 1) ? (w >> 44) % 64 : (w >> 44) % 4);
+            bool lng = w >> 41 & 1;
+            left = 1 + (long)(lng ? (w >> 44) % 64 : (w >> 44) % 4);
+            small = lng && (w >> 42 & 1);
         }
         uint64_t v = rng(&g);
         cls[i] = c;
         left--;
-        len[i] = draw_len(v);
+        len[i] = small ? 4 : draw_len(v);
     }
 }
 
