@@ -126,14 +126,47 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
     return rc;
 }
 
+/* An event already in one EQ, taken without the wait's layers: PTL_OK or
+ * PTL_EQ_DROPPED with the event, else PTL_EQ_EMPTY (none there, or a handle
+ * eq_take must judge). With START events on, a client's read of an END
+ * finds it there, posted in the same engine pass as its START: eq_take's way
+ * cost ~250 instructions per event, this one ~100 (callgrind, 8 B
+ * ping-pong). The same reads as eq_ready's first look. */
+static int eq_first(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t timeout,
+                    ptl_eq_handler_t *handler)
+{
+    PT_API_INSIDE();
+    struct pt_nic *nic = pt_api_nic_of(eq_handle);
+    struct pt_eqo *e = nic ? pt_eqo_lookup(nic, eq_handle) : NULL;
+    if (!e)
+        return PTL_EQ_EMPTY;
+    struct pt_eq *q = e->q;
+    enum pt_eq_rc rc = pt_eq_get(q, event);
+    if (rc == PT_EQ_EMPTY)
+        return PTL_EQ_EMPTY;
+    if (timeout == 0)
+        pt_wait_polled_empty(nic, false); /* as pt_nic_eq_wait's first look */
+    *handler = q->handler;
+    if (PT_UNLIKELY(rc == PT_EQ_DROPPED)) {
+        overflow_warn(q);
+        return PTL_EQ_DROPPED;
+    }
+    return PTL_OK;
+}
+
 /* PtlEQGet (timeout 0) and PtlEQWait (forever): the next event of one EQ.
- * Only a blocking wait counts in the initiator's stage timing. */
+ * Only a blocking wait counts in the initiator's stage timing (eq_take). */
 static int eq_next(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t timeout)
 {
     PT_CHECK_INIT();
     ptl_eq_handler_t handler = NULL;
-    int which;
-    int rc = eq_take(&eq_handle, 1, timeout, event, &which, &handler, timeout != 0);
+    int rc = PTL_EQ_EMPTY;
+    if (PT_LIKELY(event != NULL) && !g_pt_timing_on)
+        rc = eq_first(eq_handle, event, timeout, &handler);
+    if (rc == PTL_EQ_EMPTY) {
+        int which;
+        rc = eq_take(&eq_handle, 1, timeout, event, &which, &handler, timeout != 0);
+    }
     if (handler)
         handler(event); /* REF: after dequeue, in the caller's thread */
     return rc;
