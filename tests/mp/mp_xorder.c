@@ -101,25 +101,25 @@
  * and none is published during it, and at most MAX_SENDERS senders are
  * listed, so every full look of shm_peek looks at the responses first. Then:
  *   - A message comes from a full look or from stream_next, and stream_next
- *     serves the sender of the last message only (fast_s). So a run's first
- *     message comes from a full look (F1), and so does its first contended
- *     message when the run becomes contended later: that happens only when
- *     s's last response is released, and its response ring is empty then
- *     (stream_next serves only the ring the last message came from, and
- *     after a lane's message nothing).
+ *     serves the sender the last full look served only (fast_s), from the
+ *     ring or lane that look's message came from. Let F1 be the last full
+ *     look that served s before or in the run (a lane's stream may go on
+ *     across peeks that found nothing, so F1 may come before the run).
  *   - After F1, stream_next serves at most PT_SHM_STREAM_PEEKS messages
- *     (fast_left), then a full look F2 comes.
- *   - F2 does not take s. F1 set rr of the class it looked at to s's place
- *     in the active list, and F2 looks from the place after it round the
- *     list, s last (the list's order stays: senders are unlisted only by a
- *     look that finds nothing, and a contended run's looks find something).
- *     If F1 found s among the responses, s had a response waiting, so t has
- *     one (contended): F2's look at the responses reaches t before s and
- *     takes one of t's messages. If F1 found s among the requests, no sender
- *     that is not held had a response waiting, and none has now: F2 looks
- *     at the requests and reaches t, which has a message waiting, before s.
- *     (t's deferred request, xport.h "Order", does not stop either: a look
- *     that finds t's head takes t's head or t's other class's.)
+ *     (fast_left counts the messages it serves), then a full look F2 comes.
+ *   - F2 does not take s. F1 set rr of both classes to s's place in the
+ *     active list, and F2 looks from the place after it round the list, s
+ *     last (no full look served anybody between F1 and F2; a look that
+ *     found nothing may have unlisted senders, which reorders the list, but
+ *     then it ended the stream: fast_left 0, so F2 came at once).
+ *     F2 looks at the responses first (at most MAX_SENDERS listed). If t
+ *     has a response waiting, that look reaches t before s and takes one of
+ *     t's messages. If not, the run is contended only while s has no
+ *     response waiting either: the look takes another sender's response,
+ *     or finds none and looks at the requests, where it reaches t, which has
+ *     a message waiting, before s. (t's deferred request, xport.h "Order",
+ *     does not stop either: a look that finds t's head takes t's head or
+ *     t's other class's.)
  * So a run is at most 1 + PT_SHM_STREAM_PEEKS messages. Responses first is
  * why a sender may pass one that has only requests waiting for as long as
  * its own responses last: such messages do not count.
