@@ -495,7 +495,16 @@ static void kick(struct pt_nic *nic)
             }
             return;
         }
-        if (!pt_nic_has_work(nic))
+        /* KL: a lease out (read after the caller's D3/D4 fence): inbound
+         * work waits for its end, as every arrival while a lease is out
+         * does (peers do not ring; docs/waiting.md, "The poll lease"): the
+         * next waiter adopts it and polls, or the NIC thread, asleep with a
+         * timeout while a lease is out (T1), ends it (L2) and looks (S2).
+         * Only local work (commands, transfers) is ours to hand over. The
+         * look at every sender's rings and lanes cost an offload waiter
+         * ~300 instructions at each leave, on the path to its event
+         * (callgrind, 8 B ping-pong; model/wait.pml kick, MUT_KL). */
+        if (LD_RELAXED(&w->lease) ? !pt_nic_local_work(nic) : !pt_nic_has_work(nic))
             return;
         if (round == PT_WAIT_KICK_ROUNDS || !pt_wait_try_take(w)) {
             /* Not taken: whoever took it releases through D3 in turn. Ringing

@@ -51,7 +51,9 @@
  *       if the token is free (pt_wait_progress)  <->  D3 (the holder).
  *   D3  the token holder releases (R-TOK), fence, and, when sleepers &&
  *       token == 0 && work, drains the work itself (bounded) or rings
- *       <->  S2, and D2's reader.
+ *       <->  S2, and D2's reader. KL: with a lease out (read after the
+ *       fence) only local work counts; inbound work waits for the lease's
+ *       end (L2 or an adopting waiter, each of which looks after a fence).
  *   D4  an offload waiter lowers polled (RMW: fence), then checks as D3
  *       <->  D1 (peers skipped the ring while polled was up).
  *   D6  the engine posts events or completions, fence, and wakes `ev` iff it

@@ -265,6 +265,19 @@ inline has_work(r, w) {
     }
 }
 
+/* KL's look (pt_nic_local_work): commands not yet taken, nothing inbound. */
+inline has_local_work(r, w) {
+    d_step {
+        w = 0;
+        i = 0;
+        do
+        :: i < NAPP -> if :: cmdq[Q(r, i)] > 0 -> w = 1 :: else fi; i++
+        :: i >= NAPP -> break
+        od;
+        i = 0
+    }
+}
+
 inline ring(r) {                        /* pt_wait_ring: seq bump + FUTEX_WAKE */
     SEQ_BUMP(r);
 #if FDWAIT
@@ -434,7 +447,25 @@ inline kick(r) {
            :: else
            fi;
 #endif
+#if LEASE
+           /* KL: a lease out (read after D3/D4's fence): inbound work waits
+            * for the lease's end (the next waiter adopts it and polls, or
+            * the NIC thread, asleep timed while it is out, ends it and looks);
+            * only local work (commands) is handed over. MUT_KL: never look
+            * at the inbound queues, lease or not. */
+#ifdef MUT_KL
+           kl = 1;
+#else
+           kl = lease[r];
+#endif
+           if
+           :: kl -> has_local_work(r, w)
+           :: else -> has_work(r, w)
+           fi;
+           kl = 0;
+#else
            has_work(r, w);
+#endif
            if
            :: w && k >= KICK_ROUNDS -> ring(r); break
            :: w && k < KICK_ROUNDS ->
@@ -668,6 +699,7 @@ proctype App(byte r; byte a)
 #endif
     bool so;             /* poll's send-only flag (submit) */
     bool holding, wanted, polling, took, lg, lu;
+    bool kl;             /* kick's load of lease (KL) */
     byte round = 0;
     do
     :: round < ROUNDS ->
