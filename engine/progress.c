@@ -206,9 +206,12 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
      * stamped; any of ours it must follow were posted before it existed,
      * unstamped, and unstamped heads go first (drain_cmds). */
     bool multi = LD_RELAXED(&nic->ncmdq) > 1;
-    if (!nic->has_thread && !multi && !spsc_nonempty(&q->ring) && pt_wait_try_take(&nic->w)) {
-        /* Host matching, nothing of ours queued, engine free: run the command
-         * now instead of through the ring (same order, one copy less). */
+    if (!multi && !spsc_nonempty(&q->ring) && pt_wait_try_take(&nic->w)) {
+        /* Nothing of ours queued, engine free: run the command now instead
+         * of through the ring (same order, one copy and D2's fence less; in
+         * offload mode the command would run here anyway, inline when the
+         * engine is free: pt_wait_progress_cmd). Taken, the token is ours:
+         * no D2 to pair with (model/wait.pml, submit). */
         struct pt_cmd c;
         memcpy(&c, cmd, sizeof c);
         if (pt_cmd_dispatch(nic, &c) != PT_E_AGAIN) {

@@ -501,15 +501,23 @@ inline release(r) {
 /* pt_nic_submit. */
 inline submit(r, a) {
 #if OFFLOAD
-#ifdef MUT_D2
-    lt = token[r];
-    cmdq[Q(r, a)]++;
-    if :: lt == 0 -> try_take(r, got) :: else -> got = 0 fi;
-#else
-    cmdq[Q(r, a)]++;              /* spsc_commit */
-    /* FENCE_FULL: D2 */
+    /* the direct dispatch, as in host mode: our ring empty, the engine free
+     * (the dispatch is the poll below finding our command); else the ring,
+     * D2, and the engine inline when it is free by then */
     try_take(r, got);
+    if
+    :: got -> cmdq[Q(r, a)]++
+    :: else ->
+#ifdef MUT_D2
+        lt = token[r];
+        cmdq[Q(r, a)]++;
+        if :: lt == 0 -> try_take(r, got) :: else -> got = 0 fi
+#else
+        cmdq[Q(r, a)]++;          /* spsc_commit */
+        /* FENCE_FULL: D2 */
+        try_take(r, got)
 #endif
+    fi;
 #else
     /* host: direct dispatch when our ring is empty and the engine free
      * (the dispatch is the poll below finding our command) */
