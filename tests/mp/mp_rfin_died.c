@@ -9,9 +9,9 @@
  * Rank 1 runs host matching in both modes (setenv before PtlInit): its
  * engine runs only inside its Portals calls, so once its gets are sent and
  * it stops calling Portals, nothing on rank 1 pulls. Rank 0 (the mode under
- * test) exposes a 2 MiB MD (EQ, retained); rank 1 gets 1 MiB from offset 0
- * and 1 MiB from offset 1 MiB (two replies outstanding on one MD), tells rank
- * 0 (SIGUSR1); rank 0 sees both GET_STARTs, checks that the MD is busy
+ * test) exposes a 2 MiB MD (EQ, retained); rank 1 stops rank 0 (SIGSTOP),
+ * gets 1 MiB from offset 0 and 1 MiB from offset 1 MiB (two replies
+ * outstanding on one MD), continues rank 0 and tells it (SIGUSR1); rank 0 sees both GET_STARTs, checks that the MD is busy
  * (PTL_MD_IN_USE), and tells rank 1, which raises SIGKILL. Rank 0 must then
  * get both GET_ENDs with ni_fail_type PTL_NI_PEER_DIED (initiator rank 1,
  * rlength and mlength 1 MiB, offsets 0 and 1 MiB, each once) and unlink the
@@ -69,10 +69,16 @@ int main(void)
     if (m.rank == 1) {
         ptl_handle_md_t g0 = mp_bind(&m, buf, HALF, 1, 0, eq);
         ptl_handle_md_t g1 = mp_bind(&m, buf + HALF, HALF, 1, 0, eq);
+        /* Rank 0 stopped while we post: its replies come only after our
+         * last Portals call. Else the first reply could land while the
+         * second PtlGet runs our engine, which would pull it (a GET_END
+         * without failure: the perturbation stage saw it once in CI). */
+        if (kill(peer, SIGSTOP))
+            mp_die("kill(rank 0, SIGSTOP)");
         MP_CHECK(PtlGet(g0, m.ids[0], PT_N, 0, B_DATA, 0));
         MP_CHECK(PtlGet(g1, m.ids[0], PT_N, 0, B_DATA, HALF));
         /* The last Portals call is behind us: nothing here pulls. */
-        if (kill(peer, SIGUSR1))
+        if (kill(peer, SIGCONT) || kill(peer, SIGUSR1))
             mp_die("kill(rank 0)");
         mp_usr1_wait("waiting for rank 0 to see the gets");
         fflush(stdout);

@@ -469,10 +469,23 @@ void mp_usr1_block_host_peers(void)
 void mp_usr1_wait(const char *what)
 {
     sigset_t s = usr1_set();
-    struct timespec ts = {MP_WAIT_MS / 1000, 0};
     mp_doing(what);
-    if (sigtimedwait(&s, NULL, &ts) != SIGUSR1)
-        mp_die("no SIGUSR1 (%s) in %d s", what, MP_WAIT_MS / 1000);
+    /* A stop and continue of this process (SIGSTOP/SIGCONT: mp_rfin_died)
+     * ends the wait with EINTR: wait on, until the same deadline. */
+    uint64_t t0 = mp_now_ms();
+    for (;;) {
+        uint64_t used = mp_now_ms() - t0;
+        if (used >= MP_WAIT_MS)
+            break;
+        uint64_t left = MP_WAIT_MS - used;
+        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        int sig = sigtimedwait(&s, NULL, &ts);
+        if (sig == SIGUSR1)
+            return;
+        if (sig < 0 && errno != EINTR)
+            break;
+    }
+    mp_die("no SIGUSR1 (%s) in %d s", what, MP_WAIT_MS / 1000);
 }
 
 pid_t mp_pid_swap(struct mp *m, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_handle_eq_t eq,
