@@ -530,6 +530,13 @@ static void fb_release(struct shm_fbrx *b, uint32_t c)
     ST_RELEASE(&b->box->rx_head[c], b->head[c]); /* FB-HEAD pairs with FB-HEAD-A */
 }
 
+/* Box b's lane c has a message for fb_look: decoded and not yet released,
+ * or its head line published (FB-SEQ-A, the load fb_look makes). */
+static inline bool fb_ready(const struct shm_fbrx *b, uint32_t c)
+{
+    return b->dec[c] || fb_published(b->box->lane[c], b->head[c]);
+}
+
 /* A request lane or ring of one of the senders rx_pending_beyond leaves
  * out (none when park is NULL). */
 struct shm_park {
@@ -747,35 +754,30 @@ static void *stream_next(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_
 {
     uint32_t s = x->fast_s, c = x->fast_c;
     struct shm_rx *q = &x->in[s * 2 + c];
-    if (x->rxo[s].req_waits || (x->nheld && x->rxo[s].held) || LD_RELAXED(&x->rxo[s].bad)) {
-        x->fast_left = 0;
-        return NULL;
-    }
+    if (x->rxo[s].req_waits || (x->nheld && x->rxo[s].held) || LD_RELAXED(&x->rxo[s].bad))
+        goto end;
     void *slot;
     if (x->fast_b) {
         slot = fb_look(x, x->fast_b, c);
         if (!slot || *slot_ord(slot) != x->rxo[s].next)
-            return NULL;
+            return NULL; /* the stream goes on: the lane may fill again */
         q->lane = 1;
     } else {
-        if (q->head == q->ctail) {
-            x->fast_left = 0;
-            return NULL;
-        }
+        if (q->head == q->ctail)
+            goto end;
         uint32_t b = LD_RELAXED(&q->ring->ent[q->head & x->mask]);
-        if (PT_UNLIKELY(b >= x->l.pool_n[c])) {
-            x->fast_left = 0;
-            return NULL; /* the full look reports it (ring_look) */
-        }
+        if (PT_UNLIKELY(b >= x->l.pool_n[c]))
+            goto end; /* the full look reports it (ring_look) */
         slot = q->pool + (size_t)b * x->slot_size;
-        if (*slot_ord(slot) != x->rxo[s].next) {
-            x->fast_left = 0;
-            return NULL;
-        }
+        if (*slot_ord(slot) != x->rxo[s].next)
+            goto end;
         q->lane = 0;
     }
     x->fast_left--;
     return peek_served(x, s, c, *slot_ord(slot), slot, peer_p, cls_p);
+end:
+    x->fast_left = 0; /* the full look next */
+    return NULL;
 }
 
 /* Nothing for the full look to find: no summary bit (a sender not listed
@@ -807,7 +809,7 @@ static bool rx_quiet(struct pt_xport *x)
         if (bi) {
             const struct shm_fbrx *b = &x->fbrx[bi - 1];
             for (uint32_t c = 0; c < PT_CLS_NR; c++) {
-                if (b->dec[c] || fb_published(b->box->lane[c], b->head[c])) /* as fb_look */
+                if (fb_ready(b, c))
                     return false;
             }
         }
@@ -831,10 +833,9 @@ static void peek_idle(struct pt_xport *x)
 static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
 {
     if (x->fast_left) {
-        /* A streaming lane with nothing new (FB-SEQ-A, as fb_look): the
-         * peek goes on at once (a waiter's empty peeks, many per message) */
-        const struct shm_fbrx *b = x->fast_b;
-        if (!b || b->dec[x->fast_c] || fb_published(b->box->lane[x->fast_c], b->head[x->fast_c])) {
+        /* A streaming lane with nothing new: the peek goes on at once (a
+         * waiter's empty peeks, many per message) */
+        if (!x->fast_b || fb_ready(x->fast_b, x->fast_c)) {
             void *slot = stream_next(x, peer_p, cls_p);
             if (slot)
                 return slot;
@@ -871,7 +872,7 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                 x->rsp_skip = 0;
                 x->rsp_seen = false; /* set again below if this look finds one */
             }
-            uint32_t i = x->rr[c0];
+            uint32_t i = x->rr;
             for (uint32_t k = 0; k < n; k++) {
                 if (++i >= n)
                     i = 0;
@@ -891,12 +892,12 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                     c = order_pick(x, s, c, ord, &slot);
                     ord = *slot_ord(slot);
                 }
-                /* Both classes' next full looks start after s: a lane's
-                 * stream (stream_next) may go on after peeks that found
-                 * nothing, while messages of either class came from others,
-                 * and the look after it must reach them before s (the
-                 * bound in tests/mp/mp_xorder.c, RUN_BOUND). */
-                x->rr[PT_CLS_REQ] = x->rr[PT_CLS_RSP] = i;
+                /* The next full look starts after s, in either class: a
+                 * lane's stream (stream_next) may go on after peeks that
+                 * found nothing, while messages of either class came from
+                 * others, and the look after it must reach them before s
+                 * (the bound in tests/mp/mp_xorder.c, RUN_BOUND). */
+                x->rr = i;
                 if (c0 == PT_CLS_RSP)
                     x->rsp_seen = true;
                 x->fast_s = s; /* stream_next: this ring or lane, while it streams */

@@ -154,7 +154,7 @@ struct pt_xport {
     uint32_t idle_peeks;          /* peeks in a row that found nothing (rx_drop)   */
     uint32_t rsp_skip;            /* peeks since the last look at every response queue */
     bool rsp_seen;                /* that look found a response (shm_peek)         */
-    uint32_t rr[PT_CLS_NR];       /* peek: per class, where its next full look starts
+    uint32_t rr;                  /* peek: where a full look starts, in either class
                                    * (after the act index a full look served last) */
     uint32_t fast_s, fast_c;      /* peek: the ring or lane the last full look served */
     struct shm_fbrx *fast_b;      /* (the lane's box; NULL: the ring) ...           */

@@ -107,11 +107,12 @@
  *     across peeks that found nothing, so F1 may come before the run).
  *   - After F1, stream_next serves at most PT_SHM_STREAM_PEEKS messages
  *     (fast_left counts the messages it serves), then a full look F2 comes.
- *   - F2 does not take s. F1 set rr of both classes to s's place in the
- *     active list, and F2 looks from the place after it round the list, s
- *     last (no full look served anybody between F1 and F2; a look that
- *     found nothing may have unlisted senders, which reorders the list, but
- *     then it ended the stream: fast_left 0, so F2 came at once).
+ *   - F2 does not take s. F1 set rr (where a full look starts, in either
+ *     class) to s's place in the active list, and F2 looks from the place
+ *     after it round the list, s last (no full look served anybody between
+ *     F1 and F2; a look that found nothing may have unlisted senders, which
+ *     reorders the list, but then it ended the stream: fast_left 0, so F2
+ *     came at once).
  *     F2 looks at the responses first (at most MAX_SENDERS listed). If t
  *     has a response waiting, that look reaches t before s and takes one of
  *     t's messages. If not, the run is contended only while s has no
