@@ -26,6 +26,17 @@
  * set up decides. A hint: a data race would only change when a poll yields. */
 static _Atomic uint64_t g_yield_ns = PT_WAIT_YIELD_NS;
 
+/* The cores this host's ranks share: ptlrun --cpus (pinned ranks), else our
+ * affinity mask; 0 if unknown. */
+static uint64_t job_cpus(void)
+{
+    uint64_t cpus = (uint64_t)pt_config()->job_cpus;
+    cpu_set_t set;
+    if (!cpus && sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = (uint64_t)CPU_COUNT(&set);
+    return cpus;
+}
+
 /* How long a waiter looks before it yields (PTL_WAIT_YIELD_US; -1: 0 when
  * more ranks share this host than the cores we may run on, else
  * PT_WAIT_YIELD_NS). */
@@ -38,14 +49,30 @@ static uint64_t yield_ns_for(uint64_t threads)
     } else if (threads) {
         /* Oversubscribed (Open MPI's yield_when_idle): a thread that waits is
          * waiting for one that cannot run until it yields. */
-        uint64_t cpus = (uint64_t)pt_config()->job_cpus; /* ptlrun --cpus: pinned ranks */
-        cpu_set_t set;
-        if (!cpus && sched_getaffinity(0, sizeof set, &set) == 0)
-            cpus = (uint64_t)CPU_COUNT(&set);
+        uint64_t cpus = job_cpus();
         if (cpus && threads > cpus)
             ns = 0;
     }
     return ns;
+}
+
+/* A NIC thread's idle spin (PTL_NIC_SPIN_US) is what one core may spend on
+ * nothing. When more ranks than cores share this host, their NIC threads'
+ * spins take turns on the same cores, and each turn holds up the ranks that
+ * have work: the host spends PTL_NIC_SPIN_US x cores between them, each NIC
+ * thread's share the cores over the ranks. Not a host-mode waiter's spin
+ * while its command is stalled on credits (also PTL_NIC_SPIN_US): there the
+ * receiver, the bottleneck, would pay a wake-up for every sender that slept
+ * sooner (host incast of 64 ranks: 2.3-3.2 M messages/s with its share,
+ * 2.8-3.2 M without). 255 offload senders into one receiver on 2 cores
+ * (mp_scale incast): 0.53 M messages/s at 50 us each, 1.33 M at 2, 1.52 M at
+ * 0; 64 ranks 1.15 M at 50 us, 3.3 M at 2. With a few ranks over the cores
+ * a spin still pays: 8 ranks' 8 B allreduce 83-105 us at 50 us, 103-149 at 0
+ * (bench/RESULTS.md, forty-first session). */
+static uint64_t spin_share(uint64_t spin_ns, uint64_t ranks_here)
+{
+    uint64_t cpus = ranks_here ? job_cpus() : 0;
+    return cpus && ranks_here > cpus ? spin_ns * cpus / ranks_here : spin_ns;
 }
 
 void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, bool yield,
@@ -56,6 +83,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->nic_thread = nic_thread;
     w->yield = yield;
     w->nic_spin_ns = nic_spin_ns;
+    w->nic_idle_ns = spin_share(nic_spin_ns, ranks_here);
     w->wait_spin_ns = wait_spin_ns;
     pt_waitword_init(&w->evw, false);
     w->ev = nic_thread ? &w->evw : bell;
@@ -767,7 +795,7 @@ static uint64_t nic_spin(struct pt_wait *w, uint32_t seq0)
     if (nic_may_spin_long(w) && LD_RELAXED(&w->ev->sleepers) &&
         LD_RELAXED(&w->ev->seq) == seq0)
         return w->wait_spin_ns;
-    return w->nic_spin_ns;
+    return w->nic_idle_ns;
 }
 
 /* RUN: hold the token and poll until idle for nic_spin() ns, stopped, or
@@ -848,7 +876,7 @@ void *pt_wait_nic_thread(void *arg)
         }
         if (w->lease_ns)
             ST_RELAXED(&w->untimed, 1); /* T1: before the announcement's fence (L1) */
-        RMW_ADD(&b->sleepers, 1); /* S2: full fence; pairs with D1, D3, D4, L1 */
+        pt_announce(b); /* S2: D1R's clear, then sleepers++ (full fence); pairs with D1, D3, D4, L1 */
         PT_PERTURB();
         bool held = LD_RELAXED(&w->token) != 0;
         /* S2W (ranks outnumber cores; shared memory, so no descriptor and no
@@ -1234,7 +1262,7 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
         struct pt_waitword *ev = w->ev;
         uint32_t seq = LD_ACQUIRE(&ev->seq);
         watch_count(w, watch, 1); /* W2W: before W2's fence, which orders it before the recheck */
-        RMW_ADD(&ev->sleepers, 1); /* W2: full fence; pairs with D6 (and D1/D3 in host mode) */
+        pt_announce(ev); /* W2: full fence; pairs with D6 (and D1/D3 in host mode) */
         PT_PERTURB();
         /* The recheck may consume what we wait for (eq_ready dequeues): keep it. */
         bool got = ready(arg);
@@ -1316,11 +1344,11 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
         if (nic_may_spin_long(w)) /* nic_spin */
             fprintf(f, "  wait: NIC thread spins %llu us when idle, %llu us while the "
                        "application sleeps\n",
-                    (unsigned long long)(w->nic_spin_ns / 1000),
+                    (unsigned long long)(w->nic_idle_ns / 1000),
                     (unsigned long long)(w->wait_spin_ns / 1000));
         else
-            fprintf(f, "  wait: NIC thread spins %llu us when idle%s\n",
-                    (unsigned long long)(w->nic_spin_ns / 1000),
+            fprintf(f, "  wait: NIC thread spins %.2f us when idle%s\n",
+                    (double)w->nic_idle_ns / 1000,
                     w->nic_crowded ? " (another NIC thread shares its core)"
                     : !w->yield_ns ? " (ranks outnumber cores)" : "");
     }

@@ -22,6 +22,8 @@
  *   bell.seq          region  every waker (RMW)            engine sleepers (futex word)
  *   bell.sleepers     region  engine sleepers (RMW)        peers, token releasers
  *   bell.polled       region  offload API waiters (RMW)    peers
+ *   bell.rung         region  engine sleepers (clear, S2/W2), peers (D1R)
+ *                             peers (XCHG 0->1, D1R)
  *   evw.seq/sleepers  nic     event sleepers / the engine  the engine / event sleepers
  *   fdless            nic     NIC thread (relaxed; F1)     token releasers (D5, D5T)
  *   spin_look         nic     spinning API threads (relaxed) NIC thread (S2, a hint)
@@ -47,6 +49,9 @@
  *   D1  a peer publishes a message (transport commit), fence, and rings the
  *       bell iff sleepers && !polled        <->  S2: an engine sleeper
  *       announces (sleepers++), fence, rechecks token == 0 && work.
+ *       D1R: only if no peer rang since the sleepers' last announcement
+ *       (XCHG rung 0 -> 1; the sleeper clears it between its seq read and
+ *       its sleepers++: pt_announce, util/futex.h).
  *   D2  an API thread commits a command, fence, and runs the engine itself
  *       if the token is free (pt_wait_progress)  <->  D3 (the holder).
  *   D3  the token holder releases (R-TOK), fence, and, when sleepers &&
@@ -205,6 +210,8 @@ struct pt_wait {
     bool nic_thread;                   /* a NIC thread runs (offload mode)          */
     bool yield;                        /* PTL_NIC_YIELD                             */
     uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
+    uint64_t nic_idle_ns;              /* the NIC thread's idle spin: nic_spin_ns, its
+                                        * share when ranks outnumber cores (spin_share) */
     uint64_t wait_spin_ns;             /* PTL_WAIT_SPIN_US                          */
     uint64_t yield_ns;                 /* PTL_WAIT_YIELD_US (pt_wait_init)          */
     bool nic_crowded;                  /* another NIC thread of this host shares our

@@ -68,6 +68,7 @@
  *                 before that head, and not listed yet, is passed over
  *   MUT_LANEFIRST the lane is looked at before the ring (and the second
  *                 look is at the lane)
+ *   MUT_RUNG      D1R (region.pml) without the sleeper's clear of `rung`
  */
 
 #ifndef M
@@ -94,6 +95,7 @@ byte lseq[LL];          /* the lane's lines: sequence word (FB-SEQ) ...    */
 byte lbody[LL];         /* ... and body: the stamp                         */
 byte lhead;             /* r's lane head (FB-HEAD)                         */
 byte sleepers;          /* r's bell.sleepers                               */
+bit rung;               /* r's bell.rung (D1R, region.pml)                 */
 byte seq;               /* r's bell.seq as a futex (wait.pml's encoding)   */
 bool sdone;
 byte taken;             /* messages r took (the Monitor's view)          */
@@ -152,7 +154,11 @@ proctype Sender()
             d_step { rent[rtail] = ord; rtail++ };    /* R-TAIL */
             ls = sleepers                        /* F-SND, then D1's load */
         fi;
-        if :: ls > 0 -> ring() :: else fi;
+        if                                        /* D1R: rung's load, then XCHG */
+        :: ls > 0 && !rung -> d_step { ls = rung; rung = 1 };
+                              if :: !ls -> ring() :: else fi
+        :: else
+        fi;
         ls = 0;
         if
         :: !claimed && ord + 1 >= AFTER ->      /* fb_claim after this commit */
@@ -284,6 +290,9 @@ proctype Nic()
        od;
        /* S2 */
        READ_SEQ;
+#ifndef MUT_RUNG
+       rung = 0;                                       /* pt_announce: D1R's clear */
+#endif
        sleepers++;                                     /* RMW_ADD: full fence */
        /* rx_pending: the ring, then fb_senders */
        w = 0;

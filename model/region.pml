@@ -62,6 +62,18 @@
  *   MUT_BSET     the summary is loaded before B-SET is visible
  *   MUT_S2       the recheck's loads pass the announcement (sleepers++)
  *   MUT_LIST     rx_list without its `listed` check
+ *   MUT_RUNG     D1R without the sleeper's clear: `rung` stays set after the
+ *                first ring, and every later commit leaves the ring to it
+ *   MUT_RUNGLATE the sleeper clears `rung` after its recheck, not before its
+ *                announcement: a commit between the two finds it still set
+ *                by a ring that woke an earlier sleep
+ *
+ * D1R (util/futex.h, pt_wake_if_sleeping_fenced): a sender that finds
+ * sleepers announced rings only if `rung` is clear, and sets it first (the
+ * load, then RMW_XCHG 0 -> 1; the ring, pt_wake_all's seq bump, a separate
+ * step after it: a sender preempted between the two delays the others'
+ * wake-up, it never loses it). The sleeper clears `rung` after reading seq
+ * and before sleepers++ (pt_announce).
  */
 
 #ifndef NS
@@ -83,6 +95,7 @@ byte ent[NS * M];       /* ring entries: message numbers, 1..M            */
 byte word;              /* r's bitmap word: bit s = sender s has work     */
 byte sum;               /* r's summary word: bit 0 = the word may have new bits */
 byte sleepers;          /* r's bell.sleepers                              */
+bit rung;               /* r's bell.rung (D1R)                            */
 byte seq;               /* r's bell.seq as a futex (wait.pml's encoding:
                          * bit _pid set = read and not woken since)       */
 byte sdone;             /* senders that committed all their messages      */
@@ -144,7 +157,18 @@ inline commit(s, m) {
     fi;
     ls = sleepers;                     /* D1, after F-SND or the RMWs */
 #endif
-    if :: ls > 0 -> ring() :: else fi;  /* (polled is 0: nobody polls for r) */
+    /* (polled is 0: nobody polls for r) D1R: the load of rung, then the
+     * XCHG; ring only if it read 0 */
+    if
+    :: ls > 0 ->
+        lb = rung;
+        if
+        :: !lb -> d_step { lb = rung; rung = 1 };   /* RMW_XCHG */
+                  if :: !lb -> ring() :: else fi
+        :: else
+        fi
+    :: else
+    fi;
     lb = 0; ls = 0
 }
 
@@ -352,12 +376,18 @@ proctype Nic()
        found = 0;
        /* S2 */
        READ_SEQ;
+#if !defined(MUT_RUNG) && !defined(MUT_RUNGLATE)
+       rung = 0;                                /* pt_announce: D1R's clear */
+#endif
 #ifdef MUT_S2
        rx_pending(w);
        sleepers++;
 #else
        sleepers++;                              /* RMW_ADD: full fence */
        rx_pending(w);
+#endif
+#ifdef MUT_RUNGLATE
+       rung = 0;
 #endif
        if
        :: w ->

@@ -94,6 +94,12 @@
  * sleepers. Mutant MUT_S2W (the load of want before the fence): the NIC
  * thread sees an old want, the waiter an old sleepers count, and the work
  * waits for ever.
+ *
+ * D1R (util/futex.h; model/region.pml checks it with several senders): D1
+ * rings only if the bell's `rung` was clear, set by the same RMW_XCHG (the
+ * code's load before it reads what the XCHG would); every announcement on
+ * the bell clears it first (pt_announce: S2, and W2 in host mode, whose
+ * event sleepers are the bell's). Mutant MUT_RUNGW2: W2 does not clear it.
  */
 
 #ifndef OFFLOAD
@@ -142,6 +148,7 @@ byte token[2];         /* 0 free, else holder's _pid + 1              */
 byte want[2];
 byte sleepers[2];      /* bell.sleepers (in the job region)           */
 byte polled[2];        /* bell.polled                                 */
+bit rung[2];           /* bell.rung (D1R)                             */
 byte seq[2];           /* bell.seq as a futex: bit t set = thread t (by
                         * _pid) has read seq and not been woken since; a
                         * wake clears every bit (pt_wake_all: seq bump +
@@ -299,7 +306,12 @@ inline d1_check(p) {
         ls = sleepers[p];
         lp = polled[p];
 #endif
-        if :: ls > 0 && lp == 0 -> ring(p) :: else fi;
+        if
+        :: ls > 0 && lp == 0 ->
+            d_step { lp = rung[p]; rung[p] = 1 };   /* D1R: RMW_XCHG */
+            if :: !lp -> ring(p) :: else fi
+        :: else
+        fi;
         ls = 0; lp = 0
     :: else
     fi
@@ -656,6 +668,9 @@ inline wait_event(r, a) {
 #ifndef MUT_W2W
            eqw[Q(r, a)]++;          /* W2W: RMW, full fence (before W2's) */
 #endif
+#if !OFFLOAD && !defined(MUT_RUNGW2)
+           rung[r] = 0;             /* pt_announce: D1R's clear (host mode: the bell) */
+#endif
 #ifdef MUT_W2
            lq = evq[Q(r, a)];
            EVS(r)++;
@@ -780,6 +795,7 @@ proctype Nic(byte r)
 #if DEFER && defined(MUT_S2W)
        lw = want[r];                      /* the load of want passes S2's fence */
 #endif
+       rung[r] = 0;                       /* pt_announce: D1R's clear */
 #ifdef MUT_S2
        lt = token[r];
        has_work(r, w);

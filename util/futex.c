@@ -17,6 +17,7 @@ void pt_waitword_init(struct pt_waitword *w, bool process_shared)
     ST_RELAXED(&w->seq, 0);
     ST_RELAXED(&w->sleepers, 0);
     ST_RELAXED(&w->polled, 0);
+    ST_RELAXED(&w->rung, 0);
     w->shared = process_shared;
 }
 

@@ -13,6 +13,17 @@
  *
  * pt_wake_all bumps `seq` before FUTEX_WAKE, so a sleeper that read seq before
  * the bump never blocks.
+ *
+ * `rung` (D1R): a producer that finds sleepers announced rings only if no
+ * other producer has rung since the last announcement. The sleeper clears
+ * it between its seq read and its announcement (pt_announce); a producer
+ * that reads it set leaves the ring to the one that set it (RMW_XCHG 0 -> 1,
+ * then the seq bump: after that sleeper's seq read, so its wait returns and
+ * its next announcement, which clears rung again, rechecks after our
+ * publish). Before it, a 256-rank offload incast made 1.16 M futex calls for
+ * 1.28 M messages: a woken NIC thread stays counted in `sleepers` until it
+ * runs, and every sender that committed meanwhile rang it again.
+ * model/region.pml and model/fbox.pml have it (MUT_RUNG, MUT_RUNGLATE).
  */
 #ifndef PT_FUTEX_H
 #define PT_FUTEX_H
@@ -25,6 +36,9 @@ struct pt_waitword {
     _Atomic uint32_t sleepers; /* number of threads announced asleep          */
     _Atomic uint32_t polled;   /* offload API waiters running the engine: while
                                 * non-zero, producers need not wake (wait.h D4) */
+    _Atomic uint32_t rung;     /* D1R: 1 = a producer rang since the last
+                                * announcement; cleared by sleepers (pt_announce),
+                                * set by pt_wake_if_sleeping_fenced            */
     uint32_t shared;           /* 1: lives in memory shared between processes */
 };
 
@@ -33,17 +47,32 @@ void pt_waitword_init(struct pt_waitword *w, bool process_shared);
 /* Wake every announced sleeper. Call after FENCE_FULL following a publish. */
 void pt_wake_all(struct pt_waitword *w);
 
+/* A sleeper's announcement, after its seq = LD_ACQUIRE(&w->seq) and before
+ * its recheck: D1R's clear of `rung`, then sleepers++ (an RMW: the full
+ * fence the recheck needs, and the release that makes the clear visible to
+ * a producer whose LD_ACQUIRE of sleepers sees the count). */
+static inline void pt_announce(struct pt_waitword *w)
+{
+    ST_RELAXED(&w->rung, 0);
+    RMW_ADD(&w->sleepers, 1);
+}
+
 /* D1 (engine/wait.h), a peer's half: after publishing a message, wake the
  * receiver's engine sleepers unless somebody polls its engine. The caller
  * has executed FENCE_FULL (or a seq_cst RMW) after its publish: that fence
  * pairs with the sleeper's S2 RMW and the poller's D4 RMW (shm_commit:
- * F-SND, transport/shm_region.h). True when it rang. */
+ * F-SND, transport/shm_region.h). D1R: rings only if nobody rang since the
+ * sleepers' last announcement (`rung` above); the load of rung comes first,
+ * so that the producers of a burst do not all RMW its line. The load of
+ * sleepers is an acquire: a count it sees brings the announcer's clear of
+ * rung (pt_announce's RMW). True when it rang. */
 #define PT_POLLED_MAX 4096u /* more pollers than a process has threads: the word was forged */
 static inline bool pt_wake_if_sleeping_fenced(struct pt_waitword *w)
 {
-    if (LD_RELAXED(&w->sleepers)) {
+    if (LD_ACQUIRE(&w->sleepers)) {
         uint32_t p = LD_RELAXED(&w->polled);
-        if (p == 0 || p > PT_POLLED_MAX) {
+        if ((p == 0 || p > PT_POLLED_MAX) && !LD_RELAXED(&w->rung) &&
+            !RMW_XCHG(&w->rung, 1)) {
             pt_wake_all(w);
             return true;
         }

@@ -16,7 +16,12 @@
  * gets are served within 2 s, while rank 0's application still computes. (A
  * watchdog bound, not a speed measurement.)
  *
- *   usage: ptlrun -n 3 mp_forged_bell   (memfd region: rank 2 maps it)
+ * `rung` (D1R, util/futex.h): rank 2 keeps setting rank 0's bell.rung to 1
+ * instead, so that a peer that finds the NIC thread asleep takes the ring
+ * for done by somebody else. The same bound holds (the backstop, then 1 ms
+ * sleeps; the sleeper also clears rung at each announcement).
+ *
+ *   usage: ptlrun -n 3 mp_forged_bell [polled|rung]   (memfd region: rank 2 maps it)
  */
 #include "mp_util.h"
 #include "shm_region.h"
@@ -39,10 +44,13 @@ static void map_region(void)
     g_done = (_Atomic uint32_t *)(g_base + offsetof(struct pt_shm_hdr, pad_) + 128);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct mp m;
     mp_init(&m, 3);
+    bool rung = argc > 1 && !strcmp(argv[1], "rung");
+    if (argc > 1 && !rung && strcmp(argv[1], "polled"))
+        mp_die("usage: mp_forged_bell [polled|rung]");
     map_region();
     static uint64_t exposed = 0xbe11, into, done_buf, one = 1;
     ptl_handle_eq_t eq;
@@ -60,7 +68,7 @@ int main(void)
         struct pt_shm_layout l = {.off_ranks = h->off_ranks};
         struct pt_waitword *bell = &pt_shm_rankrec(g_base, &l, 0)->bell;
         while (!LD_ACQUIRE(g_done)) {
-            ST_RELAXED(&bell->polled, 1);
+            ST_RELAXED(rung ? &bell->rung : &bell->polled, 1);
             usleep(50);
         }
     } else if (m.rank == 1) {
@@ -83,8 +91,8 @@ int main(void)
         if (took > 2000)
             mp_die("50 gets took %llu ms: served only when rank 0's application came back",
                    (unsigned long long)took);
-        printf("rank 1: 50 gets served in %llu ms beside a forged doorbell: forged bell OK\n",
-               (unsigned long long)took);
+        printf("rank 1: 50 gets served in %llu ms beside a forged doorbell (%s): forged bell OK\n",
+               (unsigned long long)took, rung ? "rung" : "polled");
         fflush(stdout);
         ptl_handle_md_t dmd = mp_bind(&m, &one, sizeof one, 1, 0, PTL_EQ_NONE);
         MP_CHECK(PtlPut(dmd, PTL_NO_ACK_REQ, m.ids[0], PT_D, 0, 0, 0, 0));
