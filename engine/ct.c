@@ -197,9 +197,27 @@ int pt_md_cmd_ct(struct pt_nic *nic, uint32_t md_h, uint32_t ct_h, uint32_t opts
     return PT_OK;
 }
 
-/* Arm command c (PT_CF_TRIG) on its CT; due already: ready at once. */
+/* Arm command c (PT_CF_TRIG) on its CT; due already: ready at once. Due
+ * already with nothing fired before it still waiting (the ready FIFO empty):
+ * run now, in its place among the commands, without a slot (a collective's
+ * first send, whose threshold is 0: 2-member barrier, host mode, ~1,930 ->
+ * ~1,650 instructions per call, callgrind); out of credits, it waits in the
+ * ready FIFO like any other. */
 int pt_trig_arm(struct pt_nic *nic, struct pt_cmd *c)
 {
+    if (!nic->trig_rhead) {
+        struct pt_ct *ct = pt_ct_lookup(nic, c->trig_ct);
+        if (ct && LD_RELAXED(&ct->success) >= c->trig_thr) {
+            struct pt_cmd now;
+            memcpy(&now, c, sizeof now);
+            now.flags &= (uint16_t)~PT_CF_TRIG;
+            now.done = NULL;
+            if (pt_cmd_dispatch(nic, &now) != PT_E_AGAIN) {
+                RMW_SUB(&nic->trig_used, 1); /* the API thread's reservation, unused */
+                return PT_OK;
+            }
+        }
+    }
     uint32_t s = nic->trig_free;
     if (!s) { /* every API arm reserved a slot: only a forged command gets here */
         nic->sr[PTL_SR_DROP_COUNT]++;

@@ -596,6 +596,16 @@ int pt_nic_poll_send(struct pt_nic *nic)
                               ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0);
 }
 
+int pt_nic_poll_after(struct pt_nic *nic)
+{
+    bool rx = nic->xo->tx_needs_peek || ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0;
+    if (rx || nic->rx_self || nic->trig_rhead || nic->ops || nic->rx_released ||
+        PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
+        return poll_once(nic, rx);
+    pt_ev_wake(nic); /* D6, as poll_once */
+    return 0;
+}
+
 /* Everything in flight with a dead peer ends now, failed with
  * PTL_NI_PEER_DIED: the streams it was sending us (`all`: the first look,
  * when the job failed or a peer departed) and the requests we sent it that

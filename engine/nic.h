@@ -650,6 +650,16 @@ int pt_nic_poll_once(struct pt_nic *nic);
  * binding a counter to the target MD, comes after it). */
 #define PT_NIC_SEND_RX_EVERY 16
 int pt_nic_poll_send(struct pt_nic *nic);
+/* The same after a command that ran directly (pt_nic_submit): a whole
+ * pass only when that pass has something a command can leave behind
+ * (fired triggered operations, operations in flight, a message to
+ * ourselves, the receive side's turn as above, an EQ to reclaim); else D6
+ * alone, for the events the command posted. The command queues are not
+ * looked at (the direct dispatch ran ours with our ring empty and the NI's
+ * only ring; another thread's that appears meanwhile is D3's, at the
+ * release), nor the job's failure and departures (the next whole pass: at
+ * most PT_NIC_SEND_RX_EVERY commands later). */
+int pt_nic_poll_after(struct pt_nic *nic);
 /* Poll until a pass finds nothing to do, at most max passes (token holder). */
 void pt_nic_drain(struct pt_nic *nic, int max);
 /* Is there anything for the engine to do? Any thread. */

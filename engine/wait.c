@@ -583,15 +583,18 @@ void pt_wait_progress(struct pt_nic *nic)
 
 void pt_wait_cmd_done(struct pt_nic *nic)
 {
-    if (pt_nic_poll_send(nic) > 1)
+    if (pt_nic_poll_after(nic) > 1)
         poll_quiet(nic);
     pt_wait_release(nic);
 }
 
 void pt_wait_progress_cmd(struct pt_nic *nic)
 {
-    if (pt_wait_try_take(&nic->w)) /* D2: the caller's commit and fence came first */
-        pt_wait_cmd_done(nic);
+    if (pt_wait_try_take(&nic->w)) { /* D2: the caller's commit and fence came first */
+        if (pt_nic_poll_send(nic) > 1)
+            poll_quiet(nic);
+        pt_wait_release(nic);
+    }
 }
 
 void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), void *arg)

@@ -382,8 +382,9 @@ void pt_wait_progress(struct pt_nic *nic);
  * submit's `so`). A streaming sender's receive-side look was a third of its
  * instructions per message. */
 void pt_wait_progress_cmd(struct pt_nic *nic);
-/* Its second half, for a holder that ran its command directly (the
- * direct dispatch, pt_nic_submit): the poll as above, then D3. */
+/* For a holder that ran its command directly (the direct dispatch,
+ * pt_nic_submit): what that command can have left (pt_nic_poll_after), then
+ * D3. */
 void pt_wait_cmd_done(struct pt_nic *nic);
 /* Host matching: as above, but a caller whose own command is queued keeps
  * trying until the command has been taken (bounded by the holder's poll). */
