@@ -590,15 +590,20 @@ int pt_nic_poll_once(struct pt_nic *nic)
     return poll_once(nic, true);
 }
 
+/* The receive side's turn in a poll after a command (nic.h). */
+static inline bool send_rx_turn(struct pt_nic *nic)
+{
+    return nic->xo->tx_needs_peek || ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0;
+}
+
 int pt_nic_poll_send(struct pt_nic *nic)
 {
-    return poll_once(nic, nic->xo->tx_needs_peek ||
-                              ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0);
+    return poll_once(nic, send_rx_turn(nic));
 }
 
 int pt_nic_poll_after(struct pt_nic *nic)
 {
-    bool rx = nic->xo->tx_needs_peek || ++nic->send_polls % PT_NIC_SEND_RX_EVERY == 0;
+    bool rx = send_rx_turn(nic);
     if (rx || nic->rx_self || nic->trig_rhead || nic->ops || nic->rx_released ||
         PT_UNLIKELY(nic->eq_waiting | nic->eq_retired))
         return poll_once(nic, rx);

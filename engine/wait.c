@@ -40,7 +40,7 @@ static uint64_t job_cpus(void)
 /* How long a waiter looks before it yields (PTL_WAIT_YIELD_US; -1: 0 when
  * more ranks share this host than the cores we may run on, else
  * PT_WAIT_YIELD_NS). */
-static uint64_t yield_ns_for(uint64_t threads)
+static uint64_t yield_ns_for(uint64_t threads, uint64_t cpus)
 {
     int64_t us = pt_config()->wait_yield_us;
     uint64_t ns = PT_WAIT_YIELD_NS;
@@ -49,7 +49,6 @@ static uint64_t yield_ns_for(uint64_t threads)
     } else if (threads) {
         /* Oversubscribed (Open MPI's yield_when_idle): a thread that waits is
          * waiting for one that cannot run until it yields. */
-        uint64_t cpus = job_cpus();
         if (cpus && threads > cpus)
             ns = 0;
     }
@@ -69,9 +68,8 @@ static uint64_t yield_ns_for(uint64_t threads)
  * 0; 64 ranks 1.15 M at 50 us, 3.3 M at 2. With a few ranks over the cores
  * a spin still pays: 8 ranks' 8 B allreduce 83-105 us at 50 us, 103-149 at 0
  * (bench/RESULTS.md, forty-first session). */
-static uint64_t spin_share(uint64_t spin_ns, uint64_t ranks_here)
+static uint64_t spin_share(uint64_t spin_ns, uint64_t ranks_here, uint64_t cpus)
 {
-    uint64_t cpus = ranks_here ? job_cpus() : 0;
     return cpus && ranks_here > cpus ? spin_ns * cpus / ranks_here : spin_ns;
 }
 
@@ -83,7 +81,8 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->nic_thread = nic_thread;
     w->yield = yield;
     w->nic_spin_ns = nic_spin_ns;
-    w->nic_idle_ns = spin_share(nic_spin_ns, ranks_here);
+    uint64_t cpus = ranks_here ? job_cpus() : 0; /* once: a system call */
+    w->nic_idle_ns = spin_share(nic_spin_ns, ranks_here, cpus);
     w->wait_spin_ns = wait_spin_ns;
     pt_waitword_init(&w->evw, false);
     w->ev = nic_thread ? &w->evw : bell;
@@ -92,7 +91,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->xfd = -1;
     w->efd = -1;
     w->rfd = -1;
-    w->yield_ns = yield_ns_for(ranks_here);
+    w->yield_ns = yield_ns_for(ranks_here, cpus);
     ST_RELAXED(&g_yield_ns, w->yield_ns);
     /* Leases need a NIC thread, and pay where each rank has a core: with more
      * ranks than cores (yield_ns 0) the NIC threads' timed wake-ups would

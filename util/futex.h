@@ -23,7 +23,8 @@
  * publish). Before it, a 256-rank offload incast made 1.16 M futex calls for
  * 1.28 M messages: a woken NIC thread stays counted in `sleepers` until it
  * runs, and every sender that committed meanwhile rang it again.
- * model/region.pml and model/fbox.pml have it (MUT_RUNG, MUT_RUNGLATE).
+ * model/region.pml, model/fbox.pml and model/wait.pml have it (MUT_RUNG,
+ * MUT_RUNGLATE, MUT_RUNGW2).
  */
 #ifndef PT_FUTEX_H
 #define PT_FUTEX_H
