@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c);
-int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c);
-int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c);
+int pt_cmd_put(struct pt_nic *nic, const struct pt_cmd *c);
+int pt_cmd_get(struct pt_nic *nic, const struct pt_cmd *c);
+int pt_cmd_getput(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_me_cmd_attach(struct pt_nic *nic, const struct pt_cmd_me *a, uint32_t *h_p, uint32_t *pt_p);
 int pt_me_cmd_unlink(struct pt_nic *nic, uint32_t h);
 int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p);
@@ -118,38 +118,38 @@ static int md_update(struct pt_nic *nic, uint32_t h, ptl_md_t *oldmd, const ptl_
 }
 
 /* Handlers. Async ones return PT_E_AGAIN to be retried; sync ones fill done. */
-typedef int (*pt_cmd_fn)(struct pt_nic *nic, struct pt_cmd *c);
+typedef int (*pt_cmd_fn)(struct pt_nic *nic, const struct pt_cmd *c);
 
-static int h_put(struct pt_nic *n, struct pt_cmd *c) { return pt_cmd_put(n, c); }
-static int h_get(struct pt_nic *n, struct pt_cmd *c) { return pt_cmd_get(n, c); }
-static int h_getput(struct pt_nic *n, struct pt_cmd *c) { return pt_cmd_getput(n, c); }
-static int h_me_attach(struct pt_nic *n, struct pt_cmd *c)
+static int h_put(struct pt_nic *n, const struct pt_cmd *c) { return pt_cmd_put(n, c); }
+static int h_get(struct pt_nic *n, const struct pt_cmd *c) { return pt_cmd_get(n, c); }
+static int h_getput(struct pt_nic *n, const struct pt_cmd *c) { return pt_cmd_getput(n, c); }
+static int h_me_attach(struct pt_nic *n, const struct pt_cmd *c)
 {
     return pt_me_cmd_attach(n, &c->u.me, &c->done->h1, &c->done->u32);
 }
-static int h_me_unlink(struct pt_nic *n, struct pt_cmd *c) { return pt_me_cmd_unlink(n, c->h); }
-static int h_md_attach(struct pt_nic *n, struct pt_cmd *c)
+static int h_me_unlink(struct pt_nic *n, const struct pt_cmd *c) { return pt_me_cmd_unlink(n, c->h); }
+static int h_md_attach(struct pt_nic *n, const struct pt_cmd *c)
 {
     return md_attach(n, &c->u.md, &c->done->h1);
 }
-static int h_md_unlink(struct pt_nic *n, struct pt_cmd *c) { return md_unlink(n, c->h); }
-static int h_md_update(struct pt_nic *n, struct pt_cmd *c)
+static int h_md_unlink(struct pt_nic *n, const struct pt_cmd *c) { return md_unlink(n, c->h); }
+static int h_md_update(struct pt_nic *n, const struct pt_cmd *c)
 {
     return md_update(n, c->h, c->u.upd.oldmd, c->u.upd.newmd, c->u.upd.test_eq);
 }
-static int h_eq_alloc(struct pt_nic *n, struct pt_cmd *c)
+static int h_eq_alloc(struct pt_nic *n, const struct pt_cmd *c)
 {
     return pt_eq_cmd_alloc(n, c->u.eqa.q, &c->done->h1);
 }
-static int h_eq_free(struct pt_nic *n, struct pt_cmd *c) { return pt_eq_cmd_free(n, c->h); }
-static int h_ac_entry(struct pt_nic *n, struct pt_cmd *c)
+static int h_eq_free(struct pt_nic *n, const struct pt_cmd *c) { return pt_eq_cmd_free(n, c->h); }
+static int h_ac_entry(struct pt_nic *n, const struct pt_cmd *c)
 {
     if (c->u.ac.index > (uint32_t)n->limits.max_ac_index)
         return PT_E_BADAC;
     n->acl[c->u.ac.index] = c->u.ac.e;
     return PT_OK;
 }
-static int h_status(struct pt_nic *n, struct pt_cmd *c)
+static int h_status(struct pt_nic *n, const struct pt_cmd *c)
 {
     uint32_t sr = c->u.sr;
     if (sr >= PTL_SR_NAL_REGS_START)
@@ -167,7 +167,7 @@ static int h_status(struct pt_nic *n, struct pt_cmd *c)
     }
     return PT_OK;
 }
-static int h_memd_post(struct pt_nic *n, struct pt_cmd *c)
+static int h_memd_post(struct pt_nic *n, const struct pt_cmd *c)
 {
     uint32_t meh, pt;
     int rc = pt_me_cmd_attach(n, &c->u.post.me, &meh, &pt);
@@ -195,17 +195,17 @@ static int h_memd_post(struct pt_nic *n, struct pt_cmd *c)
     }
     return PT_OK;
 }
-static int h_dump(struct pt_nic *n, struct pt_cmd *c)
+static int h_dump(struct pt_nic *n, const struct pt_cmd *c)
 {
     pt_nic_dump(n, c->u.dump_what, stderr);
     return PT_OK;
 }
 
-static int h_atomic(struct pt_nic *n, struct pt_cmd *c) { return pt_cmd_put(n, c); }
-static int h_ct_alloc(struct pt_nic *n, struct pt_cmd *c) { return pt_ct_cmd_alloc(n, &c->done->h1); }
-static int h_ct_free(struct pt_nic *n, struct pt_cmd *c) { return pt_ct_cmd_free(n, c->h); }
-static int h_ct_op(struct pt_nic *n, struct pt_cmd *c) { return pt_ct_cmd_op(n, c); }
-static int h_md_ct(struct pt_nic *n, struct pt_cmd *c)
+static int h_atomic(struct pt_nic *n, const struct pt_cmd *c) { return pt_cmd_put(n, c); }
+static int h_ct_alloc(struct pt_nic *n, const struct pt_cmd *c) { return pt_ct_cmd_alloc(n, &c->done->h1); }
+static int h_ct_free(struct pt_nic *n, const struct pt_cmd *c) { return pt_ct_cmd_free(n, c->h); }
+static int h_ct_op(struct pt_nic *n, const struct pt_cmd *c) { return pt_ct_cmd_op(n, c); }
+static int h_md_ct(struct pt_nic *n, const struct pt_cmd *c)
 {
     return pt_md_cmd_ct(n, c->h, c->u.mdct.ct, c->u.mdct.opts);
 }
@@ -242,7 +242,7 @@ static const struct {
 _Static_assert(sizeof(g_cmd_table) / sizeof(g_cmd_table[0]) == PT_CMD_LAST,
                "every command op needs a handler");
 
-int pt_cmd_dispatch(struct pt_nic *nic, struct pt_cmd *cmd)
+int pt_cmd_dispatch(struct pt_nic *nic, const struct pt_cmd *cmd)
 {
     if (cmd->op >= PT_CMD_LAST) {
         if (cmd->done) {

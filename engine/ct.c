@@ -203,7 +203,7 @@ int pt_md_cmd_ct(struct pt_nic *nic, uint32_t md_h, uint32_t ct_h, uint32_t opts
  * first send, whose threshold is 0: a 2-member barrier's PtlCollIbarrier,
  * host mode, 1,935 -> 1,865 instructions per call, callgrind); out of credits, it waits in the
  * ready FIFO like any other. */
-int pt_trig_arm(struct pt_nic *nic, struct pt_cmd *c)
+int pt_trig_arm(struct pt_nic *nic, const struct pt_cmd *c)
 {
     if (!nic->trig_rhead) {
         struct pt_ct *ct = pt_ct_lookup(nic, c->trig_ct);

@@ -169,7 +169,7 @@ static struct pt_md *cmd_source(struct pt_nic *nic, const struct pt_cmd *c, uint
     return *rank_p < 0 ? NULL : md;
 }
 
-int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
+int pt_cmd_put(struct pt_nic *nic, const struct pt_cmd *c)
 {
     int rank;
     struct pt_md *md = cmd_source(nic, c, c->h, &rank);
@@ -245,7 +245,7 @@ int pt_cmd_put(struct pt_nic *nic, struct pt_cmd *c)
     return PT_OK;
 }
 
-int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
+int pt_cmd_get(struct pt_nic *nic, const struct pt_cmd *c)
 {
     int rank;
     struct pt_md *md = cmd_source(nic, c, c->h, &rank);
@@ -284,7 +284,7 @@ int pt_cmd_get(struct pt_nic *nic, struct pt_cmd *c)
     return PT_OK;
 }
 
-int pt_cmd_getput(struct pt_nic *nic, struct pt_cmd *c)
+int pt_cmd_getput(struct pt_nic *nic, const struct pt_cmd *c)
 {
     int rank;
     struct pt_md *gmd = cmd_source(nic, c, c->h, &rank);

@@ -716,7 +716,7 @@ void pt_nic_life_fork_lock(bool lock);
 void pt_nic_fail(struct pt_nic *nic, uint32_t code);
 
 /* Engine internals shared between engine files. */
-int pt_cmd_dispatch(struct pt_nic *nic, struct pt_cmd *cmd);
+int pt_cmd_dispatch(struct pt_nic *nic, const struct pt_cmd *cmd);
 int pt_rx_dispatch(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls);
 int pt_ops_progress(struct pt_nic *nic);
 
@@ -742,7 +742,7 @@ void pt_ct_fini(struct pt_nic *nic);
 void pt_ct_count(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, bool failed);
 /* Run fired triggered operations (the poll loop), bounded; returns work. */
 int pt_trig_run(struct pt_nic *nic);
-int pt_trig_arm(struct pt_nic *nic, struct pt_cmd *c);
+int pt_trig_arm(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_ct_cmd_alloc(struct pt_nic *nic, uint32_t *h_p);
 int pt_ct_cmd_free(struct pt_nic *nic, uint32_t h);
 int pt_ct_cmd_op(struct pt_nic *nic, const struct pt_cmd *c);

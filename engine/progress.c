@@ -211,10 +211,9 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
          * of through the ring (same order, one copy and D2's fence less; in
          * offload mode the command would run here anyway, inline when the
          * engine is free: pt_wait_progress_cmd). Taken, the token is ours:
-         * no D2 to pair with (model/wait.pml, submit). */
-        struct pt_cmd c;
-        memcpy(&c, cmd, sizeof c);
-        if (pt_cmd_dispatch(nic, &c) != PT_E_AGAIN) {
+         * no D2 to pair with (model/wait.pml, submit). The handlers only
+         * read the command (const), so it runs from the caller's copy. */
+        if (pt_cmd_dispatch(nic, cmd) != PT_E_AGAIN) {
             pt_wait_cmd_done(nic); /* as pt_wait_progress_cmd, then D3 */
             return PT_OK;
         }

@@ -789,7 +789,7 @@ static bool lease_leave(struct pt_nic *nic)
  * (bench/RESULTS.md, thirty-seventh session). */
 static bool nic_may_spin_long(const struct pt_wait *w)
 {
-    return w->yield_ns && !w->nic_crowded && w->wait_spin_ns > w->nic_spin_ns;
+    return w->yield_ns && !w->nic_crowded && w->wait_spin_ns > w->nic_idle_ns;
 }
 
 static uint64_t nic_spin(struct pt_wait *w, uint32_t seq0)
