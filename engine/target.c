@@ -806,7 +806,13 @@ static void op_to_tail(struct pt_nic *nic, struct pt_op *op)
  * whose reads are posted) does not hold the engine for it, so such an op's
  * later steps are long: PT_OPS_ASYNC_SEGS x PTL_RNDV_SEG (fewer round
  * trips of read request and data; the transport splits a step into reads
- * the provider takes). At most PT_OPS_BUSY such steps are asked after per
+ * the provider takes). Where the transport says so up front (pull_async:
+ * ofi), the first step too: a 4 MiB put over tcp;ofi_rxm on loopback was
+ * two reads in a row (1 MiB, then 3 MiB), and in offload mode the NIC
+ * thread saw the first one end before it posted the second; as one read,
+ * offload 2.13 -> 1.85 ms (medians of 6 alternating runs; host matching
+ * 1.83 -> 1.81, within the noise; bench/results-ofi.md, forty-second
+ * session). At most PT_OPS_BUSY such steps are asked after per
  * pass (the transport holds at most that many: ofi's OFI_STEPS). */
 #define PT_OPS_ASYNC_SEGS 16u
 #define PT_OPS_BUSY 8
@@ -930,7 +936,7 @@ int pt_ops_progress(struct pt_nic *nic)
         pull = pull_na; /* one reduction's step at a time (the scratch) */
     if (!pull)
         return work;
-    if (pull->xfer_async)
+    if (pull->xfer_async || nic->xo->pull_async)
         seg = (uint64_t)nic->rndv_seg * PT_OPS_ASYNC_SEGS;
     return work + op_stepped(nic, pull, op_step(nic, pull, seg));
 }

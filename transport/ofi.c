@@ -1974,6 +1974,7 @@ static void ofi_close(struct pt_xport *x)
 static const struct pt_xport_ops g_ofi_ops = {
     .name = "ofi",
     .tx_needs_peek = true, /* fi_cq_read (ofi_peek) drives the provider's sends */
+    .pull_async = true,    /* fi_read: posted, completed in the CQ */
     .reserve = ofi_reserve,
     .commit = ofi_commit,
     .peek = ofi_peek,

@@ -102,6 +102,11 @@ struct pt_xport_ops {
      * (pt_nic_poll_send), or a message queued by commit waits for the next
      * wait, and a process that exits after its SEND_END loses it. */
     bool tx_needs_peek;
+    /* Every pull is posted and moves by itself (ofi: its reads): the first
+     * step of an op may be as long as its later ones (engine/target.c,
+     * PT_OPS_ASYNC_SEGS). False: the engine learns it from the first step's
+     * -EAGAIN (the node region's mix, whose local peers' pulls are copies). */
+    bool pull_async;
     /* Sending (token holder). */
     void *(*reserve)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);
     /* len: the bytes of the slot the message uses (a hint: small messages
