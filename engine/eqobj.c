@@ -122,8 +122,8 @@ void pt_eq_reclaim(struct pt_nic *nic, bool all)
         if (!nic->eq_retired)
             return;
         /* L-F: the retired tags (obj_free's ST_RELEASE) before reading the
-         * words; pairs with each thread's L-E. */
-        FENCE_FULL();
+         * words; pairs with each thread's L-E (life.h). */
+        pt_membar_heavy();
         if (!pt_life_snap_take(&nic->eq_grace))
             return; /* no memory for the note: next time */
         nic->eq_waiting = nic->eq_retired;

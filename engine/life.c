@@ -11,6 +11,8 @@
  */
 #include "life.h"
 
+#include "config.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,13 @@ static void life_exit(void *arg)
     ST_RELEASE(&l->used, 0); /* R-U: the next owner's CAS sees our last word */
 }
 
-static void life_key_init(void) { pthread_key_create(&g_life_key, life_exit); }
+/* The process's first call: whether L-E is a fence or a store (membar.h),
+ * decided before any record can enter. */
+static void life_key_init(void)
+{
+    pt_membar_decide(pt_config()->asym_fence != 0);
+    pthread_key_create(&g_life_key, life_exit);
+}
 
 struct pt_life *pt_life_register(void)
 {
@@ -76,8 +84,7 @@ void pt_life_unpark(void)
     struct pt_life *l = pt_life_self;
     if (!l || l->depth != 1)
         return;
-    uint64_t w = LD_RELAXED(&l->word);
-    RMW_XCHG(&l->word, (w & ~(uint64_t)7) + PT_LIFE_SEQ1 + PT_LIFE_IN); /* L-E pairs with L-F */
+    pt_life_in(l); /* L-E */
 }
 
 bool pt_life_quiet(uint32_t ni)

@@ -17,16 +17,19 @@
  *
  *   word = seq << 3 | ni << 2 | state     seq counts entries into IN
  *
- *   written by: its owner only: RMW_XCHG into IN (L-E: entry, unpark),
+ *   written by: its owner only: into IN by pt_life_in (L-E: entry, unpark),
  *               ST_RELEASE to OUT or PARKED (L-R: leave, park)
  *   read by:    reclaimers, LD_ACQUIRE (L-A): the engine freeing EQ rings
  *               (eqobj.c), PtlNIFini (pt_nic_quiesce)
  *
  * The pairs:
- *   L-E / L-F  a thread enters (RMW_XCHG: a full fence), then resolves a handle
- *              (LD_ACQUIRE of the NI slot, of an object tag). A reclaimer
- *              unpublishes (NULL NI slot and nic->dead; a dead EQ tag),
- *              FENCE_FULL (L-F), then reads every word. Store buffering:
+ *   L-E / L-F  a thread enters (pt_life_in: a store and the compiler's barrier
+ *              when the process has membarrier, util/membar.h; else RMW_XCHG,
+ *              a full fence), then resolves a handle (LD_ACQUIRE of the NI
+ *              slot, of an object tag). A reclaimer unpublishes (NULL NI slot
+ *              and nic->dead; a dead EQ tag), runs pt_membar_heavy (L-F: every
+ *              thread of the process passes a full barrier; else FENCE_FULL),
+ *              then reads every word. Store buffering:
  *              either the thread sees the object gone, or the reclaimer sees
  *              the thread IN. Unparking is an entry too: a waiter that wakes
  *              resolves its EQ handles again after it.
@@ -40,12 +43,13 @@
  * PARKED on it. Seq makes a word never repeat. Calls nest (the depth
  * counter): only the outermost entry and exit write the word.
  *
- * Cost per call: one RMW on the thread's own line and one release store; no
- * shared line is written.
+ * Cost per call: two stores to the thread's own line (with membarrier; else
+ * an RMW and a store); no shared line is written.
  */
 #ifndef PT_LIFE_H
 #define PT_LIFE_H
 
+#include "membar.h"
 #include "pt_atomic.h"
 
 #include <stdbool.h>
@@ -74,6 +78,23 @@ extern __thread struct pt_life *pt_life_self;
  * out of memory. */
 struct pt_life *pt_life_register(void);
 
+/* L-E: the word to IN (next seq), ordered before the handle loads that
+ * follow. With membarrier (util/membar.h) a plain store and the compiler's
+ * barrier, the reclaimer's L-F being pt_membar_heavy; else an RMW (a full
+ * fence) against the reclaimer's full fence. A cycle per call instead of a
+ * locked instruction, which waits for every store before it (a put's stores
+ * to the receiver's fast-box line among them: perf, forty-third session). */
+static inline void pt_life_in(struct pt_life *l)
+{
+    uint64_t v = (LD_RELAXED(&l->word) & ~(uint64_t)7) + PT_LIFE_SEQ1 + PT_LIFE_IN;
+    if (PT_LIKELY(LD_RELAXED(&g_pt_membar))) {
+        ST_RELAXED(&l->word, v);
+        PT_COMPILER_BARRIER(); /* L-E (light) pairs with L-F (pt_membar_heavy) */
+    } else {
+        RMW_XCHG(&l->word, v); /* L-E pairs with L-F (FENCE_FULL) */
+    }
+}
+
 /* Enter a call (outermost: L-E). Pointers resolved from handles after this
  * stay valid until the matching pt_life_leave. Returns the caller's record
  * for pt_life_leave; NULL (nothing entered, the call must not resolve
@@ -85,8 +106,7 @@ static inline struct pt_life *pt_life_enter(void)
         return NULL;
     if (l->depth++)
         return l;
-    uint64_t w = LD_RELAXED(&l->word);
-    RMW_XCHG(&l->word, (w & ~(uint64_t)7) + PT_LIFE_SEQ1 + PT_LIFE_IN); /* L-E pairs with L-F */
+    pt_life_in(l);
     return l;
 }
 

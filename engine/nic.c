@@ -1110,7 +1110,7 @@ bool pt_nic_quiesce(struct pt_nic *nic)
     /* L-F: the caller's unpublished NI slot and `dead` before reading the
      * words; pairs with each thread's L-E (life.h). A thread that enters
      * after this finds no NI; one inside is seen below. */
-    FENCE_FULL();
+    pt_membar_heavy();
     /* Sleepers wake (the seq bump: one that read seq before it never
      * blocks) and recheck; EQ waiters then see `dead`, synchronous callers
      * get their completion from the engine, which runs until they leave. */

@@ -29,6 +29,8 @@ static struct pt_tunable g_table[] = {
       "a request that matches no entry is dropped only after it matched nothing for this long (its sender's later messages wait behind it): a peer still attaching its entries does not lose it (0: drop at once)"),
     T("PTL_EQ_ROOM_WAIT_US", eq_room_us, 20000, 0, 10000000,
       "a request whose events would overwrite unread ones in its EQ waits this long for the reader (once until the reader reads again), then overwrites them (0: at once, no waiting)"),
+    T("PTL_ASYM_FENCE", asym_fence, 1, 0, 1,
+      "1: an API call's entry orders itself against PtlEQFree and PtlNIFini by the membarrier(2) system call on their side instead of a locked instruction on every call (util/membar.h; off where the kernel lacks it); 0: a locked instruction per call"),
     T("PTL_WAIT_SPIN_US", wait_spin_us, 1000, 0, 10000000,
       "microseconds PtlEQWait/PtlEQPoll and synchronous calls poll (running the engine) before sleeping"),
     T("PTL_WAIT_LEASE_US", wait_lease_us, 50, 0, 100000,

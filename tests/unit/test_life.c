@@ -29,6 +29,14 @@
  *            freed) and were written in full: 30+ MB more, and ~0.3 s of
  *            memset per PtlNIInit.
  *
+ *   membar   the entry's fence (engine/life.h, util/membar.h): after the
+ *            first call the process uses membarrier exactly when
+ *            PTL_ASYM_FENCE is not 0 and the kernel offers the command (not
+ *            under ThreadSanitizer); the reclaimer's side works in the
+ *            parent and in a child of fork() (an EQ freed and an NI
+ *            finalised in each, with a put and its event before).
+ *            The other steps run with PTL_ASYM_FENCE 1 and 0 (CMakeLists).
+ *
  * A watchdog ends the process (exit 3, naming the step) if a step hangs.
  * The mode comes from the environment (PTL_OFFLOAD).
  */
@@ -43,7 +51,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#endif
 
 #include "ut_check.h"
 
@@ -543,6 +556,59 @@ static void test_reinit(void)
     printf("life reinit: OK\n");
 }
 
+/* ---- membar: which entry fence, and the reclaimer's side after fork() ------ */
+
+/* A put to ourselves and its event, an EQ freed (the engine's L-F), then
+ * PtlNIFini (PtlNIFini's L-F). */
+static void membar_round(const char *who)
+{
+    ni_up();
+    ptl_handle_eq_t eq, eq2;
+    CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq2));
+    ptl_handle_md_t s = put_path(5, eq);
+    CHECK(PtlPut(s, PTL_NO_ACK_REQ, self, 5, 0, 7, 0, 0));
+    ptl_event_t ev;
+    CHECK(PtlEQWait(eq, &ev));
+    if (ev.type != PTL_EVENT_PUT_END || memcmp(dst, src, sizeof dst) != 0)
+        fail("membar: %s: the put's event or data is wrong (type %d)", who, (int)ev.type);
+    CHECK(PtlEQFree(eq2));
+    pt_membar_heavy(); /* as the reclaimers call it */
+    CHECK(PtlNIFini(ni));
+}
+
+static void test_membar(void)
+{
+    step("membar: parent");
+    membar_round("parent");
+    const char *e = getenv("PTL_ASYM_FENCE");
+    bool want = !(e && atoi(e) == 0), kernel = false;
+#if defined(__linux__) && defined(__NR_membarrier) && !defined(__SANITIZE_THREAD__)
+    long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    kernel = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+#endif
+    bool on = LD_RELAXED(&g_pt_membar);
+    printf("life membar: PTL_ASYM_FENCE %s, kernel %s, entry fence: %s\n", want ? "1" : "0",
+           kernel ? "has membarrier" : "without it", on ? "membarrier" : "locked instruction");
+    if (on != (want && kernel))
+        fail("membar: the entry fence is %s where %d was expected", on ? "membarrier" : "locked",
+             want && kernel);
+    step("membar: child");
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        membar_round("child");
+        _exit(0);
+    }
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail("membar: %s: the child of fork() failed (status %d)", "child", st);
+    step("membar: parent again");
+    membar_round("parent again");
+    PtlFini();
+    printf("life membar: OK\n");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -565,8 +631,10 @@ int main(int argc, char **argv)
         test_stuck();
     else if (!strcmp(t, "reinit"))
         test_reinit();
+    else if (!strcmp(t, "membar"))
+        test_membar();
     else {
-        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck|reinit\n");
+        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck|reinit|membar\n");
         return 2;
     }
     return 0;

@@ -1,0 +1,57 @@
+/*
+ * membar.h - asymmetric store->load fences: a hot side that costs a compiler
+ * barrier, paired with a rare side that makes every running thread of this
+ * process execute a full barrier (membarrier(2), MEMBARRIER_CMD_PRIVATE_
+ * EXPEDITED). liburcu's urcu-memb flavour and Seastar's reactor pair their
+ * fences so (../shared/docs/waiting-anchors.md, "the sleeper pays").
+ *
+ * Why it holds on x86-TSO (and C11 with the kernel's barriers): a store->load
+ * pair goes wrong only while the hot side's store sits in its CPU's store
+ * buffer and its later load has already read. membarrier interrupts every
+ * CPU that runs a thread of the process, at an instruction boundary, and
+ * executes a full barrier there before it returns: a store retired before the
+ * boundary is then visible to the rare side's loads after the call, and a
+ * load after the boundary sees what the rare side stored before the call. A
+ * thread not running passed through the scheduler's full barrier. So
+ * "hot: store; PT_MEMBAR_LIGHT(); load" against "rare: store; pt_membar_heavy();
+ * load" orders as two FENCE_FULLs would, between threads of one process only.
+ *
+ * Decided once, at the process's first Portals call (pt_membar_decide, life.c):
+ * on when the kernel has the command and registration succeeds, PTL_ASYM_FENCE
+ * is not 0, and the build is not under ThreadSanitizer (which cannot see the
+ * system call's barriers). Off, both sides are FENCE_FULL. The decision never
+ * changes while threads run: a hot side that skipped its fence needs the
+ * rare side's system call.
+ */
+#ifndef PT_MEMBAR_H
+#define PT_MEMBAR_H
+
+#include "pt_atomic.h"
+
+#include <stdbool.h>
+
+/* Written once by pt_membar_decide (before any hot side reads it, through
+ * the pthread_once of the first call), then read relaxed. */
+extern _Atomic bool g_pt_membar;
+
+/* Query and register; sets g_pt_membar. Idempotent; the caller runs it once
+ * per process, before any hot side. want: PTL_ASYM_FENCE. */
+void pt_membar_decide(bool want);
+
+/* The rare side's fence: membarrier where g_pt_membar, else FENCE_FULL.
+ * A failing system call (a child of fork() on a kernel that does not carry
+ * the registration over) registers again and retries; a process that can do
+ * neither cannot keep its hot sides' promises: it aborts, with a message. */
+void pt_membar_heavy(void);
+
+/* The hot side's fence: only the compiler's ordering where g_pt_membar. */
+#define PT_COMPILER_BARRIER() atomic_signal_fence(memory_order_seq_cst)
+#define PT_MEMBAR_LIGHT()                                                \
+    do {                                                                 \
+        if (PT_LIKELY(LD_RELAXED(&g_pt_membar)))                         \
+            PT_COMPILER_BARRIER();                                       \
+        else                                                             \
+            FENCE_FULL();                                                \
+    } while (0)
+
+#endif
