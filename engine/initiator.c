@@ -216,24 +216,26 @@ int pt_cmd_put(struct pt_nic *nic, const struct pt_cmd *c)
     }
 
     pt_md_consume(nic, md); /* "send" counts at initiation (§6.4) */
-    ptl_event_t ev;
-    send_ev_init(nic, &ev, c, len);
-    /* SEND_START is posted once the message has left (below): off the path
-     * to the target. Nothing posts in between, so its link is this one. */
-    ev.link = pt_ev_start_link(nic, md, PTL_EVENT_SEND_START);
-    h->link = ev.link;
+    /* SEND_START is posted once the message has left (below), and its event
+     * is built only then: both off the path to the target. Nothing posts in
+     * between, so its link is this one. */
+    ptl_seq_t link = pt_ev_start_link(nic, md, PTL_EVENT_SEND_START);
+    h->link = link;
     if (waits) {
         struct pt_ireq *r = ireq_new(nic, PT_IRQ_PUT, (uint32_t)rank, c);
-        r->link = (uint32_t)ev.link;
+        r->link = (uint32_t)link;
         r->send_end = pk == PT_PROTO_RNDV;
         r->ack = ack;
         h->req = r->id;
     }
     if (pk == PT_PROTO_RNDV)
         md->pending++; /* the target reads our memory until its FIN */
+    pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
     nic->sr[PTL_SR_SEND_COUNT]++;
     nic->sr[PTL_SR_SEND_LENGTH] += len;
-    pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
+    ptl_event_t ev;
+    send_ev_init(nic, &ev, c, len);
+    ev.link = link;
     pt_ev_post(nic, md, PTL_EVENT_SEND_START, &ev);
     if (pk == PT_PROTO_COPY && first < len) /* SEND_END when the last fragment left */
         pt_copy_send_start(nic, md, c->u.mv.local_offset + first, len - first, (uint32_t)rank,
