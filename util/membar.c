@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <linux/membarrier.h>
@@ -34,15 +35,32 @@ void pt_membar_heavy(void)
         FENCE_FULL();
         return;
     }
-    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
-        return;
-    int e = errno;
-    if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
-        membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
-        return;
-    pt_log(PT_LOG_ERR, "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed (%s) after it "
-                       "had been registered: the library's ordering cannot be kept; "
-                       "PTL_ASYM_FENCE=0 avoids it", strerror(e));
+    /* Transient failures (the kernel's cpumask allocation: ENOMEM) are
+     * retried, 1 us doubling to 10 ms, for about 10 s; a lost registration
+     * (EPERM: a child of fork() on a kernel that does not carry it over) is
+     * made again. The reclaimer cannot go on without the barrier: a thread
+     * whose entry store is still in its store buffer may hold what it frees. */
+    int e = 0;
+    long nap_ns = 1000;
+    for (int tries = 0; tries < 1200; tries++) {
+        if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+            return;
+        e = errno;
+        if (e == EPERM && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
+            break;
+        if (e != EPERM && e != ENOMEM && e != EAGAIN && e != EINTR)
+            break;
+        if (e != EPERM) {
+            struct timespec ts = {0, nap_ns};
+            nanosleep(&ts, NULL);
+            if (nap_ns < 10000000)
+                nap_ns *= 2;
+        }
+    }
+    pt_log(PT_LOG_ERR, "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) fails (%s) in a process "
+                       "that registered for it: freeing an event queue or an NI here could "
+                       "free memory another thread still reads; stopping (PTL_ASYM_FENCE=0 "
+                       "uses fences instead)", strerror(e));
     abort();
 }
 #else

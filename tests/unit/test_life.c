@@ -593,6 +593,12 @@ static void test_membar(void)
     if (on != (want && kernel))
         fail("membar: the entry fence is %s where %d was expected", on ? "membarrier" : "locked",
              want && kernel);
+#if defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer starts no thread in a child of a multi-threaded fork()
+     * (the child's NIC thread, offload mode), and its build uses the fenced
+     * entry anyway: the child's round is for the other builds. */
+    printf("life membar: the child of fork() is not run under ThreadSanitizer\n");
+#else
     step("membar: child");
     fflush(stdout);
     pid_t c = fork();
@@ -603,6 +609,7 @@ static void test_membar(void)
     int st = 0;
     if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         fail("membar: %s: the child of fork() failed (status %d)", "child", st);
+#endif
     step("membar: parent again");
     membar_round("parent again");
     PtlFini();
