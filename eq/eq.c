@@ -83,21 +83,34 @@ static enum pt_eq_rc eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)
 {
     for (;;) {
         uint64_t r = LD_ACQUIRE(&eq->read_count);
-        uint64_t wc = LD_ACQUIRE(&eq->write_count); /* A2 pairs with R2 */
-        if (r == wc)
-            return PT_EQ_EMPTY;
-        /* Events were lost iff the oldest survivor lies past our read
-         * position. Decided afresh on every try: a reader that loses the
-         * claim below must not carry a drop another reader will report. */
-        uint64_t want = r;
-        if (wc - r > eq->size)
-            want = wc - eq->size; /* oldest survivor */
-        bool dropped = want != r;
-        struct pt_eq_slot *s = &eq->slots[want & eq->mask];
+        /* The slot of event r says by its stamp whether r is there (2r+2),
+         * not yet whole (2r+1, or an older event's: empty) or overwritten by
+         * a later lap (above 2r+2: some events were lost). Only the last
+         * needs write_count (A0): a reader that looks at the slot alone
+         * leaves the writer's write_count line alone, which in offload mode
+         * the NIC thread would otherwise fetch back from the reader's core
+         * at every post (and wait for at its next fence). */
+        struct pt_eq_slot *s = &eq->slots[r & eq->mask];
         uint64_t s1 = LD_ACQUIRE(&s->stamp); /* A1 pairs with R1 */
-        if (s1 != 2 * want + 2) {
-            CPU_RELAX(); /* being written, or overwritten since we looked: look again */
-            continue;
+        uint64_t want = r;
+        bool dropped = false;
+        if (PT_UNLIKELY(s1 != 2 * r + 2)) {
+            if (s1 <= 2 * r + 1)
+                return PT_EQ_EMPTY; /* event r not posted whole yet */
+            /* Lapped: events were lost iff the oldest survivor lies past our
+             * read position. Decided afresh on every try: a reader that loses
+             * the claim below must not carry a drop another reader will
+             * report. */
+            uint64_t wc = LD_ACQUIRE(&eq->write_count); /* A2 pairs with R2 */
+            if (wc - r > eq->size)
+                want = wc - eq->size; /* oldest survivor */
+            dropped = want != r;
+            s = &eq->slots[want & eq->mask];
+            s1 = LD_ACQUIRE(&s->stamp); /* A1 pairs with R1 */
+            if (s1 != 2 * want + 2) {
+                CPU_RELAX(); /* being written, or overwritten since we looked: look again */
+                continue;
+            }
         }
         ev_load_words(ev, s->words);
         FENCE_ACQUIRE(); /* A3 pairs with W1 */

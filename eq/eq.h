@@ -7,10 +7,12 @@
  *   writer (event number w, slot w & mask)     reader
  *   ------                                     ------
  *   ST_RELAXED(stamp, 2w+1)   "busy"            r  = LD_ACQUIRE(read_count)
- *   FENCE_RELEASE             W1                wc = LD_ACQUIRE(write_count)   A2
- *   copy event words (relaxed)                  if wc - r > size: r = wc - size (dropped)
- *   ST_RELEASE(stamp, 2w+2)   R1                s1 = LD_ACQUIRE(stamp)          A1
- *   ST_RELEASE(write_count, w+1)  R2            copy words (relaxed)
+ *   FENCE_RELEASE             W1                s1 = LD_ACQUIRE(slot r's stamp) A1
+ *   copy event words (relaxed)                  s1 <= 2r+1: empty (r not whole yet)
+ *   ST_RELEASE(stamp, 2w+2)   R1                s1 >  2r+2: lapped: wc = LD_ACQUIRE
+ *   ST_RELEASE(write_count, w+1)  R2              (write_count) A2; if wc - r > size:
+ *                                                 r = wc - size (dropped); s1 = its stamp
+ *                                               copy words (relaxed)
  *                                               FENCE_ACQUIRE                   A3
  *                                               s2 = LD_RELAXED(stamp)
  *                                               s1 == s2 == 2r+2 ? CAS read_count r -> r+1
@@ -18,7 +20,9 @@
  *
  * R1 pairs with A1 (the words are complete when the stamp says so); W1 pairs
  * with A3 (if the reader's copy raced a rewrite, it sees the new stamp); R2
- * pairs with A2. A reader that finds more than `size` unread events skips to
+ * pairs with A2. A reader reads write_count only after a lap: the slot's
+ * stamp alone says whether event r is there (the waiting protocol's D6/W2
+ * recheck reads it too: R1 comes before the engine's D6 fence). A reader that finds more than `size` unread events skips to
  * the oldest surviving one and reports PTL_EQ_DROPPED (spec §6.10, libportals
  * returns the oldest survivor). Waking sleepers is the engine's job (one
  * check per poll, see engine), not eq_post's.
