@@ -86,7 +86,7 @@ static enum pt_eq_rc eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)
         /* The slot of event r says by its stamp whether r is there (2r+2),
          * not yet whole (2r+1, or an older event's: empty) or overwritten by
          * a later lap (above 2r+2: some events were lost). Only the last
-         * needs write_count (A0): a reader that looks at the slot alone
+         * needs write_count (A2): a reader that looks at the slot alone
          * leaves the writer's write_count line alone, which in offload mode
          * the NIC thread would otherwise fetch back from the reader's core
          * at every post (and wait for at its next fence). */
