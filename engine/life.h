@@ -89,7 +89,7 @@ static inline void pt_life_in(struct pt_life *l)
     uint64_t v = (LD_RELAXED(&l->word) & ~(uint64_t)7) + PT_LIFE_SEQ1 + PT_LIFE_IN;
     if (PT_LIKELY(LD_RELAXED(&g_pt_membar))) {
         ST_RELAXED(&l->word, v);
-        PT_COMPILER_BARRIER(); /* L-E (light) pairs with L-F (pt_membar_heavy) */
+        COMPILER_BARRIER(); /* L-E (light) pairs with L-F (pt_membar_heavy) */
     } else {
         RMW_XCHG(&l->word, v); /* L-E pairs with L-F (FENCE_FULL) */
     }

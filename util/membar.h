@@ -13,8 +13,10 @@
  * boundary is then visible to the rare side's loads after the call, and a
  * load after the boundary sees what the rare side stored before the call. A
  * thread not running passed through the scheduler's full barrier. So
- * "hot: store; PT_MEMBAR_LIGHT(); load" against "rare: store; pt_membar_heavy();
- * load" orders as two FENCE_FULLs would, between threads of one process only.
+ * "hot: store; COMPILER_BARRIER(); load" against "rare: store;
+ * pt_membar_heavy(); load" orders as two FENCE_FULLs would, between threads
+ * of one process only. Where g_pt_membar is off, the hot side keeps its
+ * FENCE_FULL or RMW (engine/life.h, pt_life_in: the one hot side so far).
  *
  * Decided once, at the process's first Portals call (pt_membar_decide, life.c):
  * on when the kernel has the command and registration succeeds, PTL_ASYM_FENCE
@@ -39,19 +41,10 @@ extern _Atomic bool g_pt_membar;
 void pt_membar_decide(bool want);
 
 /* The rare side's fence: membarrier where g_pt_membar, else FENCE_FULL.
- * A failing system call (a child of fork() on a kernel that does not carry
- * the registration over) registers again and retries; a process that can do
- * neither cannot keep its hot sides' promises: it aborts, with a message. */
+ * A lost registration (a child of fork() on a kernel that does not carry it
+ * over) is made again, a transient failure (ENOMEM) retried for about 10 s; a
+ * process that can do neither cannot keep its hot sides' promises: it aborts,
+ * with a message. */
 void pt_membar_heavy(void);
-
-/* The hot side's fence: only the compiler's ordering where g_pt_membar. */
-#define PT_COMPILER_BARRIER() atomic_signal_fence(memory_order_seq_cst)
-#define PT_MEMBAR_LIGHT()                                                \
-    do {                                                                 \
-        if (PT_LIKELY(LD_RELAXED(&g_pt_membar)))                         \
-            PT_COMPILER_BARRIER();                                       \
-        else                                                             \
-            FENCE_FULL();                                                \
-    } while (0)
 
 #endif

@@ -7,8 +7,10 @@
  *   LD_ACQUIRE               later accesses stay after it; pairs with a ST_RELEASE
  *   ST_RELEASE               earlier accesses stay before it; pairs with a LD_ACQUIRE
  *   FENCE_FULL               store->load ordering (Dekker-style sleep/wake checks)
- * plus CPU_RELAX for spin loops, and RMW_* (sequentially consistent read-modify-
- * write, which also acts as FENCE_FULL) for counters, tokens and claims.
+ * plus CPU_RELAX for spin loops, RMW_* (sequentially consistent read-modify-
+ * write, which also acts as FENCE_FULL) for counters, tokens and claims, and
+ * COMPILER_BARRIER, the hot half of an asymmetric pair whose other half is
+ * membarrier(2) (util/membar.h): it orders nothing on the hardware.
  *
  * Every use site names its partner in a comment: "R1 pairs with A1".
  * Word copies (COPY_*_RELAXED) move shared memory that a seqlock protects, so
@@ -39,6 +41,9 @@ extern _Atomic uint32_t g_pt_tsan_fence;
 #define FENCE_ACQUIRE()   atomic_thread_fence(memory_order_acquire)
 #define FENCE_RELEASE()   atomic_thread_fence(memory_order_release)
 #endif
+
+/* Keeps the compiler from moving accesses across it; no instruction. */
+#define COMPILER_BARRIER() atomic_signal_fence(memory_order_seq_cst)
 
 #define RMW_ADD(p, v)     atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
 #define RMW_SUB(p, v)     atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
