@@ -64,6 +64,7 @@ static ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, unsigne
 }
 
 #define COLL_SLOTS 20 /* > 16: with 16 calls in flight a slot is never waited for */
+#define COLL_RCACHE 4 /* free request slots a group keeps (struct group)          */
 #define COLL_RMAX  21 /* rounds: groups of at most 2^20 members */
 
 /* One persistent slot of a group's fast path (see "persistent path"). */
@@ -107,6 +108,12 @@ struct group {
     ptl_size_t p2;                     /* 1 << ra                               */
     ptl_handle_ct_t barr[COLL_RMAX];   /* barrier round k arrivals (cumulative) */
     ptl_handle_me_t bme[COLL_RMAX];
+    /* Free request slots kept by the group for its persistent-path calls
+     * (req_take_g, req_put_g; under lock): such a call takes and gives back
+     * one without tab_lock, two lock/unlock pairs less per call. Given back
+     * to the table at teardown. */
+    int rcache[COLL_RCACHE];
+    int nrcache;
 };
 
 /* Small bcast on persistent slots (docs/coll.md, "Slot bcast"): PB_SLOTS
@@ -220,15 +227,40 @@ static struct req *req_get(ptl_handle_coll_req_t h)
     return state_ok(&rstate[idx], h) ? &reqs[idx] : NULL;
 }
 
-/* Gives request slot r back (its handle invalid from here). */
-static void req_put(struct req *r)
+/* Request slot r is free from here: its handle invalid (a new generation). */
+static int req_retire(struct req *r)
 {
     int i = (int)(r - reqs);
-    pthread_mutex_lock(&tab_lock);
     r->used = 0;
     r->gen++;
     state_set(&rstate[i], r->gen, 0);
-    rfree[nrfree++] = i;
+    return i;
+}
+
+/* Gives request slot r back to the table. */
+static void req_put(struct req *r)
+{
+    pthread_mutex_lock(&tab_lock);
+    rfree[nrfree++] = req_retire(r);
+    pthread_mutex_unlock(&tab_lock);
+}
+
+/* Gives request slot r back to group g's cache, or to the table when the
+ * cache is full (g->lock held; tab_lock nests inside it, as in req_new). */
+static void req_put_g(struct group *g, struct req *r)
+{
+    if (g->nrcache < COLL_RCACHE)
+        g->rcache[g->nrcache++] = req_retire(r);
+    else
+        req_put(r);
+}
+
+/* Gives group g's cached request slots back to the table (teardown). */
+static void req_cache_drop(struct group *g)
+{
+    pthread_mutex_lock(&tab_lock);
+    while (g->nrcache > 0)
+        rfree[nrfree++] = g->rcache[--g->nrcache];
     pthread_mutex_unlock(&tab_lock);
 }
 
@@ -391,6 +423,18 @@ static void req_release(struct req *r)
     req_put(r);
 }
 
+/* Free slot i in use from here: its generation kept, the rest zeroed. */
+static struct req *req_reset(int i)
+{
+    struct req *r = &reqs[i];
+    uint32_t gen = r->gen;
+    memset(r, 0, sizeof *r);
+    r->gen = gen;
+    r->used = 1;
+    state_set(&rstate[i], gen, 1);
+    return r;
+}
+
 /* Takes a free request slot (its generation kept, the rest zeroed), or NULL. */
 static struct req *req_take(void)
 {
@@ -398,18 +442,16 @@ static struct req *req_take(void)
     if (nrfree < 0)
         for (nrfree = 0; nrfree < COLL_MAX_REQS; nrfree++)
             rfree[nrfree] = COLL_MAX_REQS - 1 - nrfree; /* index 0 on top */
-    struct req *r = NULL;
-    if (nrfree > 0) {
-        int i = rfree[--nrfree];
-        r = &reqs[i];
-        uint32_t gen = r->gen;
-        memset(r, 0, sizeof *r);
-        r->gen = gen;
-        r->used = 1;
-        state_set(&rstate[i], gen, 1);
-    }
+    struct req *r = nrfree > 0 ? req_reset(rfree[--nrfree]) : NULL;
     pthread_mutex_unlock(&tab_lock);
     return r;
+}
+
+/* A free request slot for a call on group g (g->lock held): from the
+ * group's cache when it has one, else from the table. */
+static struct req *req_take_g(struct group *g)
+{
+    return g->nrcache > 0 ? req_reset(g->rcache[--g->nrcache]) : req_take();
 }
 
 /* Takes a request slot and starts call g->seq (the group lock is held). */
@@ -474,12 +516,12 @@ static void fast_finish(struct req *r, int rc);
 static int fast_done(struct req *r, int rc)
 {
     struct group *g = r->g;
-    pthread_mutex_lock(&g->lock); /* one critical section: finish, and out of flight */
+    pthread_mutex_lock(&g->lock); /* one critical section: finish, out of flight, free */
     fast_finish(r, rc);
     rc = r->rc;
     g->inflight--;
+    req_put_g(g, r); /* a persistent-path request holds no resources of its own */
     pthread_mutex_unlock(&g->lock);
-    req_put(r); /* a persistent-path request holds no resources of its own */
     return rc;
 }
 
@@ -865,6 +907,7 @@ static void group_teardown(struct group *g)
     free(g->from);
     free(g->from_me);
     free(g->expect);
+    req_cache_drop(g);
     pthread_mutex_destroy(&g->lock);
     pthread_mutex_lock(&tab_lock);
     g->used = 0;
@@ -1515,7 +1558,7 @@ static void fast_finish(struct req *r, int rc)
 /* A request slot for a persistent-path call (group lock held). */
 static int req_new_fast(struct group *g, struct req **out)
 {
-    struct req *r = req_take();
+    struct req *r = req_take_g(g);
     if (!r)
         return PTL_NO_SPACE;
     r->g = g;
@@ -1593,8 +1636,8 @@ static int fast_barrier(struct group *g, struct req *r)
     }
     for (int k = 0; rc == PTL_OK && k < R; k++) {
         ptl_size_t dst = (me + ((ptl_size_t)1 << k)) % n;
-        rc = PtlTriggeredPut(f->md, 0, 0, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-                             mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k), 0, 0,
+        ptl_match_bits_t bits = mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k);
+        rc = PtlTriggeredPut(f->md, 0, 0, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0, bits, 0, 0,
                              k ? BCOND_CT(k) : f->sent, k ? BCOND_THR(k) : 0);
         if (rc == PTL_OK)
             f->sent_exp++;
