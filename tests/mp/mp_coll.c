@@ -44,6 +44,9 @@
  * root at one byte less than, equal to and more than 1, 2 and 3 segments,
  * 64 segments and more (the segment grows), then 16 nonblocking pipelined
  * bcasts in flight from rotating roots, waited in reverse order.
+ * mp_coll lists K (6 ranks in CMake): K groups over distinct member orders,
+ * one alive at a time, each an allreduce and four barriers in flight (the
+ * request slots a group keeps must go back to the table at its free).
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
@@ -1037,6 +1040,18 @@ static int lists(struct mp *m, unsigned k_max)
         MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
         if (y != (int64_t)N * (N - 1) / 2)
             mp_die("order %u: allreduce gave %lld", k, (long long)y);
+        /* Four persistent-path requests at once: the group keeps them as
+         * free slots after their waits (coll.c, rcache), and its free must
+         * give them back to the table (1,024 slots: 300 groups that kept
+         * four each would run it out) */
+        ptl_handle_coll_req_t q[4];
+        for (int i = 0; i < 4; i++) {
+            rc = PtlCollIbarrier(g, &q[i]);
+            if (rc != PTL_OK)
+                mp_die("order %u: barrier %d of 4 in flight: %s", k, i, PtlErrorStr((unsigned)rc));
+        }
+        for (int i = 0; i < 4; i++)
+            MP_CHECK(PtlCollWait(q[i]));
         MP_CHECK(PtlCollGroupFree(g));
     }
     free(ids);
