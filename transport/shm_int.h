@@ -91,6 +91,8 @@ struct shm_fbtx {
     uint32_t head[PT_CLS_NR];     /* r's head as last read (FB-HEAD-A)              */
     uint32_t cnt;                 /* messages sent through the box (order stamps)   */
     uint32_t reset[PT_CLS_NR];    /* the next message restarts r's base (re-attach) */
+    uint32_t last_nl[PT_CLS_NR];  /* lines the lane's last message took (reserve's
+                                   * guess of the next one's)                     */
 };
 
 /* Sending, per (receiver r, class c): private to the token holder. */
