@@ -177,7 +177,7 @@
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
 #define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
-#define PT_SHM_FB_MAXLN  4u                     /* lines one fast-box message may take */
+#define PT_SHM_FB_MAXLN  10u                    /* lines one fast-box message may take */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 16384u                /* sanity bound (ptlrun -n); the
