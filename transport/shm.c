@@ -151,8 +151,10 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
      * 64-200 B -12..-20%; bench/results-notes.md, "Forty-fourth session").
      * A stream prefetches its own way (fb_send). */
     struct shm_fbtx *f = &x->fbtx[peer];
-    if (f->state == 1 && !t->streak) {
-        uint32_t nl = f->last_nl[cls] ? f->last_nl[cls] : 1; /* at most PT_SHM_FB_MAXLN */
+    uint32_t nl = f->last_nl[cls] ? f->last_nl[cls] : 1; /* at most PT_SHM_FB_MAXLN */
+    if (f->state == 1 && !t->streak && f->tail[cls] + nl - f->head[cls] <= PT_SHM_FBLINES) {
+        /* (only lines the receiver has read: fb_send's room check, with the
+         * head as last read; a lane that looks full is not taken from it) */
         for (uint32_t i = 0; i < nl; i++)
             PREFETCH_W(&f->box->lane[cls][(f->tail[cls] + i) & (PT_SHM_FBLINES - 1)]);
     }

@@ -167,13 +167,17 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   9u                     /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   10u                    /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
                                                  * 7: claim words (coop);
                                                  * 8: fast boxes;
-                                                 * 9: the bell's rung (D1R)  */
+                                                 * 9: the bell's rung (D1R);
+                                                 * 10: fast-box messages of up
+                                                 * to PT_SHM_FB_MAXLN = 10 lines
+                                                 * (a receiver judges more
+                                                 * lines faulty)              */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
 #define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
