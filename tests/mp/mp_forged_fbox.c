@@ -61,7 +61,7 @@ static uint32_t forge(void)
     ln->ord = 0;
     ln->mask = 0x1u | 0x2u; /* word 0 is the sequence word: no sender sends it */
     ln->len = 4000;
-    ln->nlines = 9;
+    ln->nlines = PT_SHM_FB_MAXLN + 1; /* more lines than a message may take */
     memset(ln->data, 0xa5, sizeof ln->data);
     ST_RELEASE(&ln->seq, 1u); /* position 0's sequence word */
     RMW_ADD(&pt_shm_fbdir(g_base, &l, 1)->nclaimed, 1);

@@ -26,7 +26,7 @@
  * message holds for most) and those that find a lane full take the rings, so
  * the order is checked across the rings and the lanes of both classes, and
  * every header word and payload byte is checked (a lane carries the header
- * words that differ from its last message's; a message spans up to four
+ * words that differ from its last message's; a message spans up to ten
  * lines).
  * Registered once more with PTL_SHM_FBOX=0 (the rings alone).
  *
