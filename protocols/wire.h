@@ -80,10 +80,11 @@ enum pt_wire_flag {
 };
 
 struct pt_wire_hdr {
-    uint32_t xseq;         /* owned by the transport: the slot's sequence word,
-                            * written last (store-release) by commit and polled
-                            * by the receiver; the engine never reads or writes
-                            * it (pt_wire_clear/pt_wire_copy skip it)         */
+    uint32_t xseq;         /* owned by the transport (loopback: the slot's
+                            * sequence word, written last by commit and polled
+                            * by the receiver; shm: a ring buffer's length, for
+                            * the receiver's prefetch); the engine never reads
+                            * or writes it (pt_wire_clear/pt_wire_copy skip it) */
     uint8_t op;            /* enum pt_wire_op                                     */
     uint8_t flags;         /* enum pt_wire_flag                                   */
     uint16_t niov;         /* rendezvous: remote iovecs after the header          */

@@ -168,6 +168,15 @@ static inline uint32_t *slot_ord(void *slot)
     return (uint32_t *)((char *)slot + PT_XPORT_ORD_OFF);
 }
 
+/* A ring buffer's byte count (header and payload), written by its commit in
+ * the header's transport-owned first word (the rings need no sequence word:
+ * R-TAIL publishes). The receiver only prefetches by it (rx_prefetch_rest),
+ * bounded by the buffer: nothing else trusts it. */
+static inline uint32_t *slot_len(void *slot)
+{
+    return (uint32_t *)((char *)slot + PT_XPORT_SEQ_OFF);
+}
+
 /* ---- fast boxes, sending (shm_region.h, "Fast boxes") ----------------------- */
 
 static inline uint32_t fb_seqv(uint32_t pos) { return pos * 2u + 1u; }
@@ -401,6 +410,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     uint16_t b = x->freel[cls][--x->nfree[cls]]; /* the buffer reserve returned */
     char *buf = x->pool[cls] + (size_t)b * x->slot_size;
     *slot_ord(buf) = ord;
+    *slot_len(buf) = len;
     uint32_t pos = t->tail;
     t->map[pos & x->mask] = b;
     ST_RELAXED(&t->ring->ent[pos & x->mask], b);
@@ -742,6 +752,21 @@ static void rx_drop(struct pt_xport *x)
     }
 }
 
+/* A ring message's lines past its first three (which shm_peek asked for),
+ * asked for as soon as it is served: the engine reads the header, checks
+ * and matches before it copies the payload, and a 1-2 KiB payload's lines,
+ * fetched from the sender's cache only when the copy reaches them, came a
+ * hardware-prefetcher step at a time after that work. The length is the
+ * sender's (slot_len), bounded by the buffer. */
+static inline void rx_prefetch_rest(const struct pt_xport *x, void *slot)
+{
+    uint32_t len = *slot_len(slot);
+    if (len > x->slot_size)
+        len = x->slot_size;
+    for (uint32_t o = 3 * PT_CACHELINE; o < len; o += PT_CACHELINE)
+        __builtin_prefetch((char *)slot + o);
+}
+
 /* Both ways of peeking (stream_next, the full look in shm_peek) end here:
  * sender s's message `slot`, stamp `ord`, from its ring or (q->lane) its
  * box's lane in class c, is the one returned. */
@@ -750,6 +775,8 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
 {
     struct shm_rx *q = &x->in[s * 2 + c];
     q->ord = ord;
+    if (!q->lane)
+        rx_prefetch_rest(x, slot);
     if (!q->lane && q->ctail - q->head > 1) {
         /* Streaming: the next message's buffer while the engine handles
          * this one (checked again when it is peeked). */
@@ -913,6 +940,7 @@ static void *shm_peek(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p)
                     continue;
                 /* Fetch the rest of the header (the order stamp is there)
                  * and the first payload line in parallel. */
+                __builtin_prefetch((char *)slot);
                 __builtin_prefetch((char *)slot + 64);
                 __builtin_prefetch((char *)slot + 128);
                 uint32_t ord = *slot_ord(slot);
