@@ -551,8 +551,22 @@ static void report_exit(unsigned r, int ws, bool expected)
                 (int)g_ranks[r].pid, status_code(ws));
 }
 
+/* Started with a standard descriptor closed (`ptlrun ... >&-`): /dev/null
+ * takes its place, so that neither the job region nor any descriptor a rank's
+ * library opens becomes a rank's stdin, stdout or stderr. */
+static void std_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int nfd = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+            if (nfd >= 0 && nfd != fd) /* not the lowest free: leave it */
+                close(nfd);
+        }
+}
+
 int main(int argc, char **argv)
 {
+    std_fds_open();
     unsigned n = 0;
     bool host_matching = false, named = false;
     double timeout_s = 0, grace_s = 2.0;

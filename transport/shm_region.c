@@ -152,6 +152,20 @@ const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len)
     return buf;
 }
 
+/* A region descriptor is never 0, 1 or 2: a launcher started with a standard
+ * descriptor closed would otherwise hand its ranks the region as their
+ * stdout (every printf written over the region's header) or stdin. */
+static int fd_above_std(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return hi; /* -1 with errno set, as the call that made fd */
+}
+
 int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm_region *r)
 {
     memset(r, 0, sizeof *r);
@@ -163,7 +177,7 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
     char tmp[sizeof r->name + 16] = "";
     int fd;
     if (!job) {
-        fd = memfd_create("ptl-job", MFD_CLOEXEC);
+        fd = fd_above_std(memfd_create("ptl-job", MFD_CLOEXEC));
         if (fd < 0)
             return -errno;
         (void)fchmod(fd, 0600); /* best effort: memfds are not reachable by name anyway */
@@ -178,6 +192,11 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
         if (fd < 0)
             return -errno;
         r->named = true;
+        fd = fd_above_std(fd);
+        if (fd < 0) {
+            rc = -errno;
+            goto fail;
+        }
     }
     if (ftruncate(fd, (off_t)r->l.total) != 0) {
         rc = -errno;

@@ -13,6 +13,10 @@
 #   5. processes a rank leaves running (a background job, and a daemon that
 #      called setsid) are ended when the last rank has ended, normally and at
 #      --timeout; ptlrun names them and keeps its exit status
+#   6. ptlrun started with stdout, stderr or stdin closed: the job region is
+#      none of a rank's standard descriptors (a rank that printed before
+#      PtlNIInit wrote over the region's header; one that closed its stdin
+#      closed the region)
 set -u
 PTLRUN=$1
 RING=$2
@@ -134,5 +138,12 @@ for how in end timeout; do
     { rm -rf "$tmpd"; fail "$how: ptlrun did not name the processes it ended"; }
 done
 rm -rf "$tmpd"
+# 6. closed standard descriptors
+"$PTLRUN" -n 2 -- /bin/sh -c "echo before the job; exec $RING" >&- ||
+  fail "a job started with stdout closed failed (exit $?)"
+"$PTLRUN" -n 2 -- /bin/sh -c "echo before the job >&2; exec $RING" 2>&- >/dev/null ||
+  fail "a job started with stderr closed failed (exit $?)"
+"$PTLRUN" -n 2 -- /bin/sh -c "exec $RING <&-" <&- >/dev/null ||
+  fail "a job started with stdin closed, whose ranks close theirs, failed (exit $?)"
 echo "ptlrun_lifecycle: OK"
 exit 0
