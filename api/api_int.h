@@ -14,9 +14,13 @@
 struct pt_ni_slot {
     _Atomic(struct pt_nic *) nic;   /* published with ST_RELEASE after create */
     uint32_t gen;                   /* generation of the current/last NI here */
-    pid_t ospid;                    /* the process that created it: a child of
-                                     * fork() finds its parent's NI here, and
-                                     * only forgets it (under g_pt_ni_lock)     */
+    pid_t ospid;                    /* the process that created it           */
+    struct pt_nic *inherited;       /* a child of fork(): its parent's NI, moved
+                                     * here from `nic` by fork_child, so that no
+                                     * lookup finds it (every call on the
+                                     * parent's handles fails as on a freed
+                                     * NI's); PtlNIFini with its handle, PtlNIInit
+                                     * and PtlFini only forget it (fork.c)      */
 };
 
 extern _Atomic int g_pt_inited;               /* PtlInit called, PtlFini not yet */

@@ -19,8 +19,8 @@
  * watch to be past its start-up, and park every NIC thread of this process
  * at a safe point. Bounded (PT_FORK_WAIT_MS in all; past it the fork goes
  * on, as without this, and a warning says so once). parent: let the NIC
- * threads go, release the locks. child: release the locks (its NIs are the
- * parent's; it forgets them at its next PtlNIInit, PtlNIFini or PtlFini).
+ * threads go, release the locks. child: hide the parent's NIs from every
+ * lookup (api_int.h, `inherited`), release the locks.
  *
  * Not for fork() from inside a Portals call (g_pt_ni_lock is never held
  * when a call returns, and EQ handlers run after the call has left).
@@ -71,6 +71,18 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    /* The parent's NIs are not ours: hidden from every lookup from here, so
+     * that a call on an inherited handle fails instead of running a copy of
+     * the parent's engine against the job region (it took the parent's
+     * messages and events: an adversarial session's child drained its
+     * parent's EQ, the parent saw 16 of 20 ACK-ed puts). */
+    for (uint32_t i = 0; i < PT_MAX_NI; i++) {
+        struct pt_nic *nic = LD_RELAXED(&g_pt_nis[i].nic);
+        if (nic) {
+            g_pt_nis[i].inherited = nic;
+            ST_RELAXED(&g_pt_nis[i].nic, NULL); /* one thread here */
+        }
+    }
     pt_nic_life_fork_lock(false);
     pthread_mutex_unlock(&g_pt_ni_lock);
 }

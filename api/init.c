@@ -36,8 +36,11 @@ PTL_API void PtlFini(void)
 {
     pthread_mutex_lock(&g_pt_ni_lock);
     if (LD_RELAXED(&g_pt_inited)) {
-        for (uint32_t i = 0; i < PT_MAX_NI; i++)
+        for (uint32_t i = 0; i < PT_MAX_NI; i++) {
+            if (g_pt_nis[i].inherited)
+                pt_api_ni_forget_locked(i); /* a child of fork(): our parent's */
             pt_api_ni_fini_locked(i);
+        }
 #ifdef PTL_WITH_PMIX
         pt_pmix_rt_release(); /* the rank runtime's PMIx session (api/rt.c) */
 #endif

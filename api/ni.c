@@ -29,7 +29,7 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
     /* All accepted interface names are one NI: a second init returns it (REF). */
     for (uint32_t i = 0; i < PT_MAX_NI; i++) {
         struct pt_nic *nic = LD_RELAXED(&g_pt_nis[i].nic);
-        if (nic && g_pt_nis[i].ospid != getpid()) {
+        if (g_pt_nis[i].inherited || (nic && g_pt_nis[i].ospid != getpid())) {
             pt_api_ni_forget_locked(i); /* our parent's, copied by fork() */
             nic = NULL;
         }
@@ -74,7 +74,17 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
 void pt_api_ni_forget_locked(uint32_t idx)
 {
     ST_RELEASE(&g_pt_nis[idx].nic, NULL);
+    g_pt_nis[idx].inherited = NULL;
     g_pt_nis[idx].ospid = 0;
+}
+
+/* Handle h names the NI this child of fork() inherited (api_int.h). */
+static bool inherited_ni(ptl_handle_ni_t h)
+{
+    if (pt_h_type(h) != PT_H_NI || pt_h_idx(h) != 0 || pt_h_ni(h) >= PT_MAX_NI)
+        return false;
+    struct pt_nic *nic = g_pt_nis[pt_h_ni(h)].inherited;
+    return nic && LD_RELAXED(&nic->tag) == ((pt_h_gen(h) << 1) | 1u);
 }
 
 int pt_api_ni_fini_locked(uint32_t idx)
@@ -108,6 +118,10 @@ PTL_API int PtlNIFini(ptl_handle_ni_t ni_handle)
     PT_CHECK_INIT();
     pthread_mutex_lock(&g_pt_ni_lock);
     int rc = pt_api_ni(ni_handle) ? pt_api_ni_fini_locked(pt_h_ni(ni_handle)) : PTL_NI_INVALID;
+    if (rc == PTL_NI_INVALID && inherited_ni(ni_handle)) {
+        pt_api_ni_forget_locked(pt_h_ni(ni_handle)); /* our parent's: forgotten, as before */
+        rc = PTL_OK;
+    }
     pthread_mutex_unlock(&g_pt_ni_lock);
     return rc;
 }
