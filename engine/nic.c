@@ -1170,6 +1170,7 @@ void pt_nic_destroy(struct pt_nic *nic)
     pt_nic_trace_stop(nic);
     pt_wait_fini(&nic->w);
     nic->xo->close(nic->x);
+    pt_launcher_unwatch(); /* one NI per process: its last (launcher.c) */
     /* After the transport's close: a read still posted (ofi: a step given up
      * on when the peer was lost or the flush's grace ran out) may complete
      * until then, into the reduction scratch among others (an audit). */

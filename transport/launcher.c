@@ -11,6 +11,11 @@
  * the launcher is gone. Kernels without pidfd_open (before 5.3): the thread
  * asks kill(pid, 0) every 100 ms instead.
  *
+ * The watch lasts while the process has an NI: the last NI's close ends it
+ * (pt_launcher_unwatch), so that a process whose threads have all ended
+ * (main called pthread_exit, a worker finalized and returned) exits as it
+ * does outside ptlrun; a later PtlNIInit starts it again.
+ *
  * Not on any hot path; the thread holds no lock and touches no shared state.
  * Past its start-up it never allocates; a fork() waits until it is past it
  * (pt_launcher_fork_settle: ASan's runtime allocates in a thread's start,
@@ -28,6 +33,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +51,11 @@ static int g_pidfd = -1;
  * start-up is over); the futex word fork() waits on (settle). */
 static _Atomic uint32_t g_starting;
 static struct pt_waitword g_up_ww;
+/* unwatch -> the thread: end (g_stop, then a count on g_stopfd, which its
+ * poll() watches beside the launcher's pidfd); the thread -> unwatch: it is
+ * past its last use of the descriptors (g_running 0). */
+static int g_stopfd = -1;
+static _Atomic uint32_t g_stop, g_running;
 
 static void launcher_gone(void)
 {
@@ -60,21 +71,23 @@ static void *watch(void *arg)
     FENCE_FULL(); /* the store before the wake's seq bump */
     pt_wake_all(&g_up_ww);
     if (g_pidfd >= 0) {
-        struct pollfd p = {.fd = g_pidfd, .events = POLLIN};
-        for (;;) {
-            int n = poll(&p, 1, -1);
-            if (n > 0)
+        struct pollfd p[2] = {{.fd = g_pidfd, .events = POLLIN},
+                              {.fd = g_stopfd, .events = POLLIN}};
+        while (!LD_ACQUIRE(&g_stop)) {
+            int n = poll(p, g_stopfd >= 0 ? 2 : 1, g_stopfd >= 0 ? -1 : 100);
+            if (n > 0 && (p[0].revents & POLLIN))
                 launcher_gone(); /* readable: the process has exited */
             if (n < 0 && errno != EINTR)
                 break; /* fall back to asking */
         }
     }
-    for (;;) {
+    while (!LD_ACQUIRE(&g_stop)) { /* pairs with unwatch's ST_RELEASE */
         if (kill(g_launcher, 0) != 0 && errno == ESRCH)
             launcher_gone();
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    ST_RELEASE(&g_running, 0); /* the last touch of the descriptors was before */
     return NULL;
 }
 
@@ -94,7 +107,11 @@ static void start(void)
     g_launcher = (pid_t)v;
     if (g_pidfd >= 0)
         close(g_pidfd); /* our parent's (fork): its thread is not ours */
+    if (g_stopfd >= 0)
+        close(g_stopfd);
     g_pidfd = (int)syscall(SYS_pidfd_open, g_launcher, 0);
+    g_stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); /* -1: the poll looks every 100 ms */
+    ST_RELAXED(&g_stop, 0);
     /* Gone already (or the pid is unknown): the job is over for us. */
     if (kill(g_launcher, 0) != 0 && errno == ESRCH)
         launcher_gone();
@@ -108,9 +125,12 @@ static void start(void)
     pthread_attr_setstacksize(&a, 64 * 1024);
     pthread_t t;
     ST_RELAXED(&g_starting, 1);
+    ST_RELAXED(&g_running, 1);
     int rc = pthread_create(&t, &a, watch, NULL);
-    if (rc)
+    if (rc) {
         ST_RELAXED(&g_starting, 0);
+        ST_RELAXED(&g_running, 0);
+    }
     pthread_attr_destroy(&a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc)
@@ -124,6 +144,33 @@ void pt_launcher_watch(void)
     if (g_started_in != getpid()) {
         g_started_in = getpid();
         start();
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void pt_launcher_unwatch(void)
+{
+    pthread_mutex_lock(&g_lock);
+    if (g_started_in == getpid()) {
+        ST_RELEASE(&g_stop, 1); /* pairs with the thread's LD_ACQUIRE */
+        if (g_stopfd >= 0)
+            (void)!eventfd_write(g_stopfd, 1);
+        /* Until the thread is past the descriptors (at once; at most a poll
+         * period without an eventfd), bounded: a thread that does not come
+         * keeps them, and the next watch starts with new ones. */
+        uint64_t t0 = pt_now_ns();
+        while (LD_ACQUIRE(&g_running) && pt_now_ns() - t0 < 1000000000u) {
+            struct timespec ts = {0, 50 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (!LD_ACQUIRE(&g_running)) {
+            if (g_pidfd >= 0)
+                close(g_pidfd);
+            if (g_stopfd >= 0)
+                close(g_stopfd);
+        }
+        g_pidfd = g_stopfd = -1;
+        g_started_in = 0; /* the next NI's watch starts a thread again */
     }
     pthread_mutex_unlock(&g_lock);
 }

@@ -246,6 +246,8 @@ uint32_t pt_xport_guest_pid(void);
 /* A rank started by ptlrun (PTL_LAUNCHER_PID) ends when ptlrun is gone,
  * even behind a wrapper process (launcher.c). Idempotent. */
 void pt_launcher_watch(void);
+/* The last NI closed: end the watch (a process with no thread left exits). */
+void pt_launcher_unwatch(void);
 /* The launcher this process's watch follows (PTL_LAUNCHER_PID: ptlrun, also
  * behind a wrapper), or 0 (no watch started in this process). Cold path. */
 pid_t pt_launcher_pid(void);
