@@ -18,7 +18,9 @@
  *                             when it is free, as PtlEQGet does)
  *   PtlCTWait(ct, test, &ev)  blocks until success + failure >= test (the
  *                             Portals 4 rule), then returns the value; sleeps
- *                             like PtlEQWait (no unbounded spinning)
+ *                             like PtlEQWait (no unbounded spinning). Once the
+ *                             job has failed (a rank died), a wait that would
+ *                             block returns PTL_FAIL, as PtlEQWait does
  *   PtlCTSet(ct, ev)          sets both fields
  *   PtlCTInc(ct, ev)          adds ev.success and ev.failure
  *   PtlCTSet and PtlCTInc return once the engine applied them (a PtlCTGet
