@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 extern char **environ;
 
@@ -143,6 +144,44 @@ static bool must_be_pow2(const char *name)
  * first use and again by pt_config_reload (PtlInit), and every rank printed
  * each warning twice (an audit). Cold: start-up only. */
 static char g_warned[sizeof(g_table) / sizeof(g_table[0])][48];
+/* Variables that also take names: value k is names[k] (PTL_RNDV_MODE's 0, 1,
+ * 2 are auto, cma, copy; PTL_TRANSPORT's are enum pt_transport's). Matched
+ * without regard to case or surrounding blanks: "OFI" used to run on shared
+ * memory with a warning that it was not a number (an adversarial session). */
+static const char *const g_rndv_names[] = {"auto", "cma", "copy", NULL};
+static const char *const g_transport_names[] = {[PT_TRANSPORT_SHM] = "shm",
+                                                [PT_TRANSPORT_OFI] = "ofi",
+                                                [PT_TRANSPORT_AUTO] = "auto", NULL};
+_Static_assert(PT_TRANSPORT_SHM == 0 && PT_TRANSPORT_OFI == 1 && PT_TRANSPORT_AUTO == 2,
+               "g_transport_names is indexed by the value");
+
+static const char *const *named_values(const char *var)
+{
+    if (!strcmp(var, "PTL_RNDV_MODE"))
+        return g_rndv_names;
+    if (!strcmp(var, "PTL_TRANSPORT"))
+        return g_transport_names;
+    return NULL;
+}
+
+static const char *names_help(const char *var)
+{
+    return !strcmp(var, "PTL_RNDV_MODE") ? "auto, cma, copy (0, 1, 2)" : "shm, ofi, auto (0, 1, 2)";
+}
+
+static int name_index(const char *const *names, const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    for (int k = 0; names[k]; k++)
+        if (strlen(names[k]) == n && !strncasecmp(names[k], s, n))
+            return k;
+    return -1;
+}
+
 static bool first_warning(size_t i, const char *s)
 {
     if (!strncmp(g_warned[i], s, sizeof g_warned[i] - 1) && g_warned[i][0])
@@ -179,17 +218,20 @@ static void parse_env(void)
         errno = 0;
         long long v = strtoll(s, &end, 0);
         if (errno || *end) {
-            if (!strcmp(t->name, "PTL_RNDV_MODE") && (!strcmp(s, "auto") || !strcmp(s, "cma") || !strcmp(s, "copy"))) {
-                v = !strcmp(s, "auto") ? 0 : !strcmp(s, "cma") ? 1 : 2;
-            } else if (!strcmp(t->name, "PTL_TRANSPORT") &&
-                       (!strcmp(s, "shm") || !strcmp(s, "ofi") || !strcmp(s, "auto"))) {
-                v = !strcmp(s, "shm")   ? PT_TRANSPORT_SHM
-                    : !strcmp(s, "ofi") ? PT_TRANSPORT_OFI
-                                        : PT_TRANSPORT_AUTO;
+            const char *const *names = named_values(t->name);
+            int k = names ? name_index(names, s) : -1;
+            if (k >= 0) {
+                v = k;
             } else {
-                if (first_warning(i, s))
-                    pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
-                           (long long)t->def);
+                if (first_warning(i, s)) {
+                    if (names)
+                        pt_log(PT_LOG_WARN, "%s=%s is none of %s; using %lld", t->name, s,
+                               names_help(t->name), (long long)t->def);
+                    else
+                        pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
+                               (long long)t->def);
+                }
+                t->source = "default: the environment's value was refused";
                 continue;
             }
         }
@@ -197,6 +239,7 @@ static void parse_env(void)
             if (first_warning(i, s))
                 pt_log(PT_LOG_WARN, "%s=%lld out of range [%lld, %lld]; using %lld", t->name, v,
                        (long long)t->min, (long long)t->max, (long long)t->def);
+            t->source = "default: the environment's value was refused";
             continue;
         }
         if (must_be_pow2(t->name) && (v & (v - 1))) {
