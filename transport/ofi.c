@@ -2017,7 +2017,10 @@ static struct fi_info *make_hints(const char *prov)
 /* The default provider: reliable across hosts, best first. Providers that
  * reach only this host (shm) or are unreliable underneath (udp;ofi_rxd) are
  * taken only when named. */
-static const char *const g_pref[] = {"verbs;ofi_rxm", "psm2", "tcp;ofi_rxm", "net", "sockets"};
+static const char *const g_pref[] = {"verbs;ofi_rxm", "psm2", "tcp;ofi_rxm", "net"};
+/* (sockets, udp;ofi_rxd and shm cannot give a completion queue a wait
+ * descriptor, FI_WAIT_FD with FI_GETWAIT, on which the engine sleeps: named,
+ * PtlNIInit refuses them saying so, and ptl_info marks them unusable.) */
 
 /* Does this fabric address name the loopback interface (127/8, ::1)? */
 static bool is_loopback(const struct fi_info *i)
@@ -2105,6 +2108,38 @@ static int get_info(struct fi_info **all_p, struct fi_info **chosen_p, bool no_l
     return 0;
 }
 
+/* Can provider i give a completion queue the wait descriptor the engine
+ * sleeps on (FI_WAIT_FD, then FI_GETWAIT)? 0, or the failure and, in *what,
+ * the call that failed. Opens and closes a fabric, domain and CQ: ptl_info. */
+static int wait_fd_probe(const struct fi_info *i, const char **what)
+{
+    struct fid_fabric *fab = NULL;
+    struct fid_domain *dom = NULL;
+    struct fid_cq *cq = NULL;
+    int fd = -1, rc = pt_fi_fabric(i->fabric_attr, &fab, NULL);
+    *what = "fi_fabric";
+    if (!rc) {
+        *what = "fi_domain";
+        rc = fi_domain(fab, (struct fi_info *)i, &dom, NULL);
+    }
+    if (!rc) {
+        struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD, .size = 64};
+        *what = "fi_cq_open with FI_WAIT_FD";
+        rc = fi_cq_open(dom, &cqa, &cq, NULL);
+    }
+    if (!rc) {
+        *what = "FI_GETWAIT";
+        rc = fi_control(&cq->fid, FI_GETWAIT, &fd);
+    }
+    if (cq)
+        fi_close(&cq->fid);
+    if (dom)
+        fi_close(&dom->fid);
+    if (fab)
+        fi_close(&fab->fid);
+    return rc;
+}
+
 void pt_ofi_describe(FILE *f)
 {
     struct fi_info *all = NULL, *ch = NULL;
@@ -2128,11 +2163,19 @@ void pt_ofi_describe(FILE *f)
                 i->domain_attr->name ? i->domain_attr->name : "?",
                 i->fabric_attr->name ? i->fabric_attr->name : "?");
     }
-    if (ch)
+    const char *what = NULL;
+    int wrc = ch ? wait_fd_probe(ch, &what) : 0;
+    if (ch && wrc)
+        fprintf(f, "  PTL_TRANSPORT=ofi would use: %s, domain %s%s, which is UNUSABLE: %s: %s "
+                   "(the engine sleeps on its completion queue's wait descriptor); PtlNIInit "
+                   "will refuse it: name another with PTL_OFI_PROVIDER\n",
+                ch->fabric_attr->prov_name, ch->domain_attr->name ? ch->domain_attr->name : "?",
+                *want ? " (PTL_OFI_PROVIDER)" : "", what, pt_fi_strerror(-wrc));
+    else if (ch)
         fprintf(f, "  PTL_TRANSPORT=ofi uses: %s, domain %s%s\n", ch->fabric_attr->prov_name,
                 ch->domain_attr->name ? ch->domain_attr->name : "?",
                 *want ? " (PTL_OFI_PROVIDER)" : " (default rule: verbs;ofi_rxm, psm2, "
-                                                "tcp;ofi_rxm, net, sockets)");
+                                                "tcp;ofi_rxm, net)");
     else
         fprintf(f, "  PTL_TRANSPORT=ofi: none of the default providers is present; set "
                    "PTL_OFI_PROVIDER\n");
@@ -2202,7 +2245,16 @@ static int open_fabric(struct pt_xport *x)
     TRY(fi_domain(x->fabric, x->info, &x->domain, NULL), "fi_domain");
     struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
                              .size = 4096};
-    TRY(fi_cq_open(x->domain, &cqa, &x->cq, NULL), "fi_cq_open");
+    rc = fi_cq_open(x->domain, &cqa, &x->cq, NULL);
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
+        pt_log(PT_LOG_ERR, "ofi: provider %s cannot give a completion queue a wait descriptor "
+                           "(fi_cq_open with FI_WAIT_FD: %s), on which libportals' engine sleeps "
+                           "(docs/ofi.md): name another with PTL_OFI_PROVIDER (ptl_info lists "
+                           "those found and says which is usable)",
+               x->prov, pt_fi_strerror(-rc));
+        return rc;
+    }
+    TRY(rc, "fi_cq_open");
     struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = x->n};
     TRY(fi_av_open(x->domain, &ava, &x->av, NULL), "fi_av_open");
     TRY(fi_endpoint(x->domain, x->info, &x->ep, NULL), "fi_endpoint");
@@ -2212,7 +2264,15 @@ static int open_fabric(struct pt_xport *x)
     TRY(fi_setopt(&x->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &minmr, sizeof minmr),
         "FI_OPT_MIN_MULTI_RECV");
     TRY(fi_enable(x->ep), "fi_enable");
-    TRY(fi_control(&x->cq->fid, FI_GETWAIT, &x->cq_fd), "FI_GETWAIT");
+    rc = fi_control(&x->cq->fid, FI_GETWAIT, &x->cq_fd);
+    if (rc) {
+        pt_log(PT_LOG_ERR, "ofi: provider %s cannot give its completion queue's wait descriptor "
+                           "(FI_GETWAIT: %s), on which libportals' engine sleeps (docs/ofi.md): "
+                           "name another with PTL_OFI_PROVIDER (ptl_info lists those found and "
+                           "says which is usable)",
+               x->prov, pt_fi_strerror(-rc));
+        return rc;
+    }
 #undef TRY
     return 0;
 }
