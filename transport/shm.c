@@ -158,9 +158,16 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
         for (uint32_t i = 0; i < nl; i++)
             PREFETCH_W(&f->box->lane[cls][(f->tail[cls] + i) & (PT_SHM_FBLINES - 1)]);
     }
+    /* The same for a message that takes the ring: the buffer's lines, as
+     * many as our last message to this peer took (a ping-pong's buffer was
+     * last read by the peer). */
+    char *top = pool_top(x, cls);
+    if (!t->streak && t->last_len)
+        for (uint32_t o = 0; o < t->last_len; o += PT_CACHELINE)
+            PREFETCH_W(top + o);
     /* The buffer at the top of the free stack; commit takes it. A reserve
      * that is not committed leaves nothing behind. */
-    return pool_top(x, cls);
+    return top;
 }
 
 static inline uint32_t *slot_ord(void *slot)
@@ -399,6 +406,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
          * is hot for the next message): the message goes to the lane. */
         if (fb_send(f, cls, pool_top(x, cls), len, ord, t->streak != 0)) {
             t->streak++;
+            t->last_len = 0;
             PT_PERTURB();
             FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
             ring_peer(x, peer);
@@ -411,6 +419,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     char *buf = x->pool[cls] + (size_t)b * x->slot_size;
     *slot_ord(buf) = ord;
     *slot_len(buf) = len;
+    t->last_len = len <= x->slot_size ? len : x->slot_size;
     uint32_t pos = t->tail;
     t->map[pos & x->mask] = b;
     ST_RELAXED(&t->ring->ent[pos & x->mask], b);

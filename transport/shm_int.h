@@ -105,6 +105,8 @@ struct shm_tx {
     /* Pacing hint: messages sent since the peer last sent us one (a stream);
      * see shm_commit. */
     uint32_t streak;
+    uint32_t last_len;            /* our last message's bytes, when it took the
+                                   * ring (0: the lane): shm_reserve's prefetch  */
     uint32_t armed;               /* on the armed list (tx_arm; stall_clear)       */
     uint32_t want_at;             /* the threshold we last stored (tx_arm)          */
 };
