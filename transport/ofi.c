@@ -2536,7 +2536,7 @@ static int ofi_setup(struct pt_xport *x)
         return rc;
     }
     rc = x->ax.publish(x->ax.ctx, name, len);
-    if (rc)
+    if (rc && rc != -EIO) /* -EIO: the exchange said why (the PMIx fence, its timeout) */
         pt_log(PT_LOG_ERR, "ofi: cannot publish the endpoint name (%zu bytes): %s", len,
                strerror(-rc));
     else if (x->conn && !x->connect_later)

@@ -21,7 +21,7 @@
  * (PMIx_Put/Commit/Fence/Get) is the next implementation. */
 struct ofi_addrx {
     void *ctx;
-    int (*publish)(void *ctx, const void *name, size_t len);
+    int (*publish)(void *ctx, const void *name, size_t len); /* -EIO: it said why */
     int (*lookup)(void *ctx, uint32_t rank, void *name, size_t *len);
 };
 

@@ -341,7 +341,8 @@ static int fence_bounded(struct pt_xport *x)
     if (!done || rc == PMIX_ERR_TIMEOUT) {
         pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u of %u: the fence of PtlNIInit did not "
                            "complete within PTL_PMIX_TIMEOUT_S (%d s): a rank of the job did "
-                           "not reach PtlNIInit (stuck or slow before it); PtlNIInit fails",
+                           "not reach PtlNIInit (stuck or slow before it, or it left the job "
+                           "without calling it); PtlNIInit fails",
                x->rank, x->n, timeout_s);
         return -EIO;
     }
