@@ -2182,6 +2182,16 @@ void pt_ofi_describe(FILE *f)
     pt_fi_freeinfo(all);
 }
 
+/* The provider cannot give what the engine sleeps on: say so, and what to do. */
+static int no_wait_fd(const struct pt_xport *x, const char *what, const char *call, int rc)
+{
+    pt_log(PT_LOG_ERR, "ofi: provider %s cannot give %s (%s: %s), on which libportals' engine "
+                       "sleeps (docs/ofi.md): name another with PTL_OFI_PROVIDER (ptl_info lists "
+                       "those found and says which is usable)",
+           x->prov, what, call, pt_fi_strerror(-rc));
+    return rc;
+}
+
 static int open_fabric(struct pt_xport *x)
 {
     struct fi_info *all = NULL, *ch = NULL;
@@ -2246,14 +2256,9 @@ static int open_fabric(struct pt_xport *x)
     struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
                              .size = 4096};
     rc = fi_cq_open(x->domain, &cqa, &x->cq, NULL);
-    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP) {
-        pt_log(PT_LOG_ERR, "ofi: provider %s cannot give a completion queue a wait descriptor "
-                           "(fi_cq_open with FI_WAIT_FD: %s), on which libportals' engine sleeps "
-                           "(docs/ofi.md): name another with PTL_OFI_PROVIDER (ptl_info lists "
-                           "those found and says which is usable)",
-               x->prov, pt_fi_strerror(-rc));
-        return rc;
-    }
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP)
+        return no_wait_fd(x, "a completion queue a wait descriptor", "fi_cq_open with FI_WAIT_FD",
+                          rc);
     TRY(rc, "fi_cq_open");
     struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = x->n};
     TRY(fi_av_open(x->domain, &ava, &x->av, NULL), "fi_av_open");
@@ -2265,14 +2270,8 @@ static int open_fabric(struct pt_xport *x)
         "FI_OPT_MIN_MULTI_RECV");
     TRY(fi_enable(x->ep), "fi_enable");
     rc = fi_control(&x->cq->fid, FI_GETWAIT, &x->cq_fd);
-    if (rc) {
-        pt_log(PT_LOG_ERR, "ofi: provider %s cannot give its completion queue's wait descriptor "
-                           "(FI_GETWAIT: %s), on which libportals' engine sleeps (docs/ofi.md): "
-                           "name another with PTL_OFI_PROVIDER (ptl_info lists those found and "
-                           "says which is usable)",
-               x->prov, pt_fi_strerror(-rc));
-        return rc;
-    }
+    if (rc)
+        return no_wait_fd(x, "its completion queue's wait descriptor", "FI_GETWAIT", rc);
 #undef TRY
     return 0;
 }
