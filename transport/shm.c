@@ -419,7 +419,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     char *buf = x->pool[cls] + (size_t)b * x->slot_size;
     *slot_ord(buf) = ord;
     *slot_len(buf) = len;
-    t->last_len = len <= x->slot_size ? len : x->slot_size;
+    t->last_len = len; /* a message fits its buffer */
     uint32_t pos = t->tail;
     t->map[pos & x->mask] = b;
     ST_RELAXED(&t->ring->ent[pos & x->mask], b);

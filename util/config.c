@@ -144,29 +144,38 @@ static bool must_be_pow2(const char *name)
  * first use and again by pt_config_reload (PtlInit), and every rank printed
  * each warning twice (an audit). Cold: start-up only. */
 static char g_warned[sizeof(g_table) / sizeof(g_table[0])][48];
-/* Variables that also take names: value k is names[k] (PTL_RNDV_MODE's 0, 1,
- * 2 are auto, cma, copy; PTL_TRANSPORT's are enum pt_transport's). Matched
+/* Variables that also take names: value k is names[k] (PTL_RNDV_MODE's are
+ * enum pt_rndv_mode's, PTL_TRANSPORT's enum pt_transport_kind's). Matched
  * without regard to case or surrounding blanks: "OFI" used to run on shared
  * memory with a warning that it was not a number (an adversarial session). */
-static const char *const g_rndv_names[] = {"auto", "cma", "copy", NULL};
-static const char *const g_transport_names[] = {[PT_TRANSPORT_SHM] = "shm",
-                                                [PT_TRANSPORT_OFI] = "ofi",
-                                                [PT_TRANSPORT_AUTO] = "auto", NULL};
-_Static_assert(PT_TRANSPORT_SHM == 0 && PT_TRANSPORT_OFI == 1 && PT_TRANSPORT_AUTO == 2,
-               "g_transport_names is indexed by the value");
+static const struct {
+    const char *var;
+    const char *names[4]; /* NULL-terminated */
+} g_named[] = {
+    {"PTL_RNDV_MODE", {[PT_RNDV_AUTO] = "auto", [PT_RNDV_CMA] = "cma", [PT_RNDV_COPY] = "copy"}},
+    {"PTL_TRANSPORT",
+     {[PT_TRANSPORT_SHM] = "shm", [PT_TRANSPORT_OFI] = "ofi", [PT_TRANSPORT_AUTO] = "auto"}},
+};
+_Static_assert(PT_RNDV_COPY == 2 && PT_TRANSPORT_AUTO == 2, "g_named's lists are dense");
 
 static const char *const *named_values(const char *var)
 {
-    if (!strcmp(var, "PTL_RNDV_MODE"))
-        return g_rndv_names;
-    if (!strcmp(var, "PTL_TRANSPORT"))
-        return g_transport_names;
+    for (size_t k = 0; k < sizeof g_named / sizeof g_named[0]; k++)
+        if (!strcmp(var, g_named[k].var))
+            return g_named[k].names;
     return NULL;
 }
 
-static const char *names_help(const char *var)
+/* "auto, cma, copy (0-2)": what a named variable accepts, for its warning. */
+static const char *names_help(const char *const *names, char *buf, size_t len)
 {
-    return !strcmp(var, "PTL_RNDV_MODE") ? "auto, cma, copy (0, 1, 2)" : "shm, ofi, auto (0, 1, 2)";
+    size_t o = 0;
+    int k = 0;
+    for (; names[k] && o < len; k++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", k ? ", " : "", names[k]);
+    if (o < len)
+        snprintf(buf + o, len - o, " (0-%d)", k - 1);
+    return buf;
 }
 
 static int name_index(const char *const *names, const char *s)
@@ -224,9 +233,10 @@ static void parse_env(void)
                 v = k;
             } else {
                 if (first_warning(i, s)) {
+                    char help[64];
                     if (names)
                         pt_log(PT_LOG_WARN, "%s=%s is none of %s; using %lld", t->name, s,
-                               names_help(t->name), (long long)t->def);
+                               names_help(names, help, sizeof help), (long long)t->def);
                     else
                         pt_log(PT_LOG_WARN, "%s=%s is not a number; using %lld", t->name, s,
                                (long long)t->def);
