@@ -19,7 +19,8 @@
  * -c NAME[:BYTES]: run only that case (barrier, allreduce, bcast, reduce; 8 bytes
  *    unless told; allreduce8 and bcast1m as before), for perf and quick A/B runs.
  * Output: "coll <case> <bytes> <ranks> <us per call>" and
- *         "overlap <bytes> <ranks> <pure us> <compute us> <total us> <kept %> <done %>"
+ *         "overlap <bytes> <ranks> <pure us> <compute us> <total us> <kept %> <done %>
+ *                  <post us>" (post: the slowest rank's PtlCollIallreduce call, median)
  */
 #include "bench_util.h"
 
@@ -102,7 +103,7 @@ static void overlap(pb_ctx *ctx, size_t bytes, int reps)
 {
     double *a = calloc(bytes / 8, 8), *b = calloc(bytes / 8, 8);
     ptl_handle_coll_req_t q;
-    double pure[64], tot[64], done[64], comp;
+    double pure[64], tot[64], done[64], post[64], comp;
     if (!a || !b)
         pb_die("out of memory");
     for (int r = 0; r < reps; r++) {
@@ -117,12 +118,14 @@ static void overlap(pb_ctx *ctx, size_t bytes, int reps)
         check(PtlCollBarrier(G), "barrier");
         double t0 = pb_now_us();
         check(PtlCollIallreduce(G, a, b, bytes / 8, PTL_COLL_DOUBLE, PTL_COLL_SUM, &q), "iallreduce");
+        post[r] = pb_now_us() - t0;
         spin_us(comp);
         int d = 0;
         check(PtlCollTest(q, &d), "test");
         if (!d)
             check(PtlCollWait(q), "wait");
         tot[r] = maxall(pb_now_us() - t0);
+        post[r] = maxall(post[r]);
         double dd = d, sum;
         check(PtlCollAllreduce(G, &dd, &sum, 1, PTL_COLL_DOUBLE, PTL_COLL_SUM), "allreduce");
         done[r] = sum / N;
@@ -131,9 +134,10 @@ static void overlap(pb_ctx *ctx, size_t bytes, int reps)
     for (int r = 0; r < reps; r++)
         dsum += done[r];
     qsort(tot, (size_t)reps, sizeof tot[0], cmpd);
+    qsort(post, (size_t)reps, sizeof post[0], cmpd);
     if (ctx->rank == 0)
-        printf("overlap %zu %u %.1f %.1f %.1f %.1f %.1f\n", bytes, N, pure[reps / 2], comp,
-               tot[reps / 2], 100.0 * comp / tot[reps / 2], 100.0 * dsum / reps);
+        printf("overlap %zu %u %.1f %.1f %.1f %.1f %.1f %.1f\n", bytes, N, pure[reps / 2], comp,
+               tot[reps / 2], 100.0 * comp / tot[reps / 2], 100.0 * dsum / reps, post[reps / 2]);
     free(a);
     free(b);
 }

@@ -2113,7 +2113,9 @@ static int r_reduce_range(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl
  * range held, rounds R-1 .. 0), so every member gets the same bits. A write
  * into a range we sent from always depends on that send having arrived
  * first. The folded member me + p (if any) reduces its vector into w before
- * round 0 and gets the result back at the end.
+ * round 0 and gets the result back at the end. Without one, round 0 sends
+ * from sendbuf and w starts with the kept half only (the rest of w is
+ * written by the allgather).
  */
 static int sched_rsag(struct req *r, const void *sendbuf, void *w, ptl_size_t count,
                       ptl_coll_type_t t, ptl_coll_op_t op, int R, ptl_size_t extra,
@@ -2124,8 +2126,18 @@ static int sched_rsag(struct req *r, const void *sendbuf, void *w, ptl_size_t co
     ptl_size_t bytes = count * ts;
     ptl_handle_ct_t rs[COLL_RMAX], ag[COLL_RMAX], fold = PTL_CT_NONE, have, trig;
     ptl_size_t have_thr = 0, thr;
-    ptl_handle_md_t md;
-    if (w != sendbuf)
+    ptl_handle_md_t md, md0;
+    /* Round 0 sends the half of the vector on its partner's side and keeps
+     * the other: without a folded member, that half goes straight from
+     * sendbuf and only the kept half is copied into w (w's other half is
+     * written by the allgather alone). 1 MiB, 2 members: the post of
+     * PtlCollIallreduce, which the application pays, copies 512 KiB, not 1 MiB. */
+    bool half = w != sendbuf && extra >= n;
+    ptl_size_t d0 = p >> 1, k0 = me & d0 ? d0 : 0;
+    ptl_size_t k0off = blk_off(count, p, k0, ts), k0len = blk_off(count, p, k0 + d0, ts) - k0off;
+    if (half)
+        memcpy((char *)w + k0off, (const char *)sendbuf + k0off, k0len);
+    else if (w != sendbuf)
         memcpy(w, sendbuf, bytes);
     int rc = PTL_OK;
     if (extra < n) {
@@ -2146,6 +2158,9 @@ static int sched_rsag(struct req *r, const void *sendbuf, void *w, ptl_size_t co
     }
     if (rc == PTL_OK)
         rc = r_src(r, w, bytes, &md);
+    md0 = md;
+    if (rc == PTL_OK && half)
+        rc = r_src(r, sendbuf, bytes, &md0);
     have = fold;
     ptl_size_t lo = 0, hi = p;
     for (int k = 0; rc == PTL_OK && k < R; k++) {
@@ -2155,7 +2170,8 @@ static int sched_rsag(struct req *r, const void *sendbuf, void *w, ptl_size_t co
         ptl_size_t koff = blk_off(count, p, klo, ts), klen = blk_off(count, p, klo + d, ts) - koff;
         rc = r_gate(r, q, have, have_thr, &trig, &thr);
         if (rc == PTL_OK)
-            rc = r_reduce_range(r, md, soff, slen, seg, q, TAG_RS + (unsigned)k, t, op, trig, thr);
+            rc = r_reduce_range(r, k ? md : md0, soff, slen, seg, q, TAG_RS + (unsigned)k, t, op,
+                                trig, thr);
         if (rc == PTL_OK)
             rc = r_and(r, have, have_thr, rs[k], (klen + seg - 1) / seg, &have, &have_thr);
         lo = klo;

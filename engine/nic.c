@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 
@@ -756,6 +757,10 @@ void pt_nic_thread_start(struct pt_nic *nic)
             pt_log(PT_LOG_INFO, "NIC thread: cannot pin to core %d (%s)", nic->nic_cpu,
                    strerror(-rc));
     }
+    /* LP's timed sleeps (PTL_WAIT_LEASE_US / 4) on a core of its own: the
+     * default timer slack (50 us) would make each up to five times longer. */
+    if (nic->w.lease_poll)
+        (void)prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
     /* SCHED_BATCH: a NIC thread woken by a peer does not preempt the
      * application on a shared core (the kernel skips wake-up preemption for
      * batch threads); it runs when the application waits (and then hands the
@@ -954,14 +959,28 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->nic_cpu = cfg->nic_cpu >= 0 ? (int)cfg->nic_cpu
                                          : pt_cpu_choose_nic(-1, nic->xi.local_rank, &ncand);
         cpu_set_t app;
-        nic->nic_shares_core = nic->nic_cpu >= 0 && sched_getaffinity(0, sizeof app, &app) == 0 &&
-                               CPU_COUNT(&app) == 1 && CPU_ISSET(nic->nic_cpu, &app);
+        bool app_ok = sched_getaffinity(0, sizeof app, &app) == 0;
+        nic->nic_shares_core = nic->nic_cpu >= 0 && app_ok && CPU_COUNT(&app) == 1 &&
+                               CPU_ISSET(nic->nic_cpu, &app);
         /* Two NIC threads of this host on one core: every rank's on the
          * core PTL_NIC_CPU names, or more ranks than the cores they spread
          * over (not when each shares its own rank's core: ptlrun --cpus). */
-        pt_wait_set_crowded(&nic->w, nic->xi.ranks_here > 1 &&
-                                         (cfg->nic_cpu >= 0 ||
-                                          (!nic->nic_shares_core && nic->xi.ranks_here > ncand)));
+        bool crowded = nic->xi.ranks_here > 1 &&
+                       (cfg->nic_cpu >= 0 ||
+                        (!nic->nic_shares_core && nic->xi.ranks_here > ncand));
+        pt_wait_set_crowded(&nic->w, crowded);
+        /* A core of its own (LP, PTL_NIC_LEASE_POLL=-1): ptlrun --cpus with
+         * twice as many cores as ranks pins the ranks (PTL_JOB_CPUS) and
+         * gives each NIC thread one of the others (PTL_NIC_CPU, off the
+         * rank's core); unpinned, twice as many cores as ranks on this
+         * host, the NIC threads spread over them (not crowded). */
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        bool own = nic->nic_cpu >= 0 && app_ok &&
+                   (cfg->job_cpus ? !CPU_ISSET(nic->nic_cpu, &app) &&
+                                        2l * nic->xi.ranks_here <= online
+                                  : !crowded && !nic->nic_shares_core &&
+                                        2u * nic->xi.ranks_here <= (unsigned)CPU_COUNT(&app));
+        pt_wait_set_lease_poll(&nic->w, cfg->nic_lease_poll >= 0 ? cfg->nic_lease_poll != 0 : own);
         nic->has_thread = true;
         if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {
             pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");

@@ -104,6 +104,14 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
 
 void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = crowded; }
 
+void pt_wait_set_lease_poll(struct pt_wait *w, bool on)
+{
+    w->lease_poll = on && w->lease_ns;
+    /* T1's timed sleep then: the lease left while we slept is polled for
+     * within this (its core is ours, a wake-up costs nobody else) */
+    w->lease_poll_ns = w->lease_ns / 4 ? w->lease_ns / 4 : 1;
+}
+
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
 {
     if (xfd < 0)
@@ -770,6 +778,51 @@ static bool lease_leave(struct pt_nic *nic)
     return true;
 }
 
+/* LP (a core of our own, w->lease_poll): while a lease is out nobody rings
+ * us and the application may be computing for a long time, so the work that
+ * arrives meanwhile (a collective's next step, a get to answer) would wait
+ * for the lease's end: poll it instead (S1 again, no announcement). Not a
+ * lease younger than lease_poll_ns: a client in a loop of short waits
+ * leaves a new one every few microseconds, and a NIC thread that took the
+ * engine at each would hand it back at the client's next wait (8 ranks on
+ * 16 cores: barrier 5 -> 7.5-12.5 us); S2 sleeps that long (T1) instead.
+ * A lease seen unchanged for lease_max_ns is ended here (L2, as
+ * lease_expire), and S2 follows as after a timed wake. Staying awake is
+ * always safe for the protocol (model/wait.pml, POLLEASE). */
+struct lp_watch {
+    uint32_t stamp; /* the lease last seen (0: none) */
+    uint64_t since; /* when it was first seen        */
+};
+
+static bool lease_polling(struct pt_nic *nic, struct lp_watch *lp)
+{
+    struct pt_wait *w = &nic->w;
+    uint32_t v = LD_RELAXED(&w->lease);
+    if (!v) {
+        lp->stamp = 0;
+        return false;
+    }
+    uint64_t now = pt_now_ns();
+    if (v != lp->stamp) {
+        lp->stamp = v;
+        lp->since = now;
+        ST_RELAXED(&w->st.nic_lease_polls, LD_RELAXED(&w->st.nic_lease_polls) + 1); /* ours */
+        return true;
+    }
+    uint64_t age = now - lp->since;
+    if (age < w->lease_poll_ns)
+        return false; /* young: S2 sleeps a lease_poll_ns (T1), the client may be back */
+    if (age < w->lease_max_ns)
+        return true;
+    lp->stamp = 0;
+    if (RMW_CAS(&w->lease, &v, 0)) { /* L2 */
+        lease_count_down(w);
+        RMW_ADD(&w->st.leases_ended, 1);
+        PT_TRACE_WAIT(nic, PT_TR_LEASE_TAKEN, 3);
+    }
+    return false;
+}
+
 /* ---- the NIC thread --------------------------------------------------------- */
 
 /* How long RUN polls idle before it gives up the engine: PTL_NIC_SPIN_US;
@@ -850,6 +903,7 @@ void *pt_wait_nic_thread(void *arg)
     uint32_t active = PT_WAIT_LEASE_ACTIVE; /* timed sleeps left (T1)            */
     uint64_t fd_period = w->fd_spin_ns; /* D5T: the next timed sleep's length      */
     uint64_t left_seen = 0;  /* st.leases_left at the last look (T1)             */
+    struct lp_watch lp = {0, 0}; /* LP                                           */
     while (!LD_ACQUIRE(&w->stop)) {
         /* [S1] take the engine if free and run it. Not after [S3b]: that
          * wake is (mostly) the hand-over of the descriptor (D5), for which
@@ -862,6 +916,11 @@ void *pt_wait_nic_thread(void *arg)
         set_state(w, PT_NIC_IDLE);
         if (LD_RELAXED(&w->stop))
             break;
+        /* [LP] a core of our own and a lease out: poll for it */
+        if (w->lease_poll && lease_polling(nic, &lp)) {
+            CPU_RELAX();
+            continue; /* [S1] */
+        }
         /* [S2] announce, then recheck: D1/D3's other half */
         uint32_t seq = LD_ACQUIRE(&b->seq);
         set_state(w, PT_NIC_ARM);
@@ -922,7 +981,7 @@ void *pt_wait_nic_thread(void *arg)
             timed = active > 0;
             if (timed) {
                 ST_RELAXED(&w->untimed, 0);
-                tmo = (int64_t)w->lease_ns;
+                tmo = (int64_t)(w->lease_poll ? w->lease_poll_ns : w->lease_ns);
                 RMW_ADD(&w->st.nic_timed_sleeps, 1);
             }
         }
@@ -978,7 +1037,8 @@ void *pt_wait_nic_thread(void *arg)
              * RMWs on the shared bell and its work scan, and above all
              * without S1: beside an application that yields the core, S1
              * ran the engine for PTL_NIC_SPIN_US at every period. */
-            while (timed && !parkwait && !rung && !lease_expire(nic, &seen) &&
+            /* LP: not here; a lease out is polled for at the top */
+            while (timed && !parkwait && !rung && !w->lease_poll && !lease_expire(nic, &seen) &&
                    (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen))) {
                 /* The lease renewed (or leases moved) since the last wake:
                  * in use; sleep twice as long, up to lease_max_ns. Each
@@ -1379,6 +1439,9 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
                 (unsigned long long)LD_RELAXED(&w->st.leases_left),
                 (unsigned long long)LD_RELAXED(&w->st.leases_ended),
                 (unsigned long long)LD_RELAXED(&w->st.nic_timed_sleeps));
+    if (w->lease_poll)
+        fprintf(f, "  wait: leases the NIC thread polled for (a core of its own) %llu\n",
+                (unsigned long long)LD_RELAXED(&w->st.nic_lease_polls));
     if (LD_RELAXED(&w->st.room_sleeps))
         fprintf(f, "  wait: API threads asleep on a full command ring %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.room_sleeps));

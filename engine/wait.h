@@ -185,6 +185,7 @@ struct pt_wait_stats {
     _Atomic uint64_t leases_left;    /* L1: waiters that left a lease                 */
     _Atomic uint64_t leases_ended;   /* L2: ... ended by the NIC thread               */
     _Atomic uint64_t nic_timed_sleeps; /* T1: NIC sleeps with the lease timeout        */
+    _Atomic uint64_t nic_lease_polls; /* LP: leases the NIC thread polled for (its own) */
     _Atomic uint64_t ev_rings;       /* D6 rang the event sleepers                  */
     _Atomic uint64_t room_sleeps;    /* RW: producers asleep on a full command ring  */
     _Atomic uint64_t park_wakes;     /* NIC sleeps ended by a parked request's wait  */
@@ -280,6 +281,12 @@ struct pt_wait {
     _Atomic uint32_t untimed;
     _Atomic uint32_t lease_wanted; /* a waiter took its lease back (untimed): a hint */
     uint64_t lease_ns, lease_max_ns;
+    /* A core of its own (pt_wait_set_lease_poll; PTL_NIC_LEASE_POLL): while a
+     * lease is out the NIC thread polls the engine instead of sleeping (LP),
+     * and ends a lease it has seen unchanged for lease_max_ns. Private to
+     * the NIC thread after pt_wait_set_lease_poll (before it starts). */
+    bool lease_poll;
+    uint64_t lease_poll_ns; /* LP's timed sleep (a lease may come while we sleep) */
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -339,6 +346,9 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
  * spread them over): its idle spin stays PTL_NIC_SPIN_US even while our
  * application sleeps (nic_spin, wait.c). Before the NIC thread starts. */
 void pt_wait_set_crowded(struct pt_wait *w, bool crowded);
+/* The NIC thread has a core of its own: poll while a lease is out (LP; no
+ * effect without leases). Before the NIC thread starts. */
+void pt_wait_set_lease_poll(struct pt_wait *w, bool on);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd);

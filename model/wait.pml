@@ -80,6 +80,15 @@
  * with a lease out): each leaves a lease that nobody will end (the Monitor
  * asserts none is left: peers would never ring that rank again).
  *
+ * POLLEASE=1 (LEASE; the code's LP, a NIC thread with a core of its own,
+ * PTL_NIC_LEASE_POLL): before S2 the NIC thread that sees a lease out polls
+ * for it (back to S1, no announcement; at most PL times in a row, the
+ * code's lease_max_ns) or ends it (L2: CAS 1->0, polled--) and goes on to
+ * S2; a timed wake leaves the lease to that step. Polling is never a
+ * hazard (the NIC thread stays awake); ending the lease is, and mutant
+ * MUT_LPEND (it ends the lease but leaves its count in polled) leaves
+ * peers that never ring this rank again.
+ *
  * SPINGET=1: a waiter may also leave after a look that found nothing,
  * offering its count as the lease (L1), and look again (W1, adopting it):
  * the PtlEQGet spinner (pt_wait_look), whose every look leaves a lease.
@@ -119,6 +128,12 @@
 #endif
 #ifndef LEASE
 #define LEASE (OFFLOAD && !FDWAIT) /* the poll lease (offload mode, no descriptor) */
+#endif
+#ifndef POLLEASE
+#define POLLEASE 0             /* 1: LP, the NIC thread polls while a lease is out (LEASE) */
+#endif
+#ifndef PL
+#define PL 2                   /* POLLEASE: S1 rounds in a row for one lease */
 #endif
 #ifndef SPINGET
 #define SPINGET 0              /* 1: waiters may also leave after an empty look (PtlEQGet) */
@@ -760,6 +775,10 @@ proctype Nic(byte r)
 #if SPINFD
     byte spint = SPINT;  /* D5T: timed sleeps left (the spinner looks that long) */
 #endif
+#if POLLEASE
+    byte pl = PL;        /* LP: polls left for the lease out */
+#endif
+top:
     do
     :: /* S1 (not after S3b: straight to S2, whose recheck comes back here
         * with work) */
@@ -777,6 +796,20 @@ proctype Nic(byte r)
            token[r] = 0                   /* plain R-TOK: S2 rechecks */
        :: else
        fi;
+#if POLLEASE
+       /* LP: a lease out -> poll for it (S1 again), or end it (L2) */
+       if
+       :: lease[r] && pl > 0 -> pl--; goto top
+       :: true ->
+           atomic { if :: lease[r] -> lease[r] = 0; ll = 1 :: else fi };
+#ifdef MUT_LPEND
+           if :: ll -> pl = PL :: else fi;                /* the count stays up */
+#else
+           if :: ll -> polled[r]--; pl = PL :: else fi;   /* as D4: RMW, full fence */
+#endif
+           ll = 0
+       fi;
+#endif
        /* S2 */
 #if SPINFD
        /* D5T: the spin_look hint, read before the mark (any value: a hint) */
@@ -859,9 +892,11 @@ proctype Nic(byte r)
            if
            :: tmd ->
                /* T1's timeout (or any wake of a timed sleep): end the lease,
-                * then straight to S2 */
+                * then straight to S2 (POLLEASE: LP looks at it first) */
+#if !POLLEASE
                atomic { if :: lease[r] -> lease[r] = 0; ll = 1 :: else fi };
                if :: ll -> polled[r]-- :: else fi;   /* as D4: RMW, full fence */
+#endif
                ll = 0; tmd = 0;
                handed = 1
            :: else
