@@ -107,9 +107,13 @@ void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = cro
 void pt_wait_set_lease_poll(struct pt_wait *w, bool on)
 {
     w->lease_poll = on && w->lease_ns;
-    /* T1's timed sleep then: the lease left while we slept is polled for
-     * within this (its core is ours, a wake-up costs nobody else) */
-    w->lease_poll_ns = w->lease_ns / 4 ? w->lease_ns / 4 : 1;
+    /* A lease older than one period (PTL_WAIT_LEASE_US): the application is
+     * away; younger ones are slept on as before (a grace of a quarter
+     * period: 8 B message rate of 2 ranks on 16 cores 3.0-5.0 M -> 2.8-4.0 M,
+     * 8-rank barrier 3.3-4.5 -> 4.4-5.4 us, the engine moving between the
+     * cores in the gaps of a loop of waits). T1's timed sleep is one period,
+     * without doubling while LP may poll. */
+    w->lease_poll_ns = w->lease_ns;
 }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
@@ -782,16 +786,17 @@ static bool lease_leave(struct pt_nic *nic)
  * us and the application may be computing for a long time, so the work that
  * arrives meanwhile (a collective's next step, a get to answer) would wait
  * for the lease's end: poll it instead (S1 again, no announcement). Not a
- * lease younger than lease_poll_ns: a client in a loop of short waits
- * leaves a new one every few microseconds, and a NIC thread that took the
- * engine at each would hand it back at the client's next wait (8 ranks on
- * 16 cores: barrier 5 -> 7.5-12.5 us); S2 sleeps that long (T1) instead.
+ * lease younger than lease_poll_ns (one period): a client in a loop of short
+ * waits leaves a new one every few microseconds, and a NIC thread that took
+ * the engine at each would hand it back at the client's next wait (8 ranks
+ * on 16 cores: barrier 5 -> 7.5-12.5 us); S2 sleeps that long (T1) instead.
  * A lease seen unchanged for lease_max_ns is ended here (L2, as
  * lease_expire), and S2 follows as after a timed wake. Staying awake is
  * always safe for the protocol (model/wait.pml, POLLEASE). */
 struct lp_watch {
     uint32_t stamp; /* the lease last seen (0: none) */
     uint64_t since; /* when it was first seen        */
+    bool polling;   /* counted in nic_lease_polls    */
 };
 
 static bool lease_polling(struct pt_nic *nic, struct lp_watch *lp)
@@ -803,17 +808,22 @@ static bool lease_polling(struct pt_nic *nic, struct lp_watch *lp)
         return false;
     }
     uint64_t now = pt_now_ns();
-    if (v != lp->stamp) {
+    if (v != lp->stamp) { /* a new lease: the client may be back soon */
         lp->stamp = v;
         lp->since = now;
-        ST_RELAXED(&w->st.nic_lease_polls, LD_RELAXED(&w->st.nic_lease_polls) + 1); /* ours */
-        return true;
+        lp->polling = false;
+        return false; /* S2 sleeps lease_poll_ns (T1) */
     }
     uint64_t age = now - lp->since;
     if (age < w->lease_poll_ns)
-        return false; /* young: S2 sleeps a lease_poll_ns (T1), the client may be back */
-    if (age < w->lease_max_ns)
+        return false;
+    if (age < w->lease_max_ns) {
+        if (!lp->polling) {
+            lp->polling = true;
+            ST_RELAXED(&w->st.nic_lease_polls, LD_RELAXED(&w->st.nic_lease_polls) + 1); /* ours */
+        }
         return true;
+    }
     lp->stamp = 0;
     if (RMW_CAS(&w->lease, &v, 0)) { /* L2 */
         lease_count_down(w);
@@ -821,6 +831,25 @@ static bool lease_polling(struct pt_nic *nic, struct lp_watch *lp)
         PT_TRACE_WAIT(nic, PT_TR_LEASE_TAKEN, 3);
     }
     return false;
+}
+
+/* LP's sleep on: true while the client is active (a lease renewed since the
+ * last look, or none out and leases moving); false for a lease unchanged
+ * since the last look (lease_polling then polls for it: seen a period ago)
+ * or none and quiet. */
+static bool lp_renewed(struct pt_wait *w, struct lp_watch *lp, uint64_t *left_seen)
+{
+    uint32_t v = LD_RELAXED(&w->lease);
+    bool moved = leases_moved(w, left_seen);
+    if (v && v == lp->stamp)
+        return false;
+    if (v) {
+        lp->stamp = v;
+        lp->since = pt_now_ns();
+        lp->polling = false;
+        return true;
+    }
+    return moved;
 }
 
 /* ---- the NIC thread --------------------------------------------------------- */
@@ -903,7 +932,7 @@ void *pt_wait_nic_thread(void *arg)
     uint32_t active = PT_WAIT_LEASE_ACTIVE; /* timed sleeps left (T1)            */
     uint64_t fd_period = w->fd_spin_ns; /* D5T: the next timed sleep's length      */
     uint64_t left_seen = 0;  /* st.leases_left at the last look (T1)             */
-    struct lp_watch lp = {0, 0}; /* LP                                           */
+    struct lp_watch lp = {0, 0, false}; /* LP                                           */
     while (!LD_ACQUIRE(&w->stop)) {
         /* [S1] take the engine if free and run it. Not after [S3b]: that
          * wake is (mostly) the hand-over of the descriptor (D5), for which
@@ -1037,9 +1066,17 @@ void *pt_wait_nic_thread(void *arg)
              * RMWs on the shared bell and its work scan, and above all
              * without S1: beside an application that yields the core, S1
              * ran the engine for PTL_NIC_SPIN_US at every period. */
-            /* LP: not here; a lease out is polled for at the top */
-            while (timed && !parkwait && !rung && !w->lease_poll && !lease_expire(nic, &seen) &&
-                   (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen))) {
+            /* LP: sleep on (a period at a time, no doubling) while the
+             * lease is renewed; one unchanged since the last wake is polled
+             * for at the top */
+            while (timed && !parkwait && !rung &&
+                   (w->lease_poll ? lp_renewed(w, &lp, &left_seen)
+                                  : !lease_expire(nic, &seen) &&
+                                        (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen)))) {
+                if (w->lease_poll) {
+                    rung = bell_wait(w, b, seq, tmo);
+                    continue;
+                }
                 /* The lease renewed (or leases moved) since the last wake:
                  * in use; sleep twice as long, up to lease_max_ns. Each
                  * wake takes the core from a spinner that shares it (8 B
