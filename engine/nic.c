@@ -974,12 +974,16 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
          * gives each NIC thread one of the others (PTL_NIC_CPU, off the
          * rank's core); unpinned, twice as many cores as ranks on this
          * host, the NIC threads spread over them (not crowded). */
-        long online = sysconf(_SC_NPROCESSORS_ONLN);
-        bool own = nic->nic_cpu >= 0 && app_ok &&
-                   (cfg->job_cpus ? !CPU_ISSET(nic->nic_cpu, &app) &&
-                                        2l * nic->xi.ranks_here <= online
-                                  : !crowded && !nic->nic_shares_core &&
-                                        2u * nic->xi.ranks_here <= (unsigned)CPU_COUNT(&app));
+        struct pt_nic_place place = {
+            .nic_cpu = nic->nic_cpu,
+            .app = app_ok ? &app : NULL,
+            .pinned = cfg->job_cpus > 0,
+            .crowded = crowded,
+            .shares = nic->nic_shares_core,
+            .ranks_here = nic->xi.ranks_here,
+            .online = sysconf(_SC_NPROCESSORS_ONLN),
+        };
+        bool own = pt_cpu_nic_own_core(&place);
         pt_wait_set_lease_poll(&nic->w, cfg->nic_lease_poll >= 0 ? cfg->nic_lease_poll != 0 : own);
         nic->has_thread = true;
         if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {

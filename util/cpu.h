@@ -3,6 +3,7 @@
  */
 #ifndef PT_CPU_H
 #define PT_CPU_H
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -14,6 +15,22 @@
  * not NULL): how many cores there were to choose from (0 on -1): a host with
  * more ranks than that puts two NIC threads on one core. */
 int pt_cpu_choose_nic(int avoid, unsigned k, unsigned *ncand);
+/* Where a rank's NIC thread runs, as the engine sees it at PtlNIInit. */
+struct pt_nic_place {
+    int nic_cpu;          /* the NIC thread's core; -1: not pinned              */
+    const cpu_set_t *app; /* the rank's affinity; NULL: unknown                 */
+    bool pinned;          /* ptlrun --cpus pinned the ranks (PTL_JOB_CPUS)      */
+    bool crowded;         /* two of the host's NIC threads share a core         */
+    bool shares;          /* pinned to the one core the rank runs on            */
+    unsigned ranks_here;  /* the job's ranks on this host                       */
+    long online;          /* the host's cores online                            */
+};
+/* Whether the NIC thread has a core of its own (the lease polling of
+ * docs/waiting.md, "A core of its own"): pinned ranks (ptlrun --cpus) with
+ * the NIC thread off the rank's cores and at least two cores per rank on
+ * the host; unpinned ones with twice as many allowed cores as ranks, the
+ * NIC threads spread (not crowded, not on the rank's one core). */
+bool pt_cpu_nic_own_core(const struct pt_nic_place *p);
 /* Pin the calling thread; returns 0 or -errno. */
 int pt_cpu_pin_self(int cpu);
 /* NUMA node of a core, or 0 without NUMA. */

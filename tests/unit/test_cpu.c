@@ -1,0 +1,70 @@
+/*
+ * test_cpu.c - whether a NIC thread has a core of its own (util/cpu.c
+ * pt_cpu_nic_own_core), on a table of placements: ptlrun --cpus with and
+ * without a core per NIC thread, unpinned jobs with two cores per rank or
+ * fewer, PTL_NIC_CPU naming one core for every rank. The answer turns on the
+ * NIC thread's lease polling (docs/waiting.md, "A core of its own"), which
+ * beside a computing rank on a shared core would take half of it.
+ */
+#include "cpu.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+struct row {
+    const char *what;
+    int nic_cpu;
+    int app_lo, app_hi; /* the rank's affinity: cores app_lo..app_hi; app_lo -1: unknown */
+    bool pinned, crowded, shares;
+    unsigned ranks;
+    long online;
+    bool want;
+};
+
+static const struct row rows[] = {
+    {"ptlrun --cpus 0-3, 2 ranks, 16 cores: rank 0 on 0, NIC on 2", 2, 0, 0, true, true, false, 2, 16, true},
+    {"ptlrun --cpus 0-15, 8 ranks, 16 cores: rank 7 on 7, NIC on 15", 15, 7, 7, true, true, false, 8, 16, true},
+    {"ptlrun --cpus 0,1, 2 ranks: the NIC on the rank's core", 0, 0, 0, true, false, true, 2, 2, false},
+    {"ptlrun --cpus 0-3 on 2 cores (2 ranks, NIC cores missing)", 2, 0, 0, true, true, false, 2, 2, false},
+    {"ptlrun --cpus 0-15, 16 ranks: the NIC on the rank's core", 3, 3, 3, true, false, true, 16, 16, false},
+    {"unpinned, 8 ranks, 16 cores, NIC threads spread", 15, 0, 15, false, false, false, 8, 16, true},
+    {"unpinned, 9 ranks, 16 cores", 15, 0, 15, false, false, false, 9, 16, false},
+    {"unpinned, 2 ranks, 2 cores", 1, 0, 1, false, false, false, 2, 2, false},
+    {"unpinned, 1 rank, 2 cores", 1, 0, 1, false, false, false, 1, 2, true},
+    {"unpinned, PTL_NIC_CPU=3 for 2 ranks (crowded)", 3, 0, 15, false, true, false, 2, 16, false},
+    {"no NIC core", -1, 0, 15, false, false, false, 1, 16, false},
+    {"affinity unknown", 2, -1, -1, false, false, false, 1, 16, false},
+};
+
+static void test_own_core(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const struct row *r = &rows[i];
+        cpu_set_t app;
+        CPU_ZERO(&app);
+        for (int c = r->app_lo; c >= 0 && c <= r->app_hi; c++)
+            CPU_SET(c, &app);
+        struct pt_nic_place p = {
+            .nic_cpu = r->nic_cpu,
+            .app = r->app_lo >= 0 ? &app : NULL,
+            .pinned = r->pinned,
+            .crowded = r->crowded,
+            .shares = r->shares,
+            .ranks_here = r->ranks,
+            .online = r->online,
+        };
+        if (pt_cpu_nic_own_core(&p) != r->want)
+            fail_msg("%s: %s, expected %s", r->what, r->want ? "shared" : "own",
+                     r->want ? "own" : "shared");
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_own_core)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
