@@ -111,8 +111,11 @@
  * periods, or a waiter that took one back because of `untimed`) sleeps
  * with a timeout (T1): PTL_WAIT_LEASE_US, doubled at each wake that finds
  * the lease renewed, up to PTL_WAIT_LEASE_MAX_US; the model lets that sleep
- * end whenever a lease is out. Every other futex
- * timeout implements a caller's own PtlEQPoll timeout or the backstop.
+ * end whenever a lease is out. With a core of its own (LP, lease_poll) the
+ * period stays PTL_WAIT_LEASE_US and a lease unchanged for a period is
+ * polled for (the NIC thread goes back to S1 without announcing; model
+ * POLLEASE). Every other futex timeout implements a caller's own
+ * PtlEQPoll timeout or the backstop.
  */
 #ifndef PT_WAIT_H
 #define PT_WAIT_H
