@@ -2126,7 +2126,7 @@ static int sched_rsag(struct req *r, const void *sendbuf, void *w, ptl_size_t co
     ptl_size_t bytes = count * ts;
     ptl_handle_ct_t rs[COLL_RMAX], ag[COLL_RMAX], fold = PTL_CT_NONE, have, trig;
     ptl_size_t have_thr = 0, thr;
-    ptl_handle_md_t md, md0;
+    ptl_handle_md_t md = (ptl_handle_md_t)PTL_INVALID_HANDLE, md0;
     /* Round 0 sends the half of the vector on its partner's side and keeps
      * the other: without a folded member, that half goes straight from
      * sendbuf and only the kept half is copied into w (w's other half is

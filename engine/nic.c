@@ -757,8 +757,8 @@ void pt_nic_thread_start(struct pt_nic *nic)
             pt_log(PT_LOG_INFO, "NIC thread: cannot pin to core %d (%s)", nic->nic_cpu,
                    strerror(-rc));
     }
-    /* LP's timed sleeps (PTL_WAIT_LEASE_US / 4) on a core of its own: the
-     * default timer slack (50 us) would make each up to five times longer. */
+    /* LP's timed sleeps (PTL_WAIT_LEASE_US) on a core of its own: the
+     * default timer slack (50 us) would make each up to twice as long. */
     if (nic->w.lease_poll)
         (void)prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
     /* SCHED_BATCH: a NIC thread woken by a peer does not preempt the
@@ -963,10 +963,11 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->nic_shares_core = nic->nic_cpu >= 0 && app_ok && CPU_COUNT(&app) == 1 &&
                                CPU_ISSET(nic->nic_cpu, &app);
         /* Two NIC threads of this host on one core: every rank's on the
-         * core PTL_NIC_CPU names, or more ranks than the cores they spread
-         * over (not when each shares its own rank's core: ptlrun --cpus). */
+         * core PTL_NIC_CPU names (not when ptlrun --cpus gave each its own,
+         * PTL_NIC_OWN_CPU), or more ranks than the cores they spread over
+         * (not when each shares its own rank's core: ptlrun --cpus). */
         bool crowded = nic->xi.ranks_here > 1 &&
-                       (cfg->nic_cpu >= 0 ||
+                       ((cfg->nic_cpu >= 0 && !cfg->nic_own_cpu) ||
                         (!nic->nic_shares_core && nic->xi.ranks_here > ncand));
         pt_wait_set_crowded(&nic->w, crowded);
         /* A core of its own (LP, PTL_NIC_LEASE_POLL=-1): ptlrun --cpus with
@@ -978,6 +979,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             .nic_cpu = nic->nic_cpu,
             .app = app_ok ? &app : NULL,
             .pinned = cfg->job_cpus > 0,
+            .own_cpu = cfg->nic_own_cpu != 0,
             .crowded = crowded,
             .shares = nic->nic_shares_core,
             .ranks_here = nic->xi.ranks_here,

@@ -108,11 +108,12 @@ void pt_wait_set_lease_poll(struct pt_wait *w, bool on)
 {
     w->lease_poll = on && w->lease_ns;
     /* A lease older than one period (PTL_WAIT_LEASE_US): the application is
-     * away; younger ones are slept on as before (a grace of a quarter
-     * period: 8 B message rate of 2 ranks on 16 cores 3.0-5.0 M -> 2.8-4.0 M,
-     * 8-rank barrier 3.3-4.5 -> 4.4-5.4 us, the engine moving between the
-     * cores in the gaps of a loop of waits). T1's timed sleep is one period,
-     * without doubling while LP may poll. */
+     * away; younger ones are slept on as before (with a grace of a quarter
+     * period instead, the 8 B message rate of 2 ranks on 16 cores went from
+     * 3.0-5.0 to 2.8-4.0 M/s and the 8-rank barrier from 3.3-4.5 to 4.4-5.4
+     * us: the engine moved between the cores in the gaps of a loop of
+     * waits). T1's timed sleep is one period, without doubling while LP may
+     * poll. */
     w->lease_poll_ns = w->lease_ns;
 }
 
@@ -763,9 +764,13 @@ static bool lease_adopt(struct pt_nic *nic)
  * be asleep without a timeout (T1), and nobody would end this one. */
 static bool lease_leave(struct pt_nic *nic)
 {
-    static __thread uint32_t stamp; /* changes at every lease this thread leaves */
+    /* changes at every lease this thread leaves; threads start apart (LP
+     * takes an unchanged stamp for an application that went away) */
+    static __thread uint32_t stamp;
     struct pt_wait *w = &nic->w;
     uint32_t z = 0;
+    if (PT_UNLIKELY(!stamp))
+        stamp = (uint32_t)pt_proc_tid() * 2654435761u; /* once: a system call */
     stamp += 2;
     if (LD_RELAXED(&w->lease) || !RMW_CAS(&w->lease, &z, stamp | 1)) /* L1: full fence */
         return false;
@@ -945,8 +950,11 @@ void *pt_wait_nic_thread(void *arg)
         set_state(w, PT_NIC_IDLE);
         if (LD_RELAXED(&w->stop))
             break;
-        /* [LP] a core of our own and a lease out: poll for it */
-        if (w->lease_poll && lease_polling(nic, &lp)) {
+        /* [LP] a core of our own and a lease out: poll for it. Not while
+         * an API thread holds the engine (a command it posts): S2 sleeps
+         * and its release (D3) looks for us; spinning on the token would
+         * take the core from it where the core is shared after all. */
+        if (w->lease_poll && !LD_RELAXED(&w->token) && lease_polling(nic, &lp)) {
             CPU_RELAX();
             continue; /* [S1] */
         }
@@ -1477,8 +1485,9 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
                 (unsigned long long)LD_RELAXED(&w->st.leases_ended),
                 (unsigned long long)LD_RELAXED(&w->st.nic_timed_sleeps));
     if (w->lease_poll)
-        fprintf(f, "  wait: leases the NIC thread polled for (a core of its own) %llu\n",
-                (unsigned long long)LD_RELAXED(&w->st.nic_lease_polls));
+        fprintf(f, "  wait: leases the NIC thread polled for (a core of its own) %llu%s\n",
+                (unsigned long long)LD_RELAXED(&w->st.nic_lease_polls),
+                LD_RELAXED(&w->st.nic_lease_polls) ? " (LP polled)" : "");
     if (LD_RELAXED(&w->st.room_sleeps))
         fprintf(f, "  wait: API threads asleep on a full command ring %llu\n",
                 (unsigned long long)LD_RELAXED(&w->st.room_sleeps));

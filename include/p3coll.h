@@ -10,6 +10,10 @@
  * PtlCollWait the application need not call the library. The library uses
  * portal index PTL_COLL_PT (tunable, default 60) of the NI.
  *
+ * A nonblocking collective (PtlCollI*) may read sendbuf and write recvbuf
+ * (or buf) until PtlCollTest says done or PtlCollWait returns: neither may
+ * be changed or freed before then (as MPI's nonblocking collectives).
+ *
  * sendbuf == recvbuf means in place. Every member of an allreduce gets
  * bit-identical results (floats included). Groups may overlap and run
  * concurrently; many nonblocking collectives may be in flight per group,

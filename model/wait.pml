@@ -83,8 +83,11 @@
  * POLLEASE=1 (LEASE; the code's LP, a NIC thread with a core of its own,
  * PTL_NIC_LEASE_POLL): before S2 the NIC thread that sees a lease out polls
  * for it (back to S1, no announcement; at most PL times in a row, the
- * code's lease_max_ns) or ends it (L2: CAS 1->0, polled--) and goes on to
- * S2; a timed wake leaves the lease to that step. Polling is never a
+ * code's lease_max_ns), goes on to S2 leaving it out (a lease younger than
+ * a period, or the token held: T1 then sleeps timed), or ends it (L2: CAS
+ * 1->0, polled--) and goes on to S2; a timed wake leaves the lease to that
+ * step (the code's sleep-on while the lease is renewed is one longer timed
+ * sleep here). Ages and stamps are not modelled: any choice at any time. Polling is never a
  * hazard (the NIC thread stays awake); ending the lease is, and mutant
  * MUT_LPEND (it ends the lease but leaves its count in polled) leaves
  * peers that never ring this rank again.
@@ -797,9 +800,11 @@ top:
        :: else
        fi;
 #if POLLEASE
-       /* LP: a lease out -> poll for it (S1 again), or end it (L2) */
+       /* LP: a lease out -> poll for it (S1 again), go on to S2 with it out
+        * (young, or the token held: T1 sleeps a period), or end it (L2) */
        if
        :: lease[r] && pl > 0 -> pl--; goto top
+       :: lease[r] -> skip
        :: true ->
            atomic { if :: lease[r] -> lease[r] = 0; ll = 1 :: else fi };
 #ifdef MUT_LPEND

@@ -97,6 +97,8 @@ static void usage(FILE *f)
 "  PTL_OFFLOAD=0                 with --host-matching\n"
 "  PTL_NIC_CPU=c                 with --cpus of at least 2N cpus\n"
 "  PTL_JOB_CPUS=k                with --cpus: the cores the ranks are pinned to\n"
+"  PTL_NIC_OWN_CPU=1             with --cpus of at least 2N cpus, when PTL_NIC_CPU is a\n"
+"                                core no rank and no other NIC thread uses\n"
 "The region's slot size and queue depth come from ptlrun's PTL_EAGER_MAX and\n"
 "PTL_QUEUE_SLOTS (see ptl_info); ranks adopt them.\n"
 "\n"
@@ -427,10 +429,6 @@ static void child(unsigned r, const char *path, char **argv, const sigset_t *old
         if (sched_setaffinity(0, sizeof set, &set) != 0)
             fprintf(stderr, "%s: rank %u: cannot pin to cpu %d: %s\n", g_prog, r,
                     cpus[r % (unsigned)ncpus], strerror(errno));
-        if ((unsigned)ncpus >= 2 * g_n) {
-            snprintf(buf, sizeof buf, "%d", cpus[g_n + r]);
-            setenv("PTL_NIC_CPU", buf, 1);
-        }
         /* The cores the ranks share (each is pinned to one): whether the job
          * is oversubscribed, which one rank's affinity cannot tell. */
         unsigned used = 0;
@@ -443,8 +441,22 @@ static void child(unsigned r, const char *path, char **argv, const sigset_t *old
             }
         snprintf(buf, sizeof buf, "%u", used);
         setenv("PTL_JOB_CPUS", buf, 1);
+        unsetenv("PTL_NIC_OWN_CPU");
+        if ((unsigned)ncpus >= 2 * g_n) {
+            int nc = cpus[g_n + r];
+            snprintf(buf, sizeof buf, "%d", nc);
+            setenv("PTL_NIC_CPU", buf, 1);
+            /* A core of its own: no rank and no other NIC thread on it (a
+             * list such as 0,1,1,0 gives none). */
+            bool own = !CPU_ISSET(nc, &all);
+            for (unsigned i = g_n; own && i < 2 * g_n; i++)
+                own = i == g_n + r || cpus[i] != nc;
+            if (own)
+                setenv("PTL_NIC_OWN_CPU", "1", 1);
+        }
     } else {
         unsetenv("PTL_JOB_CPUS");
+        unsetenv("PTL_NIC_OWN_CPU");
     }
     execv(path, argv);
     fprintf(stderr, "%s: rank %u: exec %s: %s\n", g_prog, r, path, strerror(errno));

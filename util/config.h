@@ -28,6 +28,7 @@ struct pt_config {
     int64_t wait_yield_us;  /* PTL_WAIT_YIELD_US: spin before yielding; -1 auto      */
     int64_t wait_lease_us;  /* PTL_WAIT_LEASE_US: offload poll lease; 0 off          */
     int64_t wait_lease_max_us; /* PTL_WAIT_LEASE_MAX_US: T1's longest timed sleep     */
+    int64_t nic_own_cpu;    /* PTL_NIC_OWN_CPU: ptlrun gave PTL_NIC_CPU to this NIC alone */
     int64_t nic_lease_poll; /* PTL_NIC_LEASE_POLL: NIC thread polls while a lease is out */
     int64_t job_cpus;       /* PTL_JOB_CPUS: cores the job's ranks share (ptlrun)   */
     int64_t wake_backstop_ms; /* PTL_WAKE_BACKSTOP_MS: engine sleeps at most this long */

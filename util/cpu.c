@@ -53,7 +53,7 @@ bool pt_cpu_nic_own_core(const struct pt_nic_place *p)
     if (p->nic_cpu < 0 || !p->app || p->shares)
         return false;
     if (p->pinned)
-        return !CPU_ISSET(p->nic_cpu, p->app) && 2l * p->ranks_here <= p->online;
+        return p->own_cpu && !CPU_ISSET(p->nic_cpu, p->app) && 2l * p->ranks_here <= p->online;
     return !p->crowded && 2u * p->ranks_here <= (unsigned)CPU_COUNT(p->app);
 }
 

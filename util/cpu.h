@@ -20,16 +20,21 @@ struct pt_nic_place {
     int nic_cpu;          /* the NIC thread's core; -1: not pinned              */
     const cpu_set_t *app; /* the rank's affinity; NULL: unknown                 */
     bool pinned;          /* ptlrun --cpus pinned the ranks (PTL_JOB_CPUS)      */
+    bool own_cpu;         /* ... and gave nic_cpu to this NIC thread alone
+                           * (PTL_NIC_OWN_CPU)                                  */
     bool crowded;         /* two of the host's NIC threads share a core         */
     bool shares;          /* pinned to the one core the rank runs on            */
     unsigned ranks_here;  /* the job's ranks on this host                       */
     long online;          /* the host's cores online                            */
 };
 /* Whether the NIC thread has a core of its own (the lease polling of
- * docs/waiting.md, "A core of its own"): pinned ranks (ptlrun --cpus) with
- * the NIC thread off the rank's cores and at least two cores per rank on
- * the host; unpinned ones with twice as many allowed cores as ranks, the
- * NIC threads spread (not crowded, not on the rank's one core). */
+ * docs/waiting.md, "A core of its own"): pinned ranks (ptlrun --cpus) whose
+ * NIC thread ptlrun gave a core that no rank and no other NIC thread uses,
+ * on a host with at least two cores per rank; unpinned ones with twice as
+ * many allowed cores as ranks, the NIC threads spread (not crowded, not on
+ * the rank's one core). Cores are the kernel's CPUs: two hardware threads
+ * of one core count as two (a NIC thread on the sibling of its rank's
+ * would take issue slots from it; not checked). */
 bool pt_cpu_nic_own_core(const struct pt_nic_place *p);
 /* Pin the calling thread; returns 0 or -errno. */
 int pt_cpu_pin_self(int cpu);

@@ -1,8 +1,9 @@
 /*
  * test_cpu.c - whether a NIC thread has a core of its own (util/cpu.c
  * pt_cpu_nic_own_core), on a table of placements: ptlrun --cpus with and
- * without a core per NIC thread, unpinned jobs with two cores per rank or
- * fewer, PTL_NIC_CPU naming one core for every rank. The answer turns on the
+ * without a core per NIC thread (PTL_NIC_OWN_CPU, which ptlrun sets), a
+ * user's PTL_NIC_CPU under ptlrun --cpus, unpinned jobs with two cores per
+ * rank or fewer, PTL_NIC_CPU naming one core for every rank. The answer turns on the
  * NIC thread's lease polling (docs/waiting.md, "A core of its own"), which
  * beside a computing rank on a shared core would take half of it.
  */
@@ -18,25 +19,28 @@ struct row {
     const char *what;
     int nic_cpu;
     int app_lo, app_hi; /* the rank's affinity: cores app_lo..app_hi; app_lo -1: unknown */
-    bool pinned, crowded, shares;
+    bool pinned, own_cpu, crowded, shares;
     unsigned ranks;
     long online;
     bool want;
 };
 
 static const struct row rows[] = {
-    {"ptlrun --cpus 0-3, 2 ranks, 16 cores: rank 0 on 0, NIC on 2", 2, 0, 0, true, true, false, 2, 16, true},
-    {"ptlrun --cpus 0-15, 8 ranks, 16 cores: rank 7 on 7, NIC on 15", 15, 7, 7, true, true, false, 8, 16, true},
-    {"ptlrun --cpus 0,1, 2 ranks: the NIC on the rank's core", 0, 0, 0, true, false, true, 2, 2, false},
-    {"ptlrun --cpus 0-3 on 2 cores (2 ranks, NIC cores missing)", 2, 0, 0, true, true, false, 2, 2, false},
-    {"ptlrun --cpus 0-15, 16 ranks: the NIC on the rank's core", 3, 3, 3, true, false, true, 16, 16, false},
-    {"unpinned, 8 ranks, 16 cores, NIC threads spread", 15, 0, 15, false, false, false, 8, 16, true},
-    {"unpinned, 9 ranks, 16 cores", 15, 0, 15, false, false, false, 9, 16, false},
-    {"unpinned, 2 ranks, 2 cores", 1, 0, 1, false, false, false, 2, 2, false},
-    {"unpinned, 1 rank, 2 cores", 1, 0, 1, false, false, false, 1, 2, true},
-    {"unpinned, PTL_NIC_CPU=3 for 2 ranks (crowded)", 3, 0, 15, false, true, false, 2, 16, false},
-    {"no NIC core", -1, 0, 15, false, false, false, 1, 16, false},
-    {"affinity unknown", 2, -1, -1, false, false, false, 1, 16, false},
+    /* what, nic, app lo-hi, pinned, own_cpu, crowded, shares, ranks, online, want */
+    {"ptlrun --cpus 0-3, 2 ranks, 16 cores: rank 0 on 0, NIC on 2", 2, 0, 0, true, true, false, false, 2, 16, true},
+    {"ptlrun --cpus 0-15, 8 ranks, 16 cores: rank 7 on 7, NIC on 15", 15, 7, 7, true, true, false, false, 8, 16, true},
+    {"ptlrun --cpus 0,1,1,0: rank 0's NIC on rank 1's core (not its own)", 1, 0, 0, true, false, true, false, 2, 16, false},
+    {"PTL_NIC_CPU=0 ptlrun -n 2 --cpus 0,1: rank 1's NIC on rank 0's core", 0, 1, 1, true, false, true, false, 2, 16, false},
+    {"ptlrun --cpus 0,1, 2 ranks: the NIC on the rank's core", 0, 0, 0, true, false, false, true, 2, 2, false},
+    {"ptlrun --cpus 0-3 on 2 cores (2 ranks, NIC cores missing)", 2, 0, 0, true, true, false, false, 2, 2, false},
+    {"ptlrun --cpus 0-15, 16 ranks: the NIC on the rank's core", 3, 3, 3, true, false, false, true, 16, 16, false},
+    {"unpinned, 8 ranks, 16 cores, NIC threads spread", 15, 0, 15, false, false, false, false, 8, 16, true},
+    {"unpinned, 9 ranks, 16 cores", 15, 0, 15, false, false, false, false, 9, 16, false},
+    {"unpinned, 2 ranks, 2 cores", 1, 0, 1, false, false, false, false, 2, 2, false},
+    {"unpinned, 1 rank, 2 cores", 1, 0, 1, false, false, false, false, 1, 2, true},
+    {"unpinned, PTL_NIC_CPU=3 for 2 ranks (crowded)", 3, 0, 15, false, false, true, false, 2, 16, false},
+    {"no NIC core", -1, 0, 15, false, false, false, false, 1, 16, false},
+    {"affinity unknown", 2, -1, -1, false, false, false, false, 1, 16, false},
 };
 
 static void test_own_core(void **state)
@@ -52,6 +56,7 @@ static void test_own_core(void **state)
             .nic_cpu = r->nic_cpu,
             .app = r->app_lo >= 0 ? &app : NULL,
             .pinned = r->pinned,
+            .own_cpu = r->own_cpu,
             .crowded = r->crowded,
             .shares = r->shares,
             .ranks_here = r->ranks,
