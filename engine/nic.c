@@ -975,6 +975,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
          * gives each NIC thread one of the others (PTL_NIC_CPU, off the
          * rank's core); unpinned, twice as many cores as ranks on this
          * host, the NIC threads spread over them (not crowded). */
+        cpu_set_t sib;
         struct pt_nic_place place = {
             .nic_cpu = nic->nic_cpu,
             .app = app_ok ? &app : NULL,
@@ -984,6 +985,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             .shares = nic->nic_shares_core,
             .ranks_here = nic->xi.ranks_here,
             .online = sysconf(_SC_NPROCESSORS_ONLN),
+            .nic_sib = nic->nic_cpu >= 0 && pt_cpu_siblings(nic->nic_cpu, &sib) ? &sib : NULL,
         };
         bool own = pt_cpu_nic_own_core(&place);
         pt_wait_set_lease_poll(&nic->w, cfg->nic_lease_poll >= 0 ? cfg->nic_lease_poll != 0 : own);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int pt_cpu_count(void)
@@ -52,9 +53,44 @@ bool pt_cpu_nic_own_core(const struct pt_nic_place *p)
 {
     if (p->nic_cpu < 0 || !p->app || p->shares)
         return false;
-    if (p->pinned)
-        return p->own_cpu && !CPU_ISSET(p->nic_cpu, p->app) && 2l * p->ranks_here <= p->online;
-    return !p->crowded && 2u * p->ranks_here <= (unsigned)CPU_COUNT(p->app);
+    int threads = p->nic_sib && CPU_COUNT(p->nic_sib) > 0 ? CPU_COUNT(p->nic_sib) : 1;
+    if (p->pinned) {
+        if (!p->own_cpu || CPU_ISSET(p->nic_cpu, p->app))
+            return false;
+        if (p->nic_sib) {
+            cpu_set_t both;
+            CPU_AND(&both, p->nic_sib, p->app);
+            if (CPU_COUNT(&both))
+                return false; /* the rank runs on the NIC core's sibling */
+        }
+        return 2l * p->ranks_here <= p->online;
+    }
+    return !p->crowded && 2u * p->ranks_here <= (unsigned)(CPU_COUNT(p->app) / threads);
+}
+
+bool pt_cpu_siblings(int cpu, cpu_set_t *set)
+{
+    char path[96], buf[256];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list",
+             cpu);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    CPU_ZERO(set);
+    for (char *q = buf; ok && *q && *q != '\n';) { /* "0,8" or "0-1" */
+        char *e;
+        long a = strtol(q, &e, 10), b = a;
+        if (e == q)
+            return false;
+        if (*e == '-')
+            b = strtol(e + 1, &e, 10);
+        for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, set);
+        q = *e == ',' ? e + 1 : e;
+    }
+    return ok && CPU_ISSET(cpu, set);
 }
 
 int pt_cpu_pin_self(int cpu)

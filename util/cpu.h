@@ -26,16 +26,22 @@ struct pt_nic_place {
     bool shares;          /* pinned to the one core the rank runs on            */
     unsigned ranks_here;  /* the job's ranks on this host                       */
     long online;          /* the host's cores online                            */
+    const cpu_set_t *nic_sib; /* nic_cpu's hardware threads, itself included
+                               * (pt_cpu_siblings); NULL: unknown, none      */
 };
 /* Whether the NIC thread has a core of its own (the lease polling of
  * docs/waiting.md, "A core of its own"): pinned ranks (ptlrun --cpus) whose
  * NIC thread ptlrun gave a core that no rank and no other NIC thread uses,
  * on a host with at least two cores per rank; unpinned ones with twice as
  * many allowed cores as ranks, the NIC threads spread (not crowded, not on
- * the rank's one core). Cores are the kernel's CPUs: two hardware threads
- * of one core count as two (a NIC thread on the sibling of its rank's
- * would take issue slots from it; not checked). */
+ * the rank's one core). With SMT, a NIC core whose sibling hardware thread
+ * is one of the rank's is not its own (the poll would take issue slots from
+ * the rank), and unpinned jobs count physical cores (the allowed CPUs over
+ * the NIC core's threads). */
 bool pt_cpu_nic_own_core(const struct pt_nic_place *p);
+/* The hardware threads of cpu's core, cpu included (sysfs topology); false
+ * if unknown. */
+bool pt_cpu_siblings(int cpu, cpu_set_t *set);
 /* Pin the calling thread; returns 0 or -errno. */
 int pt_cpu_pin_self(int cpu);
 /* NUMA node of a core, or 0 without NUMA. */
