@@ -104,18 +104,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
 
 void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = crowded; }
 
-void pt_wait_set_lease_poll(struct pt_wait *w, bool on)
-{
-    w->lease_poll = on && w->lease_ns;
-    /* A lease older than one period (PTL_WAIT_LEASE_US): the application is
-     * away; younger ones are slept on as before (with a grace of a quarter
-     * period instead, the 8 B message rate of 2 ranks on 16 cores went from
-     * 3.0-5.0 to 2.8-4.0 M/s and the 8-rank barrier from 3.3-4.5 to 4.4-5.4
-     * us: the engine moved between the cores in the gaps of a loop of
-     * waits). T1's timed sleep is one period, without doubling while LP may
-     * poll. */
-    w->lease_poll_ns = w->lease_ns;
-}
+void pt_wait_set_lease_poll(struct pt_wait *w, bool on) { w->lease_poll = on && w->lease_ns; }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
 {
@@ -791,10 +780,12 @@ static bool lease_leave(struct pt_nic *nic)
  * us and the application may be computing for a long time, so the work that
  * arrives meanwhile (a collective's next step, a get to answer) would wait
  * for the lease's end: poll it instead (S1 again, no announcement). Not a
- * lease younger than lease_poll_ns (one period): a client in a loop of short
+ * lease younger than one period (lease_ns): a client in a loop of short
  * waits leaves a new one every few microseconds, and a NIC thread that took
- * the engine at each would hand it back at the client's next wait (8 ranks
- * on 16 cores: barrier 5 -> 7.5-12.5 us); S2 sleeps that long (T1) instead.
+ * the engine at each would hand it back at the client's next wait (polling
+ * at once: 8-rank barrier on 16 cores 5 -> 7.5-12.5 us; after a quarter
+ * period: 8 B rate 3.0-5.0 -> 2.8-4.0 M/s, 8-rank barrier 3.3-4.5 ->
+ * 4.4-5.4 us); S2 sleeps one period (T1) instead, without doubling.
  * A lease seen unchanged for lease_max_ns is ended here (L2, as
  * lease_expire), and S2 follows as after a timed wake. Staying awake is
  * always safe for the protocol (model/wait.pml, POLLEASE). */
@@ -817,10 +808,10 @@ static bool lease_polling(struct pt_nic *nic, struct lp_watch *lp)
         lp->stamp = v;
         lp->since = now;
         lp->polling = false;
-        return false; /* S2 sleeps lease_poll_ns (T1) */
+        return false; /* S2 sleeps a period (T1) */
     }
     uint64_t age = now - lp->since;
-    if (age < w->lease_poll_ns)
+    if (age < w->lease_ns)
         return false;
     if (age < w->lease_max_ns) {
         if (!lp->polling) {
@@ -1018,7 +1009,7 @@ void *pt_wait_nic_thread(void *arg)
             timed = active > 0;
             if (timed) {
                 ST_RELAXED(&w->untimed, 0);
-                tmo = (int64_t)(w->lease_poll ? w->lease_poll_ns : w->lease_ns);
+                tmo = (int64_t)w->lease_ns;
                 RMW_ADD(&w->st.nic_timed_sleeps, 1);
             }
         }
@@ -1081,15 +1072,13 @@ void *pt_wait_nic_thread(void *arg)
                    (w->lease_poll ? lp_renewed(w, &lp, &left_seen)
                                   : !lease_expire(nic, &seen) &&
                                         (LD_RELAXED(&w->lease) || leases_moved(w, &left_seen)))) {
-                if (w->lease_poll) {
-                    rung = bell_wait(w, b, seq, tmo);
-                    continue;
-                }
                 /* The lease renewed (or leases moved) since the last wake:
-                 * in use; sleep twice as long, up to lease_max_ns. Each
-                 * wake takes the core from a spinner that shares it (8 B
-                 * PtlEQGet spinner p99 20-40 us at a fixed 50 us). */
-                tmo = (int64_t)period_doubled(w, (uint64_t)tmo);
+                 * in use; sleep twice as long, up to lease_max_ns (not LP:
+                 * its core is its own). Each wake takes the core from a
+                 * spinner that shares it (8 B PtlEQGet spinner p99 20-40 us
+                 * at a fixed 50 us). */
+                if (!w->lease_poll)
+                    tmo = (int64_t)period_doubled(w, (uint64_t)tmo);
                 rung = bell_wait(w, b, seq, tmo);
             }
         }

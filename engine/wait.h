@@ -289,7 +289,6 @@ struct pt_wait {
      * and ends a lease it has seen unchanged for lease_max_ns. Private to
      * the NIC thread after pt_wait_set_lease_poll (before it starts). */
     bool lease_poll;
-    uint64_t lease_poll_ns; /* LP's timed sleep (a lease may come while we sleep) */
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
