@@ -119,6 +119,23 @@ static void eng_fail(struct ptd_rank *k, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Rank k's ticks -> ns: what its writer recorded, else (writers since
+ * 2026-12-04 record 0) from its attach pair (tsc0, ns0) and ours, taken now on
+ * the same machine (a constant-rate counter): a baseline as long as the rank
+ * has lived. A rank attached under 1 ms ago, or a pair that makes no sense,
+ * gets our own calibration. */
+static double trace_rate(const struct pt_trace *t, const struct ptd_hdr *h)
+{
+    if (t->ns_per_tick > 0 && t->ns_per_tick < 1e3)
+        return t->ns_per_tick;
+    if (h->tsc_now > t->tsc0 && h->ns_now >= t->ns0 + 1000000) {
+        double r = (double)(h->ns_now - t->ns0) / (double)(h->tsc_now - t->tsc0);
+        if (r > 0 && r < 1e3)
+            return r;
+    }
+    return h->ns_per_tick;
+}
+
 /* The engine's state, read from the rank's memory. */
 static void collect_engine(struct ptd_rank *k, const struct pt_trace *t, pid_t pid)
 {
@@ -289,8 +306,7 @@ struct ptd_snap *ptd_collect(void *base, uint64_t size, const pid_t *pids, const
             k->trace_enabled = LD_RELAXED(&tm->enabled);
             k->trace_head = LD_RELAXED(&tm->head);
             k->trace_whead = LD_RELAXED(&tm->whead);
-            k->ns_per_tick = tm->ns_per_tick > 0 && tm->ns_per_tick < 1e3 ? tm->ns_per_tick
-                                                                          : s->h.ns_per_tick;
+            k->ns_per_tick = trace_rate(tm, &s->h);
             collect_engine(k, t, pid);
         } else {
             k->ns_per_tick = s->h.ns_per_tick;

@@ -141,7 +141,7 @@ struct pt_trace {
     uint32_t nrec, nwrec;
     int32_t ospid;            /* the writing process                              */
     uint32_t rank;
-    double ns_per_tick;       /* pt_tsc() ticks -> ns (calibrated at attach)       */
+    double ns_per_tick;       /* pt_tsc() ticks -> ns; 0: the reader derives it     */
     uint64_t tsc0, ns0;       /* a (tick, CLOCK_MONOTONIC ns) pair at attach         */
     /* The engine's state for a dump by process_vm_readv (engine/nic_sig.h):
      * address of the rank's struct pt_nic and a signature of the layouts the
