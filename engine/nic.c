@@ -778,6 +778,10 @@ void pt_nic_thread_start(struct pt_nic *nic)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+/* A desired limit of 0 or less is no preference: the library's value, as
+ * for a NULL desired (clients zero the struct and set the members they care
+ * about; a zeroed max_pt_index must not mean "portal 0 only"). Otherwise
+ * min(desired, library), the fact sheet's rule; actual says what holds. */
 static int clamp_limit(int desired, int lib)
 {
     return desired > 0 && desired < lib ? desired : lib;

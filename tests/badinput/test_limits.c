@@ -112,6 +112,30 @@ static void actual_never_exceeds_desired(void **state)
 	put_works(&env, (ptl_pt_index_t)a->max_pt_index);
 }
 
+/* A desired member of 0 or less is no preference (docs/architecture.md, "Desired
+ * limits"): the library's value, as for a NULL desired. Clients zero the struct and set
+ * the members they care about: a zeroed max_pt_index must not mean "portal 0 only". */
+static void desired_zero_is_no_preference(void **state)
+{
+	(void)state;
+	start(NULL);
+	const ptl_ni_limits_t lib = env.limits;
+	ptlt_ni_release(&env);
+	ptl_ni_limits_t d = { 0, -1, 0, 0, -5, 0, 0, 0 };
+	d.max_eqs = 7;
+	start(&d);
+	const ptl_ni_limits_t *a = &env.limits;
+	assert_int_equal(a->max_eqs, 7);
+	assert_int_equal(a->max_mes, lib.max_mes);
+	assert_int_equal(a->max_mds, lib.max_mds);
+	assert_int_equal(a->max_ac_index, lib.max_ac_index);
+	assert_int_equal(a->max_pt_index, lib.max_pt_index);
+	assert_int_equal(a->max_md_iovecs, lib.max_md_iovecs);
+	assert_int_equal(a->max_me_list, lib.max_me_list);
+	assert_int_equal(a->max_getput_md, lib.max_getput_md);
+	put_works(&env, (ptl_pt_index_t)a->max_pt_index);
+}
+
 /* ---- object counts --------------------------------------------------------------- */
 
 static void max_mes_no_space(void **state)
@@ -396,6 +420,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		T(actual_limits_sane),
 		T(actual_never_exceeds_desired),
+		T(desired_zero_is_no_preference),
 		T(max_mes_no_space),
 		T(max_mds_no_space),
 		T(max_mds_auto_unlink_frees_slot),
