@@ -2,6 +2,7 @@
 #include "config.h"
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -182,6 +183,31 @@ static const char *names_help(const char *const *names, char *buf, size_t len)
     return buf;
 }
 
+/* A tunable's number as a user means it: decimal, leading zeros included
+ * (PTL_PEER_TIMEOUT_MS=0100 is a hundred, not octal 64), or hex after 0x;
+ * blanks around it ignored, as around a named value. 1: a number; 0: not
+ * one; -1: a number out of long long's range. */
+static int parse_num(const char *s, long long *v)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    const char *p = s + (*s == '+' || *s == '-');
+    int base = p[0] == '0' && (p[1] == 'x' || p[1] == 'X') ? 16 : 10;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, base);
+    if (end == s || !isdigit((unsigned char)*p))
+        return 0;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return 0;
+    if (errno == ERANGE)
+        return -1;
+    *v = x;
+    return 1;
+}
+
 static int name_index(const char *const *names, const char *s)
 {
     while (*s == ' ' || *s == '\t')
@@ -227,10 +253,16 @@ static void parse_env(void)
         t->source = "default";
         if (!s || !*s)
             continue;
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 0);
-        if (errno || *end) {
+        long long v = 0;
+        int num = parse_num(s, &v);
+        if (num < 0) {
+            if (first_warning(i, s))
+                pt_log(PT_LOG_WARN, "%s=%s out of range [%lld, %lld]; using %lld", t->name, s,
+                       (long long)t->min, (long long)t->max, (long long)t->def);
+            t->source = "default: the environment's value was refused";
+            continue;
+        }
+        if (!num) {
             const char *const *names = named_values(t->name);
             int k = names ? name_index(names, s) : -1;
             if (k >= 0) {

@@ -3,7 +3,8 @@
  * for the variables that also take names (PTL_TRANSPORT, PTL_RNDV_MODE):
  * names in any case and with blanks around them, numbers, and values that are
  * refused (the default is kept, and the table says the environment's value
- * was refused). "OFI" used to run the job on shared memory.
+ * was refused). "OFI" used to run the job on shared memory. And numbers
+ * (test_numbers): decimal, hex after 0x, blanks around them.
  */
 #include "config.h"
 
@@ -63,9 +64,45 @@ static void test_named_values(void **state)
     }
 }
 
+/* Numbers as a user means them (an adversarial client: "010" was octal 8, and
+ * PTL_PEER_TIMEOUT_MS=0100 silently 64 ms): decimal with leading zeros, hex after
+ * 0x, blanks around ignored; the rest refused, the default (2000) kept. */
+static const struct row nums[] = {
+    {"PTL_PEER_TIMEOUT_MS", "0100", 100, 1},  {"PTL_PEER_TIMEOUT_MS", "010", 10, 1},
+    {"PTL_PEER_TIMEOUT_MS", " 250 ", 250, 1}, {"PTL_PEER_TIMEOUT_MS", "250\t", 250, 1},
+    {"PTL_PEER_TIMEOUT_MS", "+300", 300, 1},  {"PTL_PEER_TIMEOUT_MS", "0x100", 256, 1},
+    {"PTL_PEER_TIMEOUT_MS", "0X10", 16, 1},   {"PTL_PEER_TIMEOUT_MS", "1e3", 2000, 0},
+    {"PTL_PEER_TIMEOUT_MS", "abc", 2000, 0},  {"PTL_PEER_TIMEOUT_MS", "12 3", 2000, 0},
+    {"PTL_PEER_TIMEOUT_MS", "-", 2000, 0},    {"PTL_PEER_TIMEOUT_MS", "0x", 2000, 0},
+    {"PTL_PEER_TIMEOUT_MS", "-50", 2000, 0},  {"PTL_PEER_TIMEOUT_MS", " ", 2000, 0},
+    {"PTL_PEER_TIMEOUT_MS", "99999999999999999999", 2000, 0},
+    {"PTL_PEER_TIMEOUT_MS", "3600000", 3600000, 1},
+    {"PTL_PEER_TIMEOUT_MS", "3600001", 2000, 0},
+};
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        const struct row *r = &nums[i];
+        setenv(r->var, r->value, 1);
+        pt_config_reload();
+        int64_t got = pt_config()->ni_fail_grace_ms;
+        if (got != r->want)
+            fail_msg("%s=\"%s\": %lld, expected %lld", r->var, r->value, (long long)got,
+                     (long long)r->want);
+        const char *src = source_of(r->var);
+        assert_non_null(src);
+        if (r->from_env != !strcmp(src, "env"))
+            fail_msg("%s=\"%s\": source \"%s\"", r->var, r->value, src);
+        unsetenv(r->var);
+    }
+}
+
 int main(void)
 {
     setenv("PTL_LOG_LEVEL", "0", 1); /* the refusals' warnings are expected */
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_named_values)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_named_values),
+                                       cmocka_unit_test(test_numbers)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
