@@ -1,7 +1,7 @@
 /*
  * reduce.c - dst[i] = dst[i] OP src[i]: the one reduction of libportals, used
  * by the engine for reduction puts (engine/target.c) and by the collective
- * library where it combines a pair's values itself (coll/coll.c). Pure.
+ * library where it combines a pair's values itself (coll/fast.c). Pure.
  */
 #include "reduce.h"
 

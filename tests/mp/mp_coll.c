@@ -953,8 +953,8 @@ static int died(struct mp *m)
 }
 
 /* The end of a job: a last barrier on the group, free it, few drops, "OK". */
-/* mp_coll bcast: the pipelined path around its segment size (bcast_seg in
- * coll.c: groups of 3 or more, more than one segment, at most 64). */
+/* mp_coll bcast: the pipelined path around its segment size (pt_coll_bcast_seg
+ * in coll/bcast.c: groups of 3 or more, more than one segment, at most 64). */
 static void t_bcast_pipe(ptl_handle_coll_t g)
 {
     const char *e = getenv("PTL_COLL_BCAST_SEG");
@@ -1041,7 +1041,7 @@ static int lists(struct mp *m, unsigned k_max)
         if (y != (int64_t)N * (N - 1) / 2)
             mp_die("order %u: allreduce gave %lld", k, (long long)y);
         /* Four persistent-path requests at once: the group keeps them as
-         * free slots after their waits (coll.c, rcache), and its free must
+         * free slots after their waits (coll/fast.c, rcache), and its free must
          * give them back to the table (1,024 slots: 300 groups that kept
          * four each would run it out) */
         ptl_handle_coll_req_t q[4];

@@ -1,0 +1,365 @@
+/*
+ * coll_int.h - what the files of coll/, the collective library of <p3coll.h>
+ * (issue 16 item 2), share. The library is built only on public Portals calls
+ * and <portals3_ext.h>: every collective is a schedule of counting events
+ * (CTs) and triggered operations that the engine runs.
+ *
+ * Files (one concern each):
+ *  - group.c      groups: PtlCollGroupCreate (member-list ids, the hello,
+ *                 refusal), PtlCollGroupFree, and the persistent path's
+ *                 set-up and teardown (its slots, MEs, MDs and counters);
+ *  - fast.c       the handle tables and request slots, PtlCollTest and
+ *                 PtlCollWait, the persistent path's calls (barrier, small
+ *                 allreduce, pair path, slot bcast and reduce) and the entry
+ *                 points that choose a path (barrier, bcast, reduce,
+ *                 allreduce): everything a small call runs, in one unit, so
+ *                 that the compiler inlines across it;
+ *  - req.c        the per-call path's requests: their counters, MDs, MEs
+ *                 and buffers, the readiness gates of their sends, start
+ *                 (RTRs) and release;
+ *  - bcast.c      the per-call bcast schedules (binomial tree, pipelined);
+ *  - allreduce.c  the per-call allreduce schedules (recursive doubling,
+ *                 reduce-scatter + allgather);
+ *  - direct.c     gather, scatter, allgather, alltoall (direct puts at
+ *                 offsets).
+ * Private to coll/. What one file calls in another is named pt_coll_* and
+ * hidden like every internal of the library (-fvisibility=hidden,
+ * cmake/portals.map): only the Ptl* calls of <p3coll.h> are exported.
+ *
+ * Readiness. Portals 3.3 drops a put that finds no ME, so a member may send
+ * data to a peer only after that peer posted its MEs for the call. Each
+ * group keeps, per peer P, one persistent 0-byte ME (match_id = P) whose
+ * counter from[P] counts the "ready" puts (RTR) P sent us. In every call a
+ * member posts all its MEs, then sends one RTR to each peer that will send
+ * to it in this call (in call order, under the group lock). A member that
+ * will send to P in call s arms its puts on from[P] >= the number of calls
+ * up to s in which P sends it an RTR. A count reaching c means P has sent
+ * its c-th RTR (they are sent in order), so P posted the MEs of that call:
+ * no ordering of delivery is needed.
+ *
+ * Data of a call matches bits (group id, DATA, call sequence, tag): calls in
+ * flight never match each other's messages. A send that needs two
+ * conditions (peer ready and a local counter) is armed on a gate CT that two
+ * PtlTriggeredCTInc raise. A request completes when its done counter
+ * reached its threshold and every send it made has left (SEND_END counted);
+ * only then are its CTs, MDs and MEs freed (nothing armed is left behind).
+ *
+ * Algorithms: barrier = dissemination (ceil(log2 n) rounds of 0-byte puts);
+ * bcast = binomial tree from the root (with PTL_COLL_BCAST_SEG, pipelined in
+ * segments: pt_coll_sched_bcast_pipe); allreduce = recursive doubling with
+ * triggered reduction puts over the largest power of two, the other members
+ * folded in first and served last; reduce = allreduce (root keeps it);
+ * gather, scatter, allgather, alltoall = direct puts at offsets. Reduction
+ * payloads are split into segments of at most PTL_COLL_RED_SEG bytes (64
+ * KiB: the target's engine pulls and combines those beyond the eager size); from
+ * PTL_COLL_LARGE_MIN bytes allreduce is reduce-scatter + allgather (sched_rsag).
+ *
+ * Bit-identical allreduce: round k's accumulator starts at the operation's
+ * identity (-0.0 for a float sum) and receives two reduction puts: the
+ * member's own previous accumulator and its partner's. id op a op b gives
+ * the same bits in either order (op is commutative and id op a == a), and
+ * both partners combine the same two values, so all members agree.
+ */
+#ifndef PT_COLL_INT_H
+#define PT_COLL_INT_H
+
+#include "pt_atomic.h"
+
+#include <p3coll.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define COLL_MAX_GROUPS  256
+#define COLL_MAX_REQS    1024
+
+/* match bits: gid(24) | kind(2) | seq(30) | tag(8) */
+#define K_RTR   1ull
+#define K_HELLO 2ull
+#define K_DATA  3ull
+static inline ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, unsigned tag)
+{
+    return (gid & 0xffffffull) << 40 | kind << 38 | (seq & 0x3fffffffull) << 8 | (tag & 0xffu);
+}
+
+#define COLL_SLOTS 20 /* > 16: with 16 calls in flight a slot is never waited for */
+#define COLL_RCACHE 4 /* free request slots a group keeps (struct group)          */
+#define COLL_RMAX  21 /* rounds: groups of at most 2^20 members */
+
+/* ---- persistent path ------------------------------------------------------ */
+
+/*
+ * Barrier and small allreduce (at most g->smax bytes) need no per-call MEs,
+ * MDs, counters or buffers: PtlCollGroupCreate posts, before its hello,
+ *  - per barrier round k an ME (from the round's source) whose counter
+ *    barr[k] counts that source's round-k puts: "barr[k] >= c" says the
+ *    source reached round k of its c-th barrier (it sends them in order);
+ *  - COLL_SLOTS slots, each with an MD over its accumulator memory (its
+ *    sends count into sent), the MEs over the accumulators (counters cnt[k])
+ *    and the gate counters of sends that wait for two conditions.
+ * A call takes slot fseq % COLL_SLOTS and arms a few triggered operations
+ * whose thresholds are the slot's cumulative counts (use u of a slot waits
+ * for 2u where two increments come per use). A slot is used again only after
+ * its previous call completed here (the taking call waits for it: it never
+ * has to with at most COLL_SLOTS - 1 calls in flight), so that no counter of
+ * a slot can be advanced by the next use before the current one is done.
+ * A gate fed by two triggered CTIncs is exact under that rule: at most one
+ * use of each feeding condition is armed beyond the counted ones.
+ */
+#define K_FAST    0ull
+#define FSEQ_BAR  0x3fffffffull
+#define FT_FOLD   200u
+#define FT_RES    201u
+/* The pair slots' match bits (group.c pair_setup, fast.c pair_allreduce) */
+#define PSEQ_BASE 0x100ull
+#define FT_PAIR   202u
+/* The slot bcast's and reduce's (group.c pb_setup, fast.c slot_bcast, slot_reduce) */
+#define PBSEQ_BASE 0x200ull
+#define PBSEQ_START 0x300ull
+#define FT_PBC    203u
+
+/* Who writes and who reads the structures below:
+ *  - struct group: group.c fills it in PtlCollGroupCreate (before the handle
+ *    exists: no lock) and empties it in PtlCollGroupFree (no request in
+ *    flight); what it set up (ni .. ids, from, nmd, the slots' handles, smax,
+ *    rb, ra, p2, barr) is only read after that, by every file, without the
+ *    lock. The per-call state (seq, expect, inflight, fseq, bar_calls, pseq,
+ *    pprev, rcache) is written under g->lock: by req.c and the schedules
+ *    (bcast.c, allreduce.c, direct.c) for a per-call request, by fast.c for
+ *    a persistent one.
+ *  - struct fslot, struct pbc: handles and memory set up and freed by
+ *    group.c; use counts, owners and the accumulators' contents written by
+ *    fast.c under g->lock (the engine writes mem through the slot's MEs);
+ *    group.c's pb_drain reads pbc's start counters at free.
+ *  - struct req: a slot of the request table (fast.c). A per-call request is
+ *    filled by req.c and a schedule while PtlCollI* holds the group lock, a
+ *    persistent one by fast.c under it; then read without a lock by the one
+ *    thread that completes it (PtlCollTest, PtlCollWait in fast.c), which
+ *    releases it (req.c for a per-call one, fast.c under g->lock for a
+ *    persistent one, which holds nothing of its own).
+ */
+/* One persistent slot of a group's fast path (see "persistent path"). */
+struct fslot {
+    char *mem;                          /* allreduce accumulators, smax bytes each   */
+    ptl_handle_md_t md;                 /* over mem: the source of every send        */
+    ptl_handle_ct_t sent;               /* SEND_END of md                            */
+    ptl_size_t sent_exp;                /* sends armed on md so far                  */
+    ptl_size_t buses, auses;            /* barriers / allreduces run in this slot    */
+    ptl_handle_ct_t bg[COLL_RMAX + 1];  /* barrier gates [2..rb]                     */
+    ptl_handle_ct_t cnt[COLL_RMAX + 1]; /* arrivals into accumulator k               */
+    ptl_handle_me_t me[COLL_RMAX + 1];  /* the MEs over the accumulators             */
+    ptl_handle_ct_t gate[COLL_RMAX + 1];/* two-condition gates of the sends          */
+    int owner;                          /* request index + 1 using it, 0 none        */
+};
+
+struct group {
+    int used;
+    uint32_t gen;
+    pthread_mutex_t lock;
+    ptl_handle_ni_t ni;
+    ptl_pt_index_t pt;
+    ptl_size_t n, me;
+    uint64_t gid, seq;
+    ptl_process_id_t *ids;
+    ptl_handle_ct_t *from; /* [n] RTRs counted from each peer          */
+    ptl_handle_me_t *from_me;
+    ptl_size_t *expect;  /* [n] RTRs from each peer up to this call  */
+    ptl_handle_md_t nmd; /* 0-byte source of RTRs                    */
+    int inflight;
+    /* persistent path (set up at create, used by barrier and small allreduce) */
+    struct fslot *fs;                  /* [COLL_SLOTS]                          */
+    /* 2 members: small allreduce without RTR on its own slots (pair_*) */
+    struct fslot *ps;                  /* [COLL_SLOTS], NULL unless n == 2      */
+    ptl_size_t pseq;                   /* pair allreduces started               */
+    ptl_handle_ct_t pprev;             /* done counter of the previous one ...  */
+    ptl_size_t pprev_thr;              /* ... and its threshold (0: none)       */
+    struct pbc *pb;                    /* small bcast on slots (slot_bcast), or NULL */
+    ptl_size_t fseq, bar_calls, smax;  /* calls on it, barriers, bytes per acc  */
+    int rb, ra;                        /* ceil / floor log2 n                   */
+    ptl_size_t p2;                     /* 1 << ra                               */
+    ptl_handle_ct_t barr[COLL_RMAX];   /* barrier round k arrivals (cumulative) */
+    ptl_handle_me_t bme[COLL_RMAX];
+    /* Free request slots kept by the group for its persistent-path calls
+     * (req_take_g, req_put_g; under lock): such a call takes and gives back
+     * one without g_pt_coll_tab_lock, two lock/unlock pairs less per call. Given back
+     * to the table at teardown. */
+    int rcache[COLL_RCACHE];
+    int nrcache;
+};
+
+/* Small bcast on persistent slots (docs/coll.md, "Slot bcast"): PB_SLOTS
+ * receive slots from whichever member is our parent in a call, and every
+ * peer's start signals. */
+#define PB_SLOTS 32   /* calls c and c + PB_AHEAD never share a slot          */
+#define PB_AHEAD 16   /* a put of call c waits for the child's start of c - PB_AHEAD */
+#define PB_SIG   4    /* a start signal every PB_SIG calls                    */
+#define PB_MAX_N 64   /* more members: the per-call bcast                     */
+struct pbc {
+    char *mem;                         /* PB_SLOTS x stride (below)             */
+    ptl_size_t stride;                 /* a slot: (1 + rb) x smax: bcast data or the
+                                        * reduce's ACC, then rb reduce areas    */
+    ptl_handle_md_t md[PB_SLOTS];      /* over slot s; its sends count into sent[s] */
+    ptl_handle_ct_t sent[PB_SLOTS];
+    ptl_size_t sent_exp[PB_SLOTS];     /* sends armed from slot s so far        */
+    ptl_handle_ct_t *start;            /* [n] peer P's start signals            */
+    ptl_handle_me_t *start_me;         /* [n]                                   */
+    ptl_handle_ct_t cnt[PB_SLOTS];     /* puts into slot s: a bcast's parent's, a
+                                        * reduce's children's and our own ones  */
+    ptl_handle_me_t me[PB_SLOTS];      /* over the whole slot s, from any member */
+    ptl_size_t recvs[PB_SLOTS];        /* puts into slot s expected so far: cnt[s]'s
+                                        * thresholds (one use of a slot at a time,
+                                        * all its puts in before the next's: B2) */
+    int owner[PB_SLOTS];               /* request index + 1 using slot s, 0 none */
+    ptl_size_t seq;                    /* slot bcasts started                   */
+};
+
+struct req {
+    int used;
+    uint32_t gen;
+    struct group *g;
+    uint64_t seq;
+    ptl_handle_ct_t *cts;
+    int ncts, capcts;
+    ptl_handle_md_t *mds;
+    int nmds, capmds;
+    ptl_handle_me_t *mes;
+    int nmes, capmes;
+    void **tmp;
+    int ntmp, captmp;
+    ptl_handle_ct_t done, sent;
+    ptl_size_t done_thr, nsent;
+    ptl_size_t *cum; /* [n] readiness threshold of each peer     */
+    uint8_t *rtr;    /* [n] send this peer an RTR                */
+    int rc;
+    /* persistent path: slot, result to copy out at completion */
+    int fast, finished, fslot, pair; /* pair 1: fslot indexes g->ps; 2, 3: g->pb */
+    int kids;                        /* slot reduce's root: children to combine */
+    /* pair path: result = mine op partner's (member 0's value first) */
+    const void *in;
+    ptl_coll_type_t t;
+    ptl_coll_op_t op;
+    const void *res;
+    void *out;
+    ptl_size_t bytes;
+};
+
+/* The tables, fast.c's. g_pt_coll_tab_lock: taking and releasing table
+ * entries (group.c takes and releases group entries in PtlCollGroupCreate and
+ * group_teardown, fast.c request entries and the groups' caches of them). A
+ * handle is checked without it: g_pt_coll_gstate / rstate[i] = gen << 1 |
+ * used, written (ST_RELEASE, under g_pt_coll_tab_lock) when the entry is
+ * taken or released, read (LD_ACQUIRE) by pt_coll_group_get / req_get. Free
+ * requests are a stack (rfree), so taking one is O(1) however many are in
+ * flight. */
+extern pthread_mutex_t g_pt_coll_tab_lock;
+extern struct group g_pt_coll_groups[COLL_MAX_GROUPS];
+extern struct req g_pt_coll_reqs[COLL_MAX_REQS];
+extern _Atomic uint64_t g_pt_coll_gstate[COLL_MAX_GROUPS];
+
+static inline void state_set(_Atomic uint64_t *st, uint32_t gen, int used)
+{
+    ST_RELEASE(st, (uint64_t)gen << 1 | (uint64_t)(used != 0)); /* pairs with state_ok */
+}
+
+static inline uint64_t enc(uint32_t gen, int idx)
+{
+    return (uint64_t)gen << 20 | (uint64_t)(idx + 1);
+}
+
+/* A call whose buffers would span more than an address space can (a count
+ * or length past it, or a product that wraps) is refused before anything
+ * moves (an audit: an allreduce of 2^61 + 1 int64s returned PTL_OK having
+ * reduced one element, an allgather of 2^63 bytes each crashed both ranks,
+ * a bcast of 2^62 bytes corrupted a non-root's stack). */
+#define COLL_MAX_BYTES (1ull << 47)
+static inline bool bytes_ok(ptl_size_t a, ptl_size_t b)
+{
+    return !a || !b || a <= COLL_MAX_BYTES / b;
+}
+
+static inline size_t type_size(ptl_coll_type_t t)
+{
+    return t == PTL_COLL_INT32 || t == PTL_COLL_FLOAT ? 4 : 8;
+}
+
+/* ---- fast.c: handles, request slots, reduction identities ---------------- */
+
+struct group *pt_coll_group_get(ptl_handle_coll_t h);
+struct req *pt_coll_req_take(void);
+void pt_coll_req_put(struct req *r);
+void pt_coll_req_cache_drop(struct group *g);
+void pt_coll_fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op);
+
+/* ---- req.c: the per-call path's requests --------------------------------- */
+
+int pt_coll_r_ct(struct req *r, ptl_handle_ct_t *ct);
+void *pt_coll_r_tmp(struct req *r, size_t len);
+int pt_coll_r_src(struct req *r, const void *buf, ptl_size_t len, ptl_handle_md_t *md);
+int pt_coll_r_recv(struct req *r, void *buf, ptl_size_t len, long from, unsigned tag,
+                   ptl_handle_ct_t ct);
+ptl_size_t pt_coll_r_ready_thr(struct req *r, ptl_size_t dst);
+int pt_coll_r_gate(struct req *r, ptl_size_t dst, ptl_handle_ct_t cond, ptl_size_t cthr,
+                   ptl_handle_ct_t *t, ptl_size_t *thr);
+int pt_coll_r_put(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl_size_t len, ptl_size_t dst,
+                  unsigned tag, ptl_size_t roff, ptl_handle_ct_t t, ptl_size_t thr);
+void pt_coll_req_release(struct req *r);
+int pt_coll_req_new(struct group *g, struct req **out);
+int pt_coll_req_start(struct req *r, int rc, ptl_handle_coll_req_t *h);
+
+/* ---- bcast.c, allreduce.c: the per-call schedules ------------------------ */
+
+int pt_coll_sched_bcast(struct req *r, void *buf, ptl_size_t len, ptl_size_t root);
+ptl_size_t pt_coll_bcast_seg(ptl_size_t n, ptl_size_t len);
+int pt_coll_sched_bcast_pipe(struct req *r, void *buf, ptl_size_t len, ptl_size_t root,
+                             ptl_size_t seg);
+int pt_coll_sched_allreduce(struct req *r, const void *sendbuf, void *recvbuf, ptl_size_t count,
+                            ptl_coll_type_t t, ptl_coll_op_t op);
+
+/* ---- the start of a call (fast.c, direct.c) ------------------------------ */
+
+/* Not declared inline: the compiler weighs them as it did when coll/ was one
+ * file (an inline hint on begin_with changed which calls of the persistent
+ * path it inlines); unused: not every file calls them. */
+#define PT_COLL_UNUSED __attribute__((unused))
+
+static PT_COLL_UNUSED int check_root(ptl_handle_coll_t h, ptl_size_t root)
+{
+    struct group *g = pt_coll_group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    return root < g->n ? PTL_OK : PTL_ARG_INVALID;
+}
+
+/* Locks group h and takes a request with take (pt_coll_req_new, req_new_fast):
+ * PTL_OK with the group locked, or why not (nothing held). */
+static PT_COLL_UNUSED int begin_with(ptl_handle_coll_t h, ptl_handle_coll_req_t *out,
+                                     struct req **r, int (*take)(struct group *, struct req **))
+{
+    if (!out)
+        return PTL_SEGV;
+    struct group *g = pt_coll_group_get(h);
+    if (!g)
+        return PTL_HANDLE_INVALID;
+    pthread_mutex_lock(&g->lock);
+    int rc = take(g, r);
+    if (rc != PTL_OK)
+        pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+/* Locks the group and starts a request (per-call path). */
+static PT_COLL_UNUSED int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out, struct req **r)
+{
+    return begin_with(h, out, r, pt_coll_req_new);
+}
+
+/* The blocking versions: start, then wait. */
+#define BLOCKING(call)                                                                             \
+    do {                                                                                           \
+        ptl_handle_coll_req_t q;                                                                   \
+        int rc_ = (call);                                                                          \
+        return rc_ == PTL_OK ? PtlCollWait(q) : rc_;                                               \
+    } while (0)
+
+#endif
