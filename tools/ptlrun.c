@@ -398,6 +398,11 @@ static void child(unsigned r, const char *path, char **argv, const sigset_t *old
     if (getppid() != parent)
         _exit(127);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
+    /* Our pid in our rank's record before the program runs (the parent
+     * writes it too, after fork returns: maybe after our PtlNIInit), so
+     * that the attach can tell a rank whose PTL_MY_RID was changed from a
+     * fork child joining as a guest (shm_attach.c). */
+    pt_shm_set_ospid(&g_reg, r, getpid());
 
     snprintf(buf, sizeof buf, "%u", r);
     setenv("PTL_MY_RID", buf, 1);

@@ -786,10 +786,20 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     }
     if (guest) {
         char why[64];
-        if (have_rank)
+        if (have_rank) {
             snprintf(why, sizeof why, "rank %u is held by process %d", me,
                      (int)LD_RELAXED(&ranks[me].ospid));
-        else
+            /* The launcher started us as another rank (it wrote our pid in
+             * that rank's record at the fork) and PTL_MY_RID was changed
+             * after it: that rank will never attach, and what is sent to
+             * it waits for our process to end. A fork child re-initialising
+             * (the intended guest) is in no record: its pid is new. */
+            for (uint32_t p = 0; p < n; p++)
+                if (p != me && LD_RELAXED(&ranks[p].ospid) == (int32_t)self)
+                    pt_log(PT_LOG_WARN, "PTL_MY_RID=%u, but the launcher started this process "
+                                        "as rank %u: joining as a guest, and rank %u will never "
+                                        "attach (PTL_MY_RID is the launcher's to set)", me, p, p);
+        } else
             snprintf(why, sizeof why, "no PTL_MY_RID");
         rc = guest_claim(x, pt_xport_guest_pid(), why);
         if (rc)
