@@ -35,7 +35,7 @@ static unsigned N;
 static void check(int rc, const char *what)
 {
     if (rc != PTL_OK)
-        pb_die("%s: %d", what, rc);
+        pb_die("%s: %s (%d)", what, PtlErrorStr((unsigned)rc), rc);
 }
 
 static double maxall(double v)
