@@ -1,5 +1,6 @@
 /*
- * ofi.h - the libfabric transport (ofi.c), built when PTL_WITH_OFI is on.
+ * ofi.h - the libfabric transport (ofi.c, ofi_*.c; ofi_int.h lists which file
+ * holds what), built when PTL_WITH_OFI is on.
  *
  * pt_ofi_open attaches to the job region like pt_shm_open (identity,
  * liveness, trace area), then opens a libfabric RDM endpoint and publishes

@@ -17,12 +17,12 @@
  *     brought, once, at open (no PMIx call after open but the event handler
  *     and PMIx_Finalize);
  *   - where the ranks are: all on this node (PMIX_LOCAL_SIZE is the job
- *     size) or not; only then may ofi take a loopback address (ofi.c,
+ *     size) or not; only then may ofi take a loopback address (ofi_open.c,
  *     open_fabric);
  *   - liveness: PMIx events (a process of the job aborted or terminated, the
  *     connection to the local server lost) fail the job for this rank with
  *     PTL_NI_PEER_DIED and wake the engine through an eventfd in ofi's sleep
- *     set (Open MPI 4.1.4 does not deliver them usably); ofi.c's liveness
+ *     set (Open MPI 4.1.4 does not deliver them usably); ofi_peer.c's liveness
  *     probe and failed sends find a dead peer and fail the job themselves.
  *
  * Threads: the event handler runs on PMIx's progress thread; it writes only
@@ -553,7 +553,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
 {
     if (g_pmix_opened) {
         /* Its peers know only the first endpoint, and would not join a
-         * second fence (as ofi.c refuses it in a ptlrun job). */
+         * second fence (as ofi_open.c refuses it in a ptlrun job). */
         pt_log(PT_LOG_ERR, "PMIx job: this process initialises an NI a second time "
                            "(after PtlNIFini): not supported");
         return -ENOTSUP;
@@ -610,7 +610,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
         x->evh_registered = true;
     }
     /* Are all the ranks on this node? Only then may ofi take a loopback
-     * address (ofi.c, open_fabric). Unknown: as before, any address. */
+     * address (ofi_open.c, open_fabric). Unknown: as before, any address. */
     bool all_local = true;
     pmix_proc_t all;
     PMIX_LOAD_PROCID(&all, x->me.nspace, PMIX_RANK_WILDCARD);

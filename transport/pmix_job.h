@@ -14,7 +14,7 @@
 
 #define PT_PMIX_NAME_MAX 256u /* an endpoint name (fi_getname) */
 
-/* What ofi.c uses in place of the job region: ops (peer_alive, doorbell,
+/* What ofi*.c use in place of the job region: ops (peer_alive, doorbell,
  * peer_ospid, rank_of, id_of, job_failed, close; the others are NULL) on x,
  * the address exchange, and a descriptor that becomes readable when the
  * launcher reports a death (ofi puts it in its sleep set and reads it). */
@@ -40,7 +40,7 @@ bool pt_pmix_same_machine(uint32_t a, uint32_t b);
  * its namespace: the node regions' names, mix.c). */
 uint32_t pt_pmix_local_size(void);
 const char *pt_pmix_job_key(void);
-/* pt_ofi_open_pmix after its pt_pmix_open (ofi.c): libfabric on the sub
+/* pt_ofi_open_pmix after its pt_pmix_open (ofi_open.c): libfabric on the sub
  * (closed on failure). connect_later (mix.c): host mode's connections to
  * the peers wait for pt_ofi_serve, which must follow. */
 int pt_ofi_open_pmix_sub(const struct pt_pmix_sub *sub, uint32_t slot_size, uint32_t queue_slots,

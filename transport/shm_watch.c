@@ -24,7 +24,7 @@
  * /dev/shm (an audit: 8 of 8 runs under mpirun --enable-recovery). The
  * bound a job across hosts gives a rank that does not reach its PtlNIInit
  * (the wire-up fence, pmix.c), doubled: such a rank once made its
- * connections (ofi.c, connect_all) before it attached; it attaches first
+ * connections (ofi_open.c, connect_all) before it attached; it attaches first
  * now (mix.c, pt_ofi_serve), and the bound stays. No CPU is used while nothing
  * happens. Cold path only.
  */

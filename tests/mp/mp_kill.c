@@ -9,7 +9,7 @@
  *            it sees SEND_START (rank 0's engine is pulling from it).
  * late:      as initiator, but rank 1 keeps its engine running (PtlEQPoll)
  *            for serve_ms (500) after SEND_START before it raises SIGKILL, so that
- *            rank 0's pull has begun; for PTL_OFI_FAULT (transport/ofi.c,
+ *            rank 0's pull has begun; for PTL_OFI_FAULT (transport/ofi_pull.c,
  *            tests only), with which that pull never ends by itself: rank 0
  *            must give it up when it finds rank 1 lost (ofi_pull,
  *            pull_peer_lost). Rank 0 then waits for the failed PUT_END: the
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
                  * now on the memory is the application's again, nothing may
                  * land in it (a read posted before the death whose bytes
                  * waited in a socket and landed after the event, when the
-                 * owner may have freed the buffer: transport/ofi.c,
+                 * owner may have freed the buffer: transport/ofi_pull.c,
                  * pull_drain). The engine keeps running for 300 ms. */
                 uint8_t *snap = malloc(size);
                 if (!snap)

@@ -20,7 +20,7 @@
  * remote: right after PtlNIInit, before any message, each rank counts its
  * established TCP connections between two different addresses that are not
  * loopback (to the other host's ranks) and fails below N (the ranks there).
- * PtlNIInit makes them in both modes (transport/ofi.c, connect_all): in
+ * PtlNIInit makes them in both modes (transport/ofi_open.c, connect_all): in
  * offload mode the first probe, mid run, made them and rxm zeroed its send
  * buffers there, 90 ms of the NIC thread with the engine held.
  */

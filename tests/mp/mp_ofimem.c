@@ -1,7 +1,7 @@
 /*
  * mp_ofimem - what an NI over libfabric costs a rank in memory, and that the
  * library leaves the environment as it found it (PTL_TRANSPORT=ofi,
- * tcp;ofi_rxm; transport/ofi.c rxm_buffer_size_set, docs/ofi.md "rxm's
+ * tcp;ofi_rxm; transport/ofi_open.c rxm_buffer_size_set, docs/ofi.md "rxm's
  * buffers").
  *
  * ofi_rxm gives an endpoint a receive and a send pool of 1,024 buffers of
