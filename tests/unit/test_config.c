@@ -44,15 +44,14 @@ static const struct row rows[] = {
     {"PTL_RNDV_MODE", "\tAuto", 0, 1},    {"PTL_RNDV_MODE", "ofi", 0, 0},
 };
 
-static void test_named_values(void **state)
+/* Each row's value set, the table reloaded: the value got and where it came from. */
+static void check_rows(const struct row *t, size_t n, int64_t (*got_of)(const char *var))
 {
-    (void)state;
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        const struct row *r = &rows[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct row *r = &t[i];
         setenv(r->var, r->value, 1);
         pt_config_reload();
-        const struct pt_config *c = pt_config();
-        int64_t got = !strcmp(r->var, "PTL_TRANSPORT") ? c->transport : c->rndv_mode;
+        int64_t got = got_of(r->var);
         if (got != r->want)
             fail_msg("%s=\"%s\": %lld, expected %lld", r->var, r->value, (long long)got,
                      (long long)r->want);
@@ -62,6 +61,18 @@ static void test_named_values(void **state)
             fail_msg("%s=\"%s\": source \"%s\"", r->var, r->value, src);
         unsetenv(r->var);
     }
+}
+
+static int64_t named_of(const char *var)
+{
+    const struct pt_config *c = pt_config();
+    return !strcmp(var, "PTL_TRANSPORT") ? c->transport : c->rndv_mode;
+}
+
+static void test_named_values(void **state)
+{
+    (void)state;
+    check_rows(rows, sizeof rows / sizeof rows[0], named_of);
 }
 
 /* Numbers as a user means them (an adversarial client: "010" was octal 8, and
@@ -80,23 +91,16 @@ static const struct row nums[] = {
     {"PTL_PEER_TIMEOUT_MS", "3600001", 2000, 0},
 };
 
+static int64_t timeout_of(const char *var)
+{
+    (void)var;
+    return pt_config()->ni_fail_grace_ms;
+}
+
 static void test_numbers(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        const struct row *r = &nums[i];
-        setenv(r->var, r->value, 1);
-        pt_config_reload();
-        int64_t got = pt_config()->ni_fail_grace_ms;
-        if (got != r->want)
-            fail_msg("%s=\"%s\": %lld, expected %lld", r->var, r->value, (long long)got,
-                     (long long)r->want);
-        const char *src = source_of(r->var);
-        assert_non_null(src);
-        if (r->from_env != !strcmp(src, "env"))
-            fail_msg("%s=\"%s\": source \"%s\"", r->var, r->value, src);
-        unsetenv(r->var);
-    }
+    check_rows(nums, sizeof nums / sizeof nums[0], timeout_of);
 }
 
 int main(void)
