@@ -1114,6 +1114,12 @@ static bool flush_due(struct pt_nic *nic)
 static void flush(struct pt_nic *nic)
 {
     uint64_t t0 = pt_now_ns(), limit = (uint64_t)pt_config()->ni_fail_grace_ms * 1000000u;
+    /* Nothing attaches to an NI being finalised: a request waiting for its
+     * match entry (target.c, nomatch_expired) is dropped at once, not held
+     * for PTL_NOMATCH_WAIT_US with its sender's later messages behind it (an
+     * adversarial client's gets to itself held its PtlNIFini for 2 s, the
+     * flush's limit). The NIC thread has ended: this thread alone reads it. */
+    nic->nomatch_ns = 0;
     bool last = false;
     for (;;) {
         bool due = flush_due(nic);

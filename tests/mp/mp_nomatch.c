@@ -20,6 +20,14 @@
  *   (rank 2 waits for it in PtlEQWait, bounded at 5 s by a watchdog thread:
  *   a lost wake-up, not a speed check); then rank 2 attaches rank 0's
  *   entry, and that command alone must deliver the parked put (same bound).
+ *
+ *   mp_nomatch fini (1 rank; PTL_NOMATCH_WAIT_US and PTL_PEER_TIMEOUT_MS far
+ *   beyond the bound): 100 gets to itself that match nothing (the entry's
+ *   MD takes puts only), then PtlNIFini at once. Nothing can attach to a
+ *   finishing NI, so they are dropped then and there; PtlNIFini held them
+ *   up to PTL_PEER_TIMEOUT_MS before (the first parked for its entry, the
+ *   rest behind it, most in the command ring for want of credits). Bound:
+ *   5 s, a stall, not a speed check.
  */
 #include "mp_util.h"
 
@@ -103,10 +111,38 @@ static int park(void)
     return 0;
 }
 
+#define FINI_GETS 100u /* more than a ring's credits: most wait in the command ring */
+
+static int fini_self(void)
+{
+    struct mp m;
+    mp_init(&m, 1);
+    uint8_t src[LEN], dst[LEN];
+    mp_fill(src, LEN, 0, 8, m.rank);
+    /* an entry whose MD takes puts only: a get matches nothing there */
+    mp_post(&m, PT_T, 77, dst, LEN, PTL_MD_THRESH_INF, PTL_MD_OP_PUT, PTL_EQ_NONE, PTL_RETAIN,
+            NULL);
+    ptl_handle_md_t imd =
+        mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
+    for (unsigned i = 0; i < FINI_GETS; i++)
+        MP_CHECK(PtlGet(imd, m.ids[m.rank], PT_T, 0, 77, 0));
+    uint64_t t0 = mp_now_ms();
+    mp_fini_alone(&m);
+    uint64_t ms = mp_now_ms() - t0;
+    if (ms > 5000)
+        mp_die("fini: PtlNIFini took %llu ms with %u unmatched gets to itself",
+               (unsigned long long)ms, FINI_GETS);
+    printf("mp_nomatch fini: PtlNIFini dropped %u unmatched gets to itself (%llu ms)\n",
+           FINI_GETS, (unsigned long long)ms);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "park") == 0)
         return park();
+    if (argc > 1 && strcmp(argv[1], "fini") == 0)
+        return fini_self();
     struct mp m;
     mp_init(&m, 2);
     const bool ini = m.rank == 0, tgt = m.rank == 1;
