@@ -9,6 +9,7 @@
 #include "cpu.h"
 #include "log.h"
 #include "pages.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -994,8 +995,10 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         bool own = pt_cpu_nic_own_core(&place);
         pt_wait_set_lease_poll(&nic->w, cfg->nic_lease_poll >= 0 ? cfg->nic_lease_poll != 0 : own);
         nic->has_thread = true;
-        if (pthread_create(&nic->thread, NULL, pt_wait_nic_thread, nic) != 0) {
-            pt_log(PT_LOG_WARN, "cannot start the NIC thread; running in host-matching mode");
+        int trc = pt_thread_create(&nic->thread, NULL, pt_wait_nic_thread, nic);
+        if (trc != 0) {
+            pt_log(PT_LOG_WARN, "cannot start the NIC thread (%s); running in host-matching mode",
+                   strerror(trc));
             nic->has_thread = false;
             nic->offload = false;
             int xfd = nic->w.xfd, efd = nic->w.efd, rfd = nic->w.rfd;

@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -115,10 +116,6 @@ static void start(void)
     /* Gone already (or the pid is unknown): the job is over for us. */
     if (kill(g_launcher, 0) != 0 && errno == ESRCH)
         launcher_gone();
-    /* The watcher must not take signals meant for the application's threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -126,13 +123,12 @@ static void start(void)
     pthread_t t;
     ST_RELAXED(&g_starting, 1);
     ST_RELAXED(&g_running, 1);
-    int rc = pthread_create(&t, &a, watch, NULL);
+    int rc = pt_thread_create(&t, &a, watch, NULL); /* signals blocked: not ours to take */
     if (rc) {
         ST_RELAXED(&g_starting, 0);
         ST_RELAXED(&g_running, 0);
     }
     pthread_attr_destroy(&a);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc)
         pt_log(PT_LOG_WARN, "cannot start the launcher watch (%s): this rank may outlive ptlrun",
                strerror(rc));

@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "thread.h"
 
 #include <p3api/misc.h>
 
@@ -242,7 +243,7 @@ int pt_shm_watch_start(struct pt_xport *x)
     }
     w->t0 = pt_now_ns();
     w->named = pt_shm_named_ident(w->name, sizeof w->name, &w->dev, &w->ino);
-    rc = -pthread_create(&w->th, NULL, watch_main, w);
+    rc = -pt_thread_create(&w->th, NULL, watch_main, w);
     if (rc)
         goto fail;
     x->watch = w;

@@ -13,12 +13,24 @@
  * SIGTERM handler of its own). Then a SIGTERM to itself must reach its
  * handler. Prints "rank R: handlers kept" and exits 0; a replaced handler:
  * names the signal, exits 1.
+ *
+ * And the library's threads take none of the application's signals: the
+ * rank blocks SIGUSR2 after PtlNIInit (in its only thread, as a client
+ * that reads signals with sigwait or a signalfd does), sends it to its
+ * process, and must take it with sigtimedwait. The kernel hands a
+ * process-directed signal to any thread that does not block it: the NIC
+ * thread did not (an adversarial client's finding), and SIGUSR2's default
+ * action ended the rank there.
  */
 #include "mp_util.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t g_got;
 
@@ -56,6 +68,19 @@ int main(void)
     raise(SIGTERM);
     if (g_got != SIGTERM) {
         printf("rank %u: SIGTERM did not reach the rank's handler\n", rank);
+        bad = 1;
+    }
+    sigset_t u2;
+    sigemptyset(&u2);
+    sigaddset(&u2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &u2, NULL);
+    kill(getpid(), SIGUSR2);
+    struct timespec five = {5, 0};
+    int got;
+    while ((got = sigtimedwait(&u2, NULL, &five)) < 0 && errno == EINTR)
+        ;
+    if (got != SIGUSR2) {
+        printf("rank %u: SIGUSR2, blocked after PtlNIInit, did not come to sigtimedwait\n", rank);
         bad = 1;
     }
     MP_CHECK(PtlNIFini(ni));

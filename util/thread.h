@@ -1,0 +1,18 @@
+/*
+ * thread.h - the library's own threads (the NIC thread, the job region's
+ * watch, the launcher watch).
+ */
+#ifndef PT_THREAD_H
+#define PT_THREAD_H
+#include <pthread.h>
+
+/* pthread_create with every signal blocked in the new thread (it inherits
+ * the creator's mask, set to all for the call and restored after). The
+ * kernel hands a process-directed signal to any thread that does not block
+ * it: a library thread with signals open takes the application's, and the
+ * default action then runs there (a client that blocked SIGUSR1 after
+ * PtlNIInit, to read it with sigwait or a signalfd, was killed by it in the
+ * NIC thread). Returns pthread_create's code. */
+int pt_thread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+
+#endif
