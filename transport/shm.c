@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "log.h"
 #include "perturb.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -1152,6 +1153,44 @@ static void shm_rx_describe(struct pt_xport *x, char *buf, size_t len)
              ring_senders(x, NULL, UINT32_MAX, NULL));
 }
 
+/* CMA names a task, and a process whose leader has exited (main called
+ * pthread_exit) while other threads run has a zombie there with no memory:
+ * ESRCH though the peer lives (an adversarial client's rank failed every
+ * rendezvous with PTL_NI_PEER_DIED). Then one of its live threads is named
+ * instead (they share the memory), found in /proc and kept for the peer
+ * with the pid it belongs to. A kept thread is used only while /proc still
+ * lists it under that pid (one look per transfer, for such peers only): a
+ * thread id that ended may name another process's thread later.
+ * cma_thread: the thread to name for peer (whose process is `pid`), or 0
+ * (none kept, or no longer valid). cma_retarget, after an ESRCH on
+ * `tried`: a live thread other than it, kept, or 0 (the process is gone):
+ * the ESRCH stands. Cold: /proc only for such peers. */
+static pid_t cma_thread(struct pt_xport *x, uint32_t peer, pid_t pid)
+{
+    if (!x->cma_tid)
+        return 0;
+    struct shm_cma_tid *c = &x->cma_tid[peer];
+    pid_t t = LD_RELAXED(&c->tid);
+    if (t <= 0 || LD_RELAXED(&c->pid) != pid)
+        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)t);
+    if (access(path, F_OK) == 0)
+        return t;
+    ST_RELAXED(&c->tid, 0);
+    return 0;
+}
+
+static pid_t cma_retarget(struct pt_xport *x, uint32_t peer, pid_t pid, pid_t tried)
+{
+    if (!x->cma_tid)
+        return 0;
+    pid_t t = pt_proc_live_thread(pid, tried);
+    ST_RELAXED(&x->cma_tid[peer].pid, (int32_t)pid);
+    ST_RELAXED(&x->cma_tid[peer].tid, (int32_t)t);
+    return t;
+}
+
 /* CMA between this process and a peer: read its memory into local iovecs
  * (pull) or write local iovecs into its memory (push, the cooperative
  * rendezvous: wire.h). */
@@ -1168,16 +1207,27 @@ static ssize_t shm_cma(struct pt_xport *x, uint32_t peer, const struct iovec *lo
                                  "through the job region");
         return -EPERM;
     }
-    pid_t pid = LD_RELAXED(&x->ranks[peer].ospid);
-    if (pid <= 0)
+    pid_t ospid = LD_RELAXED(&x->ranks[peer].ospid);
+    if (ospid <= 0)
         return -ESRCH;
-    ssize_t n = write ? process_vm_writev(pid, local, (unsigned long)nlocal, remote,
-                                          (unsigned long)nremote, 0)
-                      : process_vm_readv(pid, local, (unsigned long)nlocal, remote,
-                                         (unsigned long)nremote, 0);
-    if (n >= 0)
-        return n;
-    int e = errno;
+    pid_t pid = cma_thread(x, peer, ospid);
+    if (pid <= 0)
+        pid = ospid;
+    ssize_t n;
+    int e;
+    for (int tries = 0;; tries++) {
+        n = write ? process_vm_writev(pid, local, (unsigned long)nlocal, remote,
+                                      (unsigned long)nremote, 0)
+                  : process_vm_readv(pid, local, (unsigned long)nlocal, remote,
+                                     (unsigned long)nremote, 0);
+        if (n >= 0)
+            return n;
+        e = errno;
+        pid_t t = e == ESRCH && tries < 4 ? cma_retarget(x, peer, ospid, pid) : 0;
+        if (t <= 0)
+            break;
+        pid = t;
+    }
     if (e == EPERM)
         pt_log_once(PT_LOG_WARN, "CMA refused (EPERM: Yama ptrace_scope or a non-dumpable "
                                  "peer, rank %u pid %d): copying through the job region",
@@ -1292,6 +1342,7 @@ static uint32_t shm_departures(struct pt_xport *x)
 
 void pt_shm_xport_free(struct pt_xport *x)
 {
+    free(x->cma_tid);
     if (x->rsock >= 0)
         close(x->rsock);
     if (x->peer_bytes)

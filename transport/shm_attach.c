@@ -767,6 +767,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->ranks = ranks;
     x->n = n;
     x->np = np;
+    x->cma_tid = calloc(np, sizeof *x->cma_tid); /* NULL: no retarget (shm_cma) */
     x->ospid = self;
     x->qslots = id.qslots;
     x->cma_allowed = pt_config()->cma != 0;

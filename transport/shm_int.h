@@ -187,6 +187,13 @@ struct pt_xport {
     void *peer_mem;               /* the mapping that holds the per-peer arrays     */
     size_t peer_bytes;
     bool cma_allowed;             /* PTL_CMA != 0                                   */
+    /* Per peer: the thread CMA names instead of the peer's pid once its
+     * leader has exited, and the pid it is a thread of (shm_cma,
+     * cma_retarget; tid 0: the pid). NULL if the allocation failed. Written
+     * and read by our engine (the token holder). */
+    struct shm_cma_tid {
+        _Atomic int32_t pid, tid;
+    } *cma_tid;
     uint32_t qslots;              /* the region's queue depth                       */
     void *base;
     uint64_t size;

@@ -75,3 +75,28 @@ int pt_proc_thread_runnable(pid_t pid, pid_t except)
     closedir(d);
     return busy ? 1 : seen || except > 0 ? 0 : -1;
 }
+
+pid_t pt_proc_live_thread(pid_t pid, pid_t except)
+{
+    if (pid <= 0)
+        return 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    pid_t found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        int tid = atoi(e->d_name);
+        if (except > 0 && tid == (int)except)
+            continue;
+        char s = task_state(dirfd(d), tid);
+        if (s && s != 'Z' && s != 'X')
+            found = (pid_t)tid;
+    }
+    closedir(d);
+    return found;
+}

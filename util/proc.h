@@ -13,6 +13,12 @@
  * stopped), -1 unknown (no such process, /proc not readable). */
 int pt_proc_thread_runnable(pid_t pid, pid_t except);
 
+/* A thread of process pid that has not exited (not a zombie), other than
+ * `except` (a thread id, or 0), or 0 if none (gone, /proc not readable).
+ * For naming the process to the kernel once its leader has exited (main
+ * called pthread_exit) while other threads run. */
+pid_t pt_proc_live_thread(pid_t pid, pid_t except);
+
 /* The parent of process pid, or 0 (gone, or /proc not readable). */
 pid_t pt_proc_parent(pid_t pid);
 
