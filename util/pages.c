@@ -2,7 +2,10 @@
  * pages.c - zeroed anonymous mappings (pages.h).
  */
 #include "pages.h"
+#include "log.h"
 
+#include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* LeakSanitizer looks for pointers in the heap, globals, stacks and TLS, not
@@ -19,8 +22,14 @@ void *pt_pages_zalloc(size_t size)
     if (!size)
         return NULL;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        /* The caller fails with PTL_NO_SPACE: say why (an adversarial
+         * client under `ulimit -v` got the code and nothing else). */
+        pt_log(PT_LOG_WARN, "cannot map %zu KiB for the NI's tables (%s): the address-space "
+                            "limit (ulimit -v) or PTL_MAX_OBJECTS, which sizes them",
+               size >> 10, strerror(errno));
         return NULL;
+    }
     if (__lsan_register_root_region)
         __lsan_register_root_region(p, size);
     return p;
