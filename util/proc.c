@@ -2,6 +2,7 @@
 #include "proc.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,12 @@ static char task_state(int dfd, int tid)
     return f ? f[0] : 0;
 }
 
-int pt_proc_thread_runnable(pid_t pid, pid_t except)
+/* The first thread of process pid, other than `except` (or 0), that has not
+ * ended and whose state letter `want` accepts; 0 if none. *seen: how many
+ * were looked at. -1: no such process, or /proc not readable. */
+static pid_t tasks_find(pid_t pid, pid_t except, bool (*want)(char), int *seen)
 {
+    *seen = 0;
     if (pid <= 0)
         return -1;
     char path[64];
@@ -58,33 +63,6 @@ int pt_proc_thread_runnable(pid_t pid, pid_t except)
     DIR *d = opendir(path);
     if (!d)
         return -1;
-    int seen = 0, busy = 0;
-    struct dirent *e;
-    while (!busy && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        int tid = atoi(e->d_name);
-        if (except > 0 && tid == (int)except)
-            continue;
-        char s = task_state(dirfd(d), tid);
-        if (!s)
-            continue; /* ended meanwhile */
-        seen++;
-        busy = s == 'R' || s == 'D';
-    }
-    closedir(d);
-    return busy ? 1 : seen || except > 0 ? 0 : -1;
-}
-
-pid_t pt_proc_live_thread(pid_t pid, pid_t except)
-{
-    if (pid <= 0)
-        return 0;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
     pid_t found = 0;
     struct dirent *e;
     while (!found && (e = readdir(d)) != NULL) {
@@ -94,9 +72,31 @@ pid_t pt_proc_live_thread(pid_t pid, pid_t except)
         if (except > 0 && tid == (int)except)
             continue;
         char s = task_state(dirfd(d), tid);
-        if (s && s != 'Z' && s != 'X')
+        if (!s)
+            continue; /* ended meanwhile */
+        (*seen)++;
+        if (want(s))
             found = (pid_t)tid;
     }
     closedir(d);
     return found;
+}
+
+static bool runnable(char s) { return s == 'R' || s == 'D'; }
+static bool alive(char s) { return s != 'Z' && s != 'X'; }
+
+int pt_proc_thread_runnable(pid_t pid, pid_t except)
+{
+    int seen;
+    pid_t t = tasks_find(pid, except, runnable, &seen);
+    if (t < 0)
+        return -1;
+    return t ? 1 : seen || except > 0 ? 0 : -1;
+}
+
+pid_t pt_proc_live_thread(pid_t pid, pid_t except)
+{
+    int seen;
+    pid_t t = tasks_find(pid, except, alive, &seen);
+    return t > 0 ? t : 0;
 }
