@@ -1019,6 +1019,8 @@ fail_ops:
     pt_pages_free(ops, nic->ops_n * sizeof *ops);
     pt_obj_tables_fini(nic);
 fail_tables:
+    pt_log(PT_LOG_WARN, "PtlNIInit: the NI's tables do not fit (PTL_MAX_OBJECTS, PTL_MAX_OPS, "
+                        "PTL_REQ_SLOTS, PTL_TRIG_SLOTS and PTL_MAX_CTS size them): PTL_NO_SPACE");
     pt_nic_trace_stop(nic);
     pt_wait_fini(&nic->w);
 fail_fd:

@@ -23,11 +23,11 @@ void *pt_pages_zalloc(size_t size)
         return NULL;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        /* The caller fails with PTL_NO_SPACE: say why (an adversarial
-         * client under `ulimit -v` got the code and nothing else). */
-        pt_log(PT_LOG_WARN, "cannot map %zu KiB for the NI's tables (%s): the address-space "
-                            "limit (ulimit -v) or PTL_MAX_OBJECTS, which sizes them",
-               size >> 10, strerror(errno));
+        /* The caller fails (PtlNIInit: PTL_NO_SPACE, and says what the
+         * mapping was for); the size and the kernel's reason are known only
+         * here (an adversarial client under `ulimit -v` got the code alone). */
+        pt_log(PT_LOG_WARN, "cannot map %zu KiB of memory (%s; the address-space limit, "
+                            "ulimit -v?)", size >> 10, strerror(errno));
         return NULL;
     }
     if (__lsan_register_root_region)
