@@ -52,6 +52,19 @@ void pt_api_timing_dump(struct pt_nic *nic)
                 (unsigned long long)nic->tm.count[s]);
     }
     fprintf(f, "| total | %.3f | %llu messages |\n", total, (unsigned long long)nic->tm.msgs);
+    const struct pt_timing *t = &nic->tm;
+    double life = pt_tsc_to_ns(pt_tsc() - t->t0);
+    fprintf(f, "## Engine passes (%s): which stage of a pipeline is saturated\n", mode);
+    fprintf(f, "| passes | with work | work per busy pass | ns per busy pass | busy share of "
+               "the NI's life | passes that held doorbells | commands per held pass |\n"
+               "|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| %llu | %llu | %.2f | %.1f | %.1f%% | %llu | %.2f |\n",
+            (unsigned long long)t->polls, (unsigned long long)t->busy_polls,
+            t->busy_polls ? (double)t->busy_work / (double)t->busy_polls : 0.0,
+            t->busy_polls ? pt_tsc_to_ns(t->busy_ticks) / (double)t->busy_polls : 0.0,
+            life > 0 ? 100.0 * pt_tsc_to_ns(t->busy_ticks) / life : 0.0,
+            (unsigned long long)t->held_passes,
+            t->held_passes ? (double)t->held_cmds / (double)t->held_passes : 0.0);
     if (f != stderr)
         fclose(f);
 }

@@ -76,6 +76,30 @@ static uint32_t stall_record(struct pt_nic *nic, struct pt_cmdq *q)
 /* One ring (one posting thread): its FIFO is the order. A stamped command
  * means more rings than the count we read showed (its poster saw them):
  * *merge is set and the rest is drain_merged's. */
+/* Batched doorbells (nic.h tx_batch; docs/waiting.md, "D1 after a batch"):
+ * the commits of this pass publish, and drain_cmds rings once at its end.
+ * Nothing between the two waits for a peer: pt_cmd_dispatch answers
+ * PT_E_AGAIN where it would. */
+static inline void tx_hold(struct pt_nic *nic)
+{
+    if (!nic->tx_held) {
+        nic->tx_held = true;
+        nic->xo->tx_hold(nic->x);
+    }
+}
+
+static inline void tx_flush(struct pt_nic *nic, int work)
+{
+    if (nic->tx_held) {
+        if (g_pt_timing_on) {
+            nic->tm.held_passes++;
+            nic->tm.held_cmds += (uint64_t)work;
+        }
+        nic->tx_held = false;
+        nic->xo->tx_flush(nic->x, false);
+    }
+}
+
 static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
 {
     int work = 0;
@@ -88,6 +112,10 @@ static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
             *merge = true;
             break;
         }
+        /* Two or more waiting (the head spsc_peek read): this pass rings
+         * each receiver once, after its commands (drain_cmds). */
+        if (!b && nic->tx_batch && q->ring.cons_cached_head - LD_RELAXED(&q->ring.tail) >= 2)
+            tx_hold(nic);
         uint32_t arms = *nic->stall_ctr;
         if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
             /* head-of-line: retried next poll, order kept. Stalled on
@@ -205,6 +233,8 @@ static int drain_merged(struct pt_nic *nic)
     struct ring_set rs;
     rs.n = 0;
     ring_set_grow(nic, &rs);
+    if (nic->tx_batch)
+        tx_hold(nic); /* several rings: drain_cmds rings once at its end */
     ptl_process_id_t blocked[PT_ORDER_BLOCKED];
     uint32_t blocked_stall[PT_ORDER_BLOCKED], nblocked = 0;
     int work = 0;
@@ -291,13 +321,18 @@ static int drain_cmds(struct pt_nic *nic)
     }
     if (!n)
         return 0;
+    int work;
     if (PT_LIKELY(n == 1)) {
         struct pt_cmdq *q = pt_cmdq_at(nic, 0);
         bool merge = false;
-        int work = q ? drain_one(nic, q, &merge) : 0;
-        return merge ? work + drain_merged(nic) : work;
+        work = q ? drain_one(nic, q, &merge) : 0;
+        if (merge)
+            work += drain_merged(nic);
+    } else {
+        work = drain_merged(nic);
     }
-    return drain_merged(nic);
+    tx_flush(nic, work);
+    return work;
 }
 
 /* Does a command queued in any ring, not yet taken, move data from or into
@@ -546,7 +581,24 @@ void pt_nic_fork_resume(struct pt_nic *nic)
     fork_signal(nic);
 }
 
+static int poll_work(struct pt_nic *nic, bool rx);
+
 static int poll_once(struct pt_nic *nic, bool rx)
+{
+    if (PT_LIKELY(!g_pt_timing_on))
+        return poll_work(nic, rx);
+    uint64_t t = pt_tsc();
+    int work = poll_work(nic, rx);
+    nic->tm.polls++;
+    if (work) {
+        nic->tm.busy_polls++;
+        nic->tm.busy_work += (uint64_t)work;
+        nic->tm.busy_ticks += pt_tsc() - t;
+    }
+    return work;
+}
+
+static int poll_work(struct pt_nic *nic, bool rx)
 {
     fork_point(nic);
     uint32_t jf = nic->xo->job_failed(nic->x); /* one relaxed load of the region */
@@ -864,6 +916,9 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     /* Whatever PTL_CREDIT_WAIT says here, peers may wait for our rings. */
     nic->rx_done = nic->xo->stall_counter && nic->xo->stall_clear && nic->xo->stall_armed
                        ? nic->xo->rx_done : NULL;
+    nic->tx_batch = cfg->shm_ring_batch && nic->xo->tx_hold && nic->xo->tx_flush;
+    nic->tx_held = false;
+    nic->tm.t0 = pt_tsc(); /* PTL_TIMING's engine pass table: the NI's life */
     /* The region fixes the slot size for the whole job; adopt it. */
     nic->slot_size = nic->xi.slot_size;
     if (nic->eager_max > nic->slot_size - PT_WIRE_HDR_SIZE)
@@ -994,6 +1049,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         };
         bool own = pt_cpu_nic_own_core(&place);
         pt_wait_set_lease_poll(&nic->w, cfg->nic_lease_poll >= 0 ? cfg->nic_lease_poll != 0 : own);
+        pt_wait_set_cmd_inline(&nic->w, cfg->cmd_inline >= 0 ? cfg->cmd_inline != 0 : !own);
         nic->has_thread = true;
         int trc = pt_thread_create(&nic->thread, NULL, pt_wait_nic_thread, nic);
         if (trc != 0) {

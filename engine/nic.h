@@ -458,6 +458,11 @@ struct pt_nic {
      * holder, read relaxed by the job dump and tests (mp_creditwait). */
     _Atomic uint64_t cstall_fails;
     void (*rx_done)(struct pt_xport *x, bool fenced); /* xport rx_done, or NULL */
+    /* Batched doorbells (PTL_SHM_RING_BATCH and a transport with tx_hold):
+     * a pass over the command rings that finds two or more commands rings
+     * each receiver once, after them (drain_cmds; docs/waiting.md, "D1
+     * after a batch"). tx_held: this pass holds [E]. */
+    bool tx_batch, tx_held;
     uint32_t send_polls;                  /* pt_nic_poll_send's count [E]        */
     bool rx_self;                         /* sent to ourselves since the last
                                            * look at the receive side [E]       */

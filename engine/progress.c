@@ -206,7 +206,7 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
      * stamped; any of ours it must follow were posted before it existed,
      * unstamped, and unstamped heads go first (drain_cmds). */
     bool multi = LD_RELAXED(&nic->ncmdq) > 1;
-    if (!multi && !spsc_nonempty(&q->ring) && pt_wait_try_take(&nic->w)) {
+    if (!multi && nic->w.cmd_inline && !spsc_nonempty(&q->ring) && pt_wait_try_take(&nic->w)) {
         /* Nothing of ours queued, engine free: run the command now instead
          * of through the ring (same order, one copy and D2's fence less; in
          * offload mode the command would run here anyway, inline when the

@@ -80,6 +80,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->bell = bell;
     w->nic_thread = nic_thread;
     w->yield = yield;
+    w->cmd_inline = true; /* pt_wait_set_cmd_inline */
     w->nic_spin_ns = nic_spin_ns;
     uint64_t cpus = ranks_here ? job_cpus() : 0; /* once: a system call */
     w->nic_idle_ns = spin_share(nic_spin_ns, ranks_here, cpus);
@@ -105,6 +106,8 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
 void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = crowded; }
 
 void pt_wait_set_lease_poll(struct pt_wait *w, bool on) { w->lease_poll = on && w->lease_ns; }
+
+void pt_wait_set_cmd_inline(struct pt_wait *w, bool on) { w->cmd_inline = on || !w->nic_thread; }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
 {
@@ -591,7 +594,20 @@ void pt_wait_cmd_done(struct pt_nic *nic)
 
 void pt_wait_progress_cmd(struct pt_nic *nic)
 {
-    if (pt_wait_try_take(&nic->w)) { /* D2: the caller's commit and fence came first */
+    struct pt_wait *w = &nic->w;
+    if (!w->cmd_inline) {
+        /* NI (a core of its own): the NIC thread sends it. D2 came first:
+         * a NIC thread that announced its sleep before our commit is rung
+         * here; one that announces later finds the command at S2's recheck;
+         * a holder finds it at its next poll or its release (D3). */
+        if (sleeper_left(w)) {
+            RMW_ADD(&w->st.kicks_rung, 1);
+            PT_TRACE_WAIT(nic, PT_TR_KICK, 3);
+            pt_wait_ring(w, w->bell);
+        }
+        return;
+    }
+    if (pt_wait_try_take(w)) { /* D2: the caller's commit and fence came first */
         if (pt_nic_poll_send(nic) > 1)
             poll_quiet(nic);
         pt_wait_release(nic);

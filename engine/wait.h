@@ -289,6 +289,11 @@ struct pt_wait {
      * and ends a lease it has seen unchanged for lease_max_ns. Private to
      * the NIC thread after pt_wait_set_lease_poll (before it starts). */
     bool lease_poll;
+    /* PTL_CMD_INLINE (pt_wait_set_cmd_inline; before the NIC thread
+     * starts, read-only after): an API thread whose engine is free runs its
+     * command itself (true; always in host mode), or only posts it and
+     * rings a sleeping NIC thread (false: a core of its own). */
+    bool cmd_inline;
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -351,6 +356,7 @@ void pt_wait_set_crowded(struct pt_wait *w, bool crowded);
 /* The NIC thread has a core of its own: poll while a lease is out (LP; no
  * effect without leases). Before the NIC thread starts. */
 void pt_wait_set_lease_poll(struct pt_wait *w, bool on);
+void pt_wait_set_cmd_inline(struct pt_wait *w, bool on);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd);

@@ -67,6 +67,10 @@
  *   MUT_RUNGLATE the sleeper clears `rung` after its recheck, not before its
  *                announcement: a commit between the two finds it still set
  *                by a ring that woke an earlier sleep
+ * BATCH: each sender's M messages go in passes of the NIC thread's command
+ * rings (PTL_SHM_RING_BATCH), split every way: a pass publishes its
+ * messages, then F-SND, the bit and D1 once (shm_tx_flush); with MUT_FSND
+ * it must fail as the lone commit does.
  *
  * D1R (util/futex.h, pt_wake_if_sleeping_fenced): a sender that finds
  * sleepers announced rings only if `rung` is clear, and sets it first (the
@@ -120,7 +124,8 @@ inline ring() {          /* pt_wake_all: seq bump + FUTEX_WAKE */
  * ST_RELEASE: R-TAIL, one step. */
 #define R_TAIL(s, m) d_step { ent[(s) * M + tail[s]] = (m); tail[s]++ }
 
-/* shm_commit, then pt_wake_if_sleeping_fenced (D1). */
+/* shm_commit, then pt_wake_if_sleeping_fenced (D1). Under BATCH this is
+ * the pass's last message and tx_flush: the earlier ones only published. */
 inline commit(s, m) {
 #ifdef MUT_FSND
     lb = word & B(s);                  /* loaded before R-TAIL is visible */
@@ -176,10 +181,24 @@ proctype Sender(byte s)
 {
     byte m = 1;
     byte lb, ls;
+#ifdef BATCH
+    /* PTL_SHM_RING_BATCH (drain_cmds' pass, shm_tx_flush): any split of
+     * the M messages into passes. Within a pass the commits publish
+     * (R-TAIL) with nothing else in between; its last one is followed by
+     * the flush, which fences once, sets the bit and rings, as a lone
+     * commit does after its R-TAIL; the last message ends a pass. Under
+     * MUT_FSND a pass's last publish passes those loads. */
+    do
+    :: m < M -> R_TAIL(s, m); m++     /* the pass goes on */
+    :: m <= M -> commit(s, m); m++    /* the pass ends: tx_flush */
+    :: m > M -> break
+    od;
+#else
     do
     :: m <= M -> commit(s, m); m++
     :: m > M -> break
     od;
+#endif
     sdone++
 }
 

@@ -112,6 +112,13 @@
  * code's load before it reads what the XCHG would); every announcement on
  * the bell clears it first (pt_announce: S2, and W2 in host mode, whose
  * event sleepers are the bell's). Mutant MUT_RUNGW2: W2 does not clear it.
+ *
+ * NOINLINE=1 (offload, PTL_CMD_INLINE 0: the NIC thread has a core of its
+ * own): submit never runs the engine; it posts the command, fences (D2) and
+ * rings the NIC thread if it announced a sleep and nobody holds the engine.
+ * D2 pairs with S2 as in the inline submit, whose try_take is replaced by
+ * the loads of sleepers and token. Mutant MUT_NI: submit never rings (the
+ * command waits for a NIC thread asleep without a timeout).
  */
 
 #ifndef OFFLOAD
@@ -150,6 +157,11 @@
 #endif
 #ifndef SPINT
 #define SPINT 2
+#endif
+#ifndef NOINLINE
+#define NOINLINE 0             /* 1: PTL_CMD_INLINE 0 (a core of its own): submit
+                                * posts and rings a sleeping NIC thread, never
+                                * runs the engine itself (OFFLOAD) */
 #endif
 #ifndef DEFER
 #define DEFER 0                /* 1: S2W, ranks outnumber cores (then no lease, no descriptor):
@@ -530,7 +542,20 @@ inline release(r) {
 
 /* pt_nic_submit. */
 inline submit(r, a) {
-#if OFFLOAD
+#if OFFLOAD && NOINLINE
+    /* PTL_CMD_INLINE 0: the ring, D2, then pt_wait_progress_cmd's NI: ring
+     * an announced NIC thread when nobody holds the engine (sleeper_left);
+     * a holder finds the command at its next poll or its release (D3), a
+     * NIC thread that announces later at its recheck (S2). MUT_NI: no ring. */
+    cmdq[Q(r, a)]++;              /* spsc_commit */
+    /* FENCE_FULL: D2 */
+    ls = sleepers[r];
+    lt = token[r];
+#ifndef MUT_NI
+    if :: ls > 0 && lt == 0 -> ring(r) :: else fi;
+#endif
+    got = 0;
+#elif OFFLOAD
     /* the direct dispatch, as in host mode: our ring empty, the engine free
      * (the dispatch is the poll below finding our command); else the ring,
      * D2, and the engine inline when it is free by then */

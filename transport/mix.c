@@ -275,6 +275,9 @@ static const uint32_t *mix_stall_counter(struct pt_xport *x)
 static void mix_stall_clear(struct pt_xport *x) { x->so->stall_clear(x->sx); }
 static bool mix_stall_armed(struct pt_xport *x) { return x->so->stall_armed(x->sx); }
 static void mix_rx_done(struct pt_xport *x, bool fenced) { x->so->rx_done(x->sx, fenced); }
+/* Batched doorbells: the node region's peers only (ofi sends need none). */
+static void mix_tx_hold(struct pt_xport *x) { x->so->tx_hold(x->sx); }
+static void mix_tx_flush(struct pt_xport *x, bool fenced) { x->so->tx_flush(x->sx, fenced); }
 
 static void mix_free(struct pt_xport *x)
 {
@@ -324,6 +327,8 @@ static const struct pt_xport_ops g_mix_ops = {
     .stall_clear = mix_stall_clear,
     .stall_armed = mix_stall_armed,
     .rx_done = mix_rx_done,
+    .tx_hold = mix_tx_hold,
+    .tx_flush = mix_tx_flush,
 };
 
 /* ---- opening ------------------------------------------------------------------ */

@@ -394,6 +394,9 @@ void pt_shm_ring_everyone(struct pt_xport *x)
     }
 }
 
+static void tx_bit(struct pt_xport *x, uint32_t peer);
+static void tx_due(struct pt_xport *x, uint32_t peer, uint8_t f);
+
 static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
 {
     struct shm_tx *t = &x->out[peer * 2 + cls];
@@ -408,6 +411,10 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
         if (fb_send(f, cls, pool_top(x, cls), len, ord, t->streak != 0)) {
             t->streak++;
             t->last_len = 0;
+            if (x->tx_held) {
+                tx_due(x, peer, 1); /* F-SND and D1 at tx_flush */
+                return;
+            }
             PT_PERTURB();
             FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
             ring_peer(x, peer);
@@ -437,11 +444,23 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
         PREFETCH_W(next);
         PREFETCH_W(next + 64);
     }
+    if (x->tx_held) {
+        tx_due(x, peer, 2); /* F-SND, D-BIT and D1 at tx_flush */
+        return;
+    }
     /* F-SND: R-TAIL before the load of our bit (D-BIT, shm_region.h) and,
      * the doorbell's D1 (engine/wait.h), before the load of its sleepers
      * (model/region.pml commit(); MUT_FSND removes it). */
     PT_PERTURB();
     FENCE_FULL();
+    tx_bit(x, peer);
+    ring_peer(x, peer); /* D1: after F-SND or B-SET/S-SET */
+}
+
+/* Our bit in receiver peer's "senders with work" words (D-BIT), after
+ * F-SND (commit's, or tx_flush's for a batch). */
+static void tx_bit(struct pt_xport *x, uint32_t peer)
+{
     char *rb = (char *)x->base + x->l.off_procs + (uint64_t)peer * x->l.proc_bytes;
     _Atomic uint64_t *w = (_Atomic uint64_t *)(rb + x->l.words_off) + x->my_word;
     if (PT_UNLIKELY(!(LD_RELAXED(w) & x->my_bit))) {
@@ -450,7 +469,41 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
         if (!(LD_RELAXED(sm) & x->my_sbit))
             RMW_OR(sm, x->my_sbit); /* S-SET (D-SUM; MUT_SSET leaves it out) */
     }
-    ring_peer(x, peer); /* D1: after F-SND or B-SET/S-SET */
+}
+
+/* Batched doorbells (xport.h tx_hold/tx_flush; docs/waiting.md, "D1 after a
+ * batch"). A held commit has published its message (FB-SEQ or R-TAIL) and
+ * lists its receiver; tx_flush's one fence orders every such publish
+ * before the loads that commit would have made after its own F-SND. The
+ * engine holds only across a pass over its command rings, which does not
+ * wait for any peer, so a receiver asleep learns of the pass's messages
+ * when the pass ends: later by the pass's length, never lost. */
+static void tx_due(struct pt_xport *x, uint32_t peer, uint8_t f)
+{
+    uint8_t o = x->txdue_f[peer];
+    if (!o)
+        x->txdue[x->ntxdue++] = peer;
+    x->txdue_f[peer] = (uint8_t)(o | f);
+}
+
+static void shm_tx_hold(struct pt_xport *x) { x->tx_held = true; }
+
+static void shm_tx_flush(struct pt_xport *x, bool fenced)
+{
+    x->tx_held = false;
+    if (!x->ntxdue)
+        return;
+    PT_PERTURB();
+    if (!fenced)
+        FENCE_FULL(); /* F-SND for every publish of the batch (MUT_FSND) */
+    for (uint32_t i = 0; i < x->ntxdue; i++) {
+        uint32_t peer = x->txdue[i];
+        if (x->txdue_f[peer] & 2)
+            tx_bit(x, peer);
+        x->txdue_f[peer] = 0;
+        ring_peer(x, peer); /* D1 */
+    }
+    x->ntxdue = 0;
 }
 
 /* Sender s wrote a value into its ring to us that no correct sender writes
@@ -1394,6 +1447,8 @@ static const struct pt_xport_ops g_shm_ops = {
     .stall_clear = shm_stall_clear,
     .stall_armed = shm_stall_armed,
     .rx_done = shm_rx_done,
+    .tx_hold = shm_tx_hold,
+    .tx_flush = shm_tx_flush,
 };
 
 const struct pt_xport_ops *pt_shm_ops(void) { return &g_shm_ops; }

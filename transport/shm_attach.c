@@ -724,9 +724,11 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         (size_t)PT_SHM_FBOXES * sizeof(struct shm_fbrx),  /* fast boxes: ours    */
         (size_t)np * sizeof(uint16_t),                    /* fbrx_of     */
         (size_t)np * sizeof(struct shm_fbtx),             /* fbtx        */
+        (size_t)np * sizeof(uint32_t), (size_t)np,        /* txdue, txdue_f (tx_hold) */
     };
     enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING, A_LISTED,
-           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_FBRX, A_FBRX_OF, A_FBTX, A_NR };
+           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_FBRX, A_FBRX_OF, A_FBTX, A_TXDUE,
+           A_TXDUE_F, A_NR };
     size_t at[A_NR];
     x->peer_bytes = 0;
     for (int i = 0; i < A_NR; i++) {
@@ -754,6 +756,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->fbrx = (struct shm_fbrx *)(pm + at[A_FBRX]);
     x->fbrx_of = (uint16_t *)(pm + at[A_FBRX_OF]);
     x->fbtx = (struct shm_fbtx *)(pm + at[A_FBTX]);
+    x->txdue = (uint32_t *)(pm + at[A_TXDUE]);
+    x->txdue_f = (uint8_t *)(pm + at[A_TXDUE_F]);
     x->nids = (uint32_t *)(pm + at[A_IDS]);
     x->pids = x->nids + n;
     x->freel[PT_CLS_REQ] = (uint16_t *)(pm + at[A_FREE]);

@@ -148,6 +148,13 @@ struct pt_xport {
     uint32_t stall_ctr;           /* reserve failures that armed (token holder)    */
     /* Receiving: the rings (s * 2 + c) whose head we moved since rx_done. */
     uint32_t *advl, nadv;
+    /* Batched doorbells (tx_hold .. tx_flush; token holder): while
+     * tx_hold, commit leaves F-SND and what follows it to tx_flush, for the
+     * ntxdue receivers in txdue; txdue_f[r]: 1 listed, 2 listed and a ring
+     * (not the lane) was used (D-BIT due). */
+    bool tx_held;
+    uint32_t *txdue, ntxdue;
+    uint8_t *txdue_f;
     /* Senders with work: our bitmap (shared), our bit in everyone's. */
     _Atomic uint64_t *words, *sum;
     uint64_t my_bit, my_sbit;     /* our bit in a receiver's word, and its summary */

@@ -112,6 +112,15 @@ struct pt_xport_ops {
     /* len: the bytes of the slot the message uses (a hint: small messages
      * and slot-filling fragments are paced differently). */
     void (*commit)(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len);
+    /* Batched doorbells (token holder; NULL: every commit rings). After
+     * tx_hold, commits publish their messages but neither fence nor ring
+     * until tx_flush(fenced), which fences once (unless the caller's full
+     * fence already follows every such commit) and then does, for each peer
+     * sent to, what commit does after its fence (the sender's bit, D1). The
+     * engine holds only across one pass over its command rings, which never
+     * waits for a peer (docs/waiting.md, "D1 after a batch"). */
+    void (*tx_hold)(struct pt_xport *x);
+    void (*tx_flush)(struct pt_xport *x, bool fenced);
     /* Receiving (token holder). */
     void *(*peek)(struct pt_xport *x, uint32_t *peer_p, enum pt_cls *cls_p);
     void (*release)(struct pt_xport *x, uint32_t peer, enum pt_cls cls);

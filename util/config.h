@@ -30,6 +30,7 @@ struct pt_config {
     int64_t wait_lease_max_us; /* PTL_WAIT_LEASE_MAX_US: T1's longest timed sleep     */
     int64_t nic_own_cpu;    /* PTL_NIC_OWN_CPU: ptlrun gave PTL_NIC_CPU to this NIC alone */
     int64_t nic_lease_poll; /* PTL_NIC_LEASE_POLL: NIC thread polls while a lease is out */
+    int64_t cmd_inline;     /* PTL_CMD_INLINE: API threads run their commands when the engine is free */
     int64_t job_cpus;       /* PTL_JOB_CPUS: cores the job's ranks share (ptlrun)   */
     int64_t wake_backstop_ms; /* PTL_WAKE_BACKSTOP_MS: engine sleeps at most this long */
     int64_t credit_wait;    /* PTL_CREDIT_WAIT: a sender stalled on credits may sleep */
@@ -51,6 +52,7 @@ struct pt_config {
     int64_t cma;            /* PTL_CMA: 0 forbids process_vm_readv                   */
     int64_t shm_fbox;       /* PTL_SHM_FBOX: senders claim fast boxes (shm)          */
     int64_t shm_fbox_streak; /* PTL_SHM_FBOX_STREAK: a stream takes the rings from here */
+    int64_t shm_ring_batch;  /* PTL_SHM_RING_BATCH: D1 once per pass of several commands */
     int64_t max_pt_index;   /* PTL_MAX_PT_INDEX: highest portal index offered        */
     int64_t max_objs;       /* PTL_MAX_OBJECTS: MEs, MDs and EQs per NI, each        */
     int64_t req_slots;      /* PTL_REQ_SLOTS: requests waiting for answers, per NI   */

@@ -97,7 +97,9 @@ enum pt_trace_site {
     PT_TR_PARK,         /* W val: event-word seq: a waiter sleeps [W3]            */
     PT_TR_UNPARK,       /* W val: 1 rung, 0 timeout or backstop                   */
     PT_TR_KICK,         /* W val: 1: rang the bell for a sleeper left with work [D3]
-                         * (a kick that drains the work itself records nothing) */
+                         * (a kick that drains the work itself records nothing);
+                         * 2: the descriptor hand-over (D5); 3: a command posted
+                         * for a sleeping NIC thread (PTL_CMD_INLINE 0) */
     PT_TR_MISSED,       /* W val: backstop found work nobody rang for (a fault)   */
     PT_TR_LATE,         /* W val: ... its producer still runnable: done, no fault */
     PT_TR_NSITES
