@@ -299,6 +299,15 @@ static int ring_post(struct pt_nic *nic, struct pt_cmdq *q, const struct pt_cmd 
         c->seq = RMW_ADD(&nic->cmd_seq, 1);
     }
     spsc_commit(&q->ring);
+    if (!nic->w.cmd_inline) {
+        /* Commands only posted (PTL_CMD_INLINE 0): own the slot after next
+         * before we fill it (the NIC thread read it last lap), so that D2's
+         * fence does not wait for it; the next one the NIC thread may be
+         * reading now. */
+        char *n2 = spsc_slot(&q->ring, q->slots, LD_RELAXED(&q->ring.head) + 1);
+        PREFETCH_W(n2);
+        PREFETCH_W(n2 + 64);
+    }
     return PT_OK;
 }
 
