@@ -1,7 +1,6 @@
 /* eq.c - see eq.h for the protocol and who may call what. */
 #include "eq.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,13 +13,7 @@ struct pt_eq *pt_eq_create(uint64_t count, ptl_eq_handler_t handler)
     if (!eq)
         return NULL;
     memset(eq, 0, sizeof *eq);
-    /* calloc, aligned by hand: a large ring's zero pages stay untouched
-     * until events arrive (aligned_alloc would need a memset). */
-    eq->slots_mem = calloc(1, size * sizeof *eq->slots + PT_CACHELINE);
-    eq->slots = eq->slots_mem
-                    ? (struct pt_eq_slot *)(((uintptr_t)eq->slots_mem + PT_CACHELINE - 1) &
-                                            ~(uintptr_t)(PT_CACHELINE - 1))
-                    : NULL;
+    eq->slots = calloc(size, sizeof *eq->slots);
     if (!eq->slots) {
         free(eq);
         return NULL;
@@ -39,7 +32,7 @@ void pt_eq_destroy(struct pt_eq *eq)
 {
     if (!eq)
         return;
-    free(eq->slots_mem);
+    free(eq->slots);
     free(eq);
 }
 
@@ -84,15 +77,6 @@ void pt_eq_post(struct pt_eq *eq, ptl_event_t *ev)
     ev_store_words(s->words, ev);
     ST_RELEASE(&s->stamp, 2 * w + 2);       /* R1 pairs with A1 */
     ST_RELEASE(&eq->write_count, w + 1);    /* R2 pairs with A2 */
-    /* Own the slot after next before we fill it: in offload mode a reader
-     * on another core read it last lap, and the write would otherwise wait
-     * for its lines there (and the engine's next fence, D6, for the write).
-     * Not the next slot: a waiting reader polls its stamp. */
-    if (eq->size >= 4) {
-        const char *n2 = (const char *)&eq->slots[(w + 2) & eq->mask];
-        for (size_t o = 0; o < sizeof *s; o += PT_CACHELINE)
-            PREFETCH_W(n2 + o);
-    }
 }
 
 static enum pt_eq_rc eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)

@@ -36,14 +36,10 @@
 
 #define PT_EV_WORDS ((sizeof(ptl_event_t) + 7) / 8)
 
-/* A slot is whole cache lines (8 + 144 bytes of event: 192): the writer
- * filling slot w + 1 never shares a line with a reader copying slot w (152
- * bytes made every other slot straddle its neighbour's lines). */
 struct pt_eq_slot {
-    PT_ALIGNED _Atomic uint64_t stamp;
+    _Atomic uint64_t stamp;
     uint64_t words[PT_EV_WORDS];
 };
-_Static_assert(sizeof(struct pt_eq_slot) % PT_CACHELINE == 0, "an EQ slot is whole cache lines");
 
 struct pt_eq {
     PT_ALIGNED _Atomic uint64_t write_count;  /* writer only; readers acquire */
@@ -51,8 +47,7 @@ struct pt_eq {
     uint64_t size;                            /* power of two, fixed          */
     uint64_t mask;
     ptl_eq_handler_t handler;                 /* run by the reader after dequeue */
-    struct pt_eq_slot *slots;                 /* cache-line aligned, in slots_mem */
-    void *slots_mem;
+    struct pt_eq_slot *slots;
     _Atomic uint32_t overflow_warned;         /* readers: CAS 0->1 by the one that warns */
     struct pt_eq *next;                       /* the owner's list link (the engine's
                                                * rings to be freed: engine/eqobj.c) */
