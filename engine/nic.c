@@ -91,7 +91,7 @@ static inline void tx_hold(struct pt_nic *nic)
 static inline void tx_flush(struct pt_nic *nic, int work)
 {
     if (nic->tx_held) {
-        if (g_pt_timing_on) {
+        if (g_pt_timing_on && work) { /* drain_merged holds before it knows */
             nic->tm.held_passes++;
             nic->tm.held_cmds += (uint64_t)work;
         }

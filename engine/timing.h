@@ -40,8 +40,8 @@ struct pt_timing {
     /* Engine passes (poll_once, whichever thread ran them): all of them,
      * those that found work, the work they did (commands taken, messages
      * received, ...), their ticks, and those of the passes over the command
-     * rings that held their doorbells (PTL_SHM_RING_BATCH) with the
-     * commands they took. Which stage of a pipeline is saturated: an
+     * rings that held their doorbells (PTL_SHM_RING_BATCH) and took
+     * commands, with the commands they took. Which stage of a pipeline is saturated: an
      * engine whose busy passes take most of its thread's time. */
     uint64_t polls, busy_polls, busy_work, busy_ticks, t0;
     uint64_t held_passes, held_cmds;
