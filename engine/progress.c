@@ -299,12 +299,14 @@ static int ring_post(struct pt_nic *nic, struct pt_cmdq *q, const struct pt_cmd 
         c->seq = RMW_ADD(&nic->cmd_seq, 1);
     }
     spsc_commit(&q->ring);
-    if (!nic->w.cmd_inline) {
+    uint32_t h2 = LD_RELAXED(&q->ring.head) + 1;
+    if (!nic->w.cmd_inline && h2 - q->ring.prod_cached_tail <= q->ring.mask) {
         /* Commands only posted (PTL_CMD_INLINE 0): own the slot after next
          * before we fill it (the NIC thread read it last lap), so that D2's
          * fence does not wait for it; the next one the NIC thread may be
-         * reading now. */
-        char *n2 = spsc_slot(&q->ring, q->slots, LD_RELAXED(&q->ring.head) + 1);
+         * reading now. Not when the ring is (nearly) full: that slot may be
+         * the oldest command, the one the NIC thread reads. */
+        char *n2 = spsc_slot(&q->ring, q->slots, h2);
         PREFETCH_W(n2);
         PREFETCH_W(n2 + 64);
     }

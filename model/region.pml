@@ -70,7 +70,10 @@
  * BATCH: each sender's M messages go in passes of the NIC thread's command
  * rings (PTL_SHM_RING_BATCH), split every way: a pass publishes its
  * messages, then F-SND, the bit and D1 once (shm_tx_flush); with MUT_FSND
- * it must fail as the lone commit does.
+ * it must fail as the lone commit does (a one-message pass suffices), and
+ * MUT_EARLYBIT, a flush that looks at the bit at the pass's first publish
+ * (before the later ones, with no fence) and only fences and rings at its
+ * end, is refuted by a pass of several messages.
  *
  * D1R (util/futex.h, pt_wake_if_sleeping_fenced): a sender that finds
  * sleepers announced rings only if `rung` is clear, and sets it first (the
@@ -188,9 +191,30 @@ proctype Sender(byte s)
      * the flush, which fences once, sets the bit and rings, as a lone
      * commit does after its R-TAIL; the last message ends a pass. Under
      * MUT_FSND a pass's last publish passes those loads. */
+    bit inpass = 0;
     do
-    :: m < M -> R_TAIL(s, m); m++     /* the pass goes on */
-    :: m <= M -> commit(s, m); m++    /* the pass ends: tx_flush */
+    :: m < M -> R_TAIL(s, m);
+#ifdef MUT_EARLYBIT
+       if :: !inpass ->
+           lb = word & B(s);
+           if :: !lb -> word = word | B(s); ls = sum; if :: !ls -> sum = 1 :: else fi :: else fi;
+           lb = 0; ls = 0
+       :: else fi;
+#endif
+       inpass = 1; m++     /* the pass goes on */
+    :: m <= M ->
+#ifdef MUT_EARLYBIT
+       if :: inpass ->
+           R_TAIL(s, m);
+           ls = sleepers;
+           if :: ls > 0 -> lb = rung; if :: !lb -> d_step { lb = rung; rung = 1 }; if :: !lb -> ring() :: else fi :: else fi :: else fi;
+           lb = 0; ls = 0
+       :: else -> commit(s, m)
+       fi;
+#else
+       commit(s, m);
+#endif
+       inpass = 0; m++    /* the pass ends: tx_flush */
     :: m > M -> break
     od;
 #else

@@ -117,8 +117,9 @@
  * own): submit never runs the engine; it posts the command, fences (D2) and
  * rings the NIC thread if it announced a sleep and nobody holds the engine.
  * D2 pairs with S2 as in the inline submit, whose try_take is replaced by
- * the loads of sleepers and token. Mutant MUT_NI: submit never rings (the
- * command waits for a NIC thread asleep without a timeout).
+ * the loads of sleepers and token. Mutants MUT_NI: submit never rings (the
+ * command waits for a NIC thread asleep without a timeout); MUT_D2NI: the
+ * loads pass the commit (no D2).
  */
 
 #ifndef OFFLOAD
@@ -547,10 +548,16 @@ inline submit(r, a) {
      * an announced NIC thread when nobody holds the engine (sleeper_left);
      * a holder finds the command at its next poll or its release (D3), a
      * NIC thread that announces later at its recheck (S2). MUT_NI: no ring. */
+#ifdef MUT_D2NI
+    ls = sleepers[r];             /* D2 missing: the loads pass the commit */
+    lt = token[r];
+    cmdq[Q(r, a)]++;
+#else
     cmdq[Q(r, a)]++;              /* spsc_commit */
     /* FENCE_FULL: D2 */
     ls = sleepers[r];
     lt = token[r];
+#endif
 #ifndef MUT_NI
     if :: ls > 0 && lt == 0 -> ring(r) :: else fi;
 #endif

@@ -478,12 +478,18 @@ static void tx_bit(struct pt_xport *x, uint32_t peer)
  * engine holds only across a pass over its command rings, which does not
  * wait for any peer, so a receiver asleep learns of the pass's messages
  * when the pass ends: later by the pass's length, never lost. */
+static void tx_ring_due(struct pt_xport *x, bool fenced);
+
 static void tx_due(struct pt_xport *x, uint32_t peer, uint8_t f)
 {
     uint8_t o = x->txdue_f[peer];
     if (!o)
         x->txdue[x->ntxdue++] = peer;
     x->txdue_f[peer] = (uint8_t)(o | f);
+    /* A pass may take PT_CMD_BATCH commands from each of many rings: the
+     * first receiver is not kept waiting for all of them. */
+    if (++x->ntxheld >= PT_SHM_TX_HOLD_MAX)
+        tx_ring_due(x, false);
 }
 
 static void shm_tx_hold(struct pt_xport *x) { x->tx_held = true; }
@@ -491,6 +497,14 @@ static void shm_tx_hold(struct pt_xport *x) { x->tx_held = true; }
 static void shm_tx_flush(struct pt_xport *x, bool fenced)
 {
     x->tx_held = false;
+    tx_ring_due(x, fenced);
+}
+
+/* F-SND for every publish listed since the last one, then each receiver's
+ * bit (a ring was used) and D1. */
+static void tx_ring_due(struct pt_xport *x, bool fenced)
+{
+    x->ntxheld = 0;
     if (!x->ntxdue)
         return;
     PT_PERTURB();

@@ -122,6 +122,8 @@ struct shm_rx_ord {
                                    * thread reads, rx_pending)                   */
 };
 
+#define PT_SHM_TX_HOLD_MAX 32 /* held commits between two rings (tx_hold) */
+
 struct pt_xport {
     struct pt_shm_layout l;       /* our checked copy of the region's geometry      */
     struct shm_rx *in;            /* [s * 2 + c]: ring s -> me (we consume)        */
@@ -154,6 +156,8 @@ struct pt_xport {
      * (not the lane) was used (D-BIT due). */
     bool tx_held;
     uint32_t *txdue, ntxdue;
+    uint32_t ntxheld;             /* commits held since the last ring (at most
+                                   * PT_SHM_TX_HOLD_MAX, then they ring)         */
     uint8_t *txdue_f;
     /* Senders with work: our bitmap (shared), our bit in everyone's. */
     _Atomic uint64_t *words, *sum;
