@@ -1050,6 +1050,10 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         bool own = pt_cpu_nic_own_core(&place);
         pt_wait_set_lease_poll(&nic->w, cfg->nic_lease_poll >= 0 ? cfg->nic_lease_poll != 0 : own);
         pt_wait_set_cmd_inline(&nic->w, cfg->cmd_inline != 0);
+        if (!cfg->cmd_inline && !own)
+            pt_log(PT_LOG_INFO, "PTL_CMD_INLINE=0 and the NIC thread has no core of its own: a "
+                                "command posted while it sleeps costs a wake-up (docs/waiting.md, "
+                                "\"Commands only posted\")");
         nic->has_thread = true;
         int trc = pt_thread_create(&nic->thread, NULL, pt_wait_nic_thread, nic);
         if (trc != 0) {
