@@ -12,6 +12,7 @@
  * SIGKILL one second later. See usage() for the interface.
  */
 #include "config.h"
+#include "proc.h"
 #include "ptl_dump.h"
 #include "shm.h"
 #include "xport.h"
@@ -482,18 +483,7 @@ static unsigned children(pid_t self, pid_t *out, unsigned max)
         long pid = strtol(e->d_name, &end, 10);
         if (*end || pid <= 0)
             continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        char *p = strrchr(buf, ')'); /* the command name may hold anything */
-        char state;
-        long ppid;
-        if (p && sscanf(p + 1, " %c %ld", &state, &ppid) == 2 && ppid == self)
+        if (pt_proc_parent((pid_t)pid) == self) /* util/proc.c's stat reader */
             out[k++] = (pid_t)pid;
     }
     closedir(d);
