@@ -73,9 +73,6 @@ static uint32_t stall_record(struct pt_nic *nic, struct pt_cmdq *q)
     return LD_RELAXED(&q->ring.tail) + 1;
 }
 
-/* One ring (one posting thread): its FIFO is the order. A stamped command
- * means more rings than the count we read showed (its poster saw them):
- * *merge is set and the rest is drain_merged's. */
 /* Batched doorbells (nic.h tx_batch; docs/waiting.md, "D1 after a batch"):
  * the commits of this pass publish, and drain_cmds rings once at its end.
  * Nothing between the two waits for a peer: pt_cmd_dispatch answers
@@ -100,6 +97,9 @@ static inline void tx_flush(struct pt_nic *nic, int work)
     }
 }
 
+/* One ring (one posting thread): its FIFO is the order. A stamped command
+ * means more rings than the count we read showed (its poster saw them):
+ * *merge is set and the rest is drain_merged's. */
 static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
 {
     int work = 0;
