@@ -114,6 +114,9 @@ static inline ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, 
 /* The pair slots' match bits (group.c pair_setup, fast.c pair_allreduce) */
 #define PSEQ_BASE 0x100ull
 #define FT_PAIR   202u
+/* The flag path's wake messages (flag.c) */
+#define FLSEQ_WAKE 0x400ull
+#define FT_WAKE   204u
 /* The slot bcast's and reduce's (group.c pb_setup, fast.c slot_bcast, slot_reduce) */
 #define PBSEQ_BASE 0x200ull
 #define PBSEQ_START 0x300ull
@@ -186,6 +189,18 @@ struct group {
      * to the table at teardown. */
     int rcache[COLL_RCACHE];
     int nrcache;
+    /* flag path (flag.c): set up by flag.c's setup and join inside
+     * PtlCollGroupCreate, emptied by its teardown; the per-call state
+     * (fl_calls, the slots' contents) written under fl_lock by the one
+     * blocking call in progress. fl NULL: the group does not use it. */
+    struct pt_flagslot **fl;           /* [n] member i's slot                    */
+    uint64_t *fl_base;                 /* [n] member i's seq when it took it     */
+    uint32_t *fl_k;                    /* [n] its index among i's PT_FLAG_SLOTS  */
+    uint64_t fl_calls, fl_spin_ns;     /* flag calls made; spin before a sleep   */
+    int fl_idx;                        /* our slot taken (-1: none)              */
+    ptl_handle_ct_t fl_wct;            /* counts the wake messages to us ...     */
+    ptl_handle_me_t fl_wme;            /* ... which land on this ME              */
+    pthread_mutex_t fl_lock;
 };
 
 /* Small bcast on persistent slots (docs/coll.md, "Slot bcast"): PB_SLOTS
@@ -355,6 +370,34 @@ static PT_COLL_UNUSED int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out,
 }
 
 /* The blocking versions: start, then wait. */
+/* ---- flag path (flag.c; docs/coll.md "Flag path") ------------------------ */
+struct pt_flagslot;
+/* PtlCollGroupCreate, before the hello: take a flag slot and post the wake
+ * ME if every member shares this node's memory (else nothing); after a
+ * successful hello: find every member's slot (else give ours back). */
+void pt_coll_flag_init(struct group *g); /* right after the group is zeroed */
+int pt_coll_flag_setup(struct group *g);
+void pt_coll_flag_join(struct group *g);
+/* group teardown: mark ours done, keep it until its readers are done. */
+void pt_coll_flag_teardown(struct group *g);
+/* Does a blocking call of this many bytes (0: barrier) take the flag path? */
+static inline bool pt_coll_flag_ok(const struct group *g, ptl_size_t bytes)
+{
+    return g->fl && bytes <= 16; /* PT_FLAG_VAL */
+}
+/* A blocking barrier (bytes 0) or allreduce on the flag path; out NULL: the
+ * result is not kept (a reduce's non-root). */
+int pt_coll_flag_call(struct group *g, const void *in, void *out, ptl_size_t bytes,
+                      ptl_coll_type_t t, ptl_coll_op_t op);
+/* group.c: an ME from `from` with these bits over buf, counted by a new CT. */
+int pt_coll_attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bits, void *buf,
+                      ptl_size_t len, ptl_handle_ct_t *ct, ptl_handle_me_t *me);
+/* api/node.c: what the flag path needs of the NI (internal, not exported). */
+struct pt_flagslot *pt_api_node_lines(ptl_handle_ni_t ni, ptl_process_id_t id);
+uint64_t pt_api_node_spin_ns(ptl_handle_ni_t ni);
+void pt_api_node_poll(ptl_handle_ni_t ni);
+int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg);
+
 #define BLOCKING(call)                                                                             \
     do {                                                                                           \
         ptl_handle_coll_req_t q;                                                                   \

@@ -42,8 +42,8 @@ static uint64_t now_ms(void)
 
 /* (The design: coll_int.h, "persistent path".) */
 
-static int attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bits, void *buf,
-                     ptl_size_t len, ptl_handle_ct_t *ct, ptl_handle_me_t *me)
+int pt_coll_attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bits, void *buf,
+                      ptl_size_t len, ptl_handle_ct_t *ct, ptl_handle_me_t *me)
 {
     ptl_handle_md_t md;
     int rc = PtlCTAlloc(g->ni, ct);
@@ -149,7 +149,7 @@ static int pair_setup(struct group *g)
         if (rc == PTL_OK)
             rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
         if (rc == PTL_OK)
-            rc = attach_ct(g, g->ids[g->me ^ 1],
+            rc = pt_coll_attach_ct(g, g->ids[g->me ^ 1],
                            mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR), f->mem + sm,
                            sm, &f->cnt[0], &f->me[0]);
     }
@@ -206,7 +206,7 @@ static int pb_setup(struct group *g)
     int rc = PTL_OK;
     for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++)
         if (i != g->me)
-            rc = attach_ct(g, g->ids[i], mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), NULL, 0,
+            rc = pt_coll_attach_ct(g, g->ids[i], mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), NULL, 0,
                            &b->start[i], &b->start_me[i]);
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     for (int s = 0; rc == PTL_OK && s < PB_SLOTS; s++) {
@@ -218,7 +218,7 @@ static int pb_setup(struct group *g)
         if (rc == PTL_OK)
             rc = PtlMDBindCT(b->md[s], b->sent[s], PTL_CT_SEND);
         if (rc == PTL_OK)
-            rc = attach_ct(g, any, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
+            rc = pt_coll_attach_ct(g, any, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
                            b->stride, &b->cnt[s], &b->me[s]);
     }
     return rc;
@@ -250,7 +250,7 @@ static int fast_setup(struct group *g)
     int rc = PTL_OK;
     for (int k = 0; rc == PTL_OK && k < g->rb; k++) {
         ptl_size_t src = (me + n - ((ptl_size_t)1 << k) % n) % n;
-        rc = attach_ct(g, g->ids[src], mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k), NULL, 0,
+        rc = pt_coll_attach_ct(g, g->ids[src], mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k), NULL, 0,
                        &g->barr[k], &g->bme[k]);
     }
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
@@ -272,16 +272,16 @@ static int fast_setup(struct group *g)
         if (rc != PTL_OK || sm == 0 || n == 2)
             continue; /* 2 members: allreduce on the pair slots */
         if (me >= g->p2) { /* folded: the result comes from me - p2 */
-            rc = attach_ct(g, g->ids[me - g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_RES),
+            rc = pt_coll_attach_ct(g, g->ids[me - g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_RES),
                            f->mem + sm, sm, &f->cnt[0], &f->me[0]);
             continue;
         }
         int extra = me + g->p2 < n;
         if (extra)
-            rc = attach_ct(g, g->ids[me + g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_FOLD),
+            rc = pt_coll_attach_ct(g, g->ids[me + g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_FOLD),
                            f->mem, sm, &f->cnt[0], &f->me[0]);
         for (int k = 1; rc == PTL_OK && k <= g->ra; k++)
-            rc = attach_ct(g, any, mbits(g->gid, K_FAST, (uint64_t)s, (unsigned)k),
+            rc = pt_coll_attach_ct(g, any, mbits(g->gid, K_FAST, (uint64_t)s, (unsigned)k),
                            f->mem + (ptl_size_t)k * sm, sm, &f->cnt[k], &f->me[k]);
         for (int k = 0; rc == PTL_OK && k <= g->ra; k++)
             if ((k > 0 && k < g->ra) || extra)
@@ -296,6 +296,7 @@ static int fast_setup(struct group *g)
 
 static void group_teardown(struct group *g)
 {
+    pt_coll_flag_teardown(g);
     fast_teardown(g);
     for (ptl_size_t i = 0; g->from_me && i < g->n; i++) {
         if (i == g->me)
@@ -578,6 +579,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     state_set(&g_pt_coll_gstate[idx], gen, 1);
     g->gid = gid;
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
+    pt_coll_flag_init(g);
 
     pthread_mutex_init(&g->lock, NULL);
     g->ni = ni;
@@ -617,6 +619,8 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     /* after the RTR MEs: an RTR matches near the head of the list */
     if (rc == PTL_OK)
         rc = fast_setup(g);
+    if (rc == PTL_OK)
+        rc = pt_coll_flag_setup(g);
     if (rc != PTL_OK) { /* out of room before the hello: free it all, then refuse */
         group_teardown(g);
         (void)refuse(ni, members, n, me, gid);
@@ -628,6 +632,7 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         group_teardown(g);
         return rc;
     }
+    pt_coll_flag_join(g);
     *out = enc(g->gen, idx);
     return PTL_OK;
 }

@@ -217,6 +217,14 @@ static _Atomic uint32_t *mix_coop_word(struct pt_xport *x, uint32_t owner, uint3
     return x->so->coop_word(x->sx, x->loc[owner], k);
 }
 
+/* Flag slots: a node peer's (shm's), none towards another host. */
+static struct pt_flagslot *mix_flag_lines(struct pt_xport *x, uint32_t owner)
+{
+    if (!here(x, owner) || !x->so->flag_lines)
+        return NULL;
+    return x->so->flag_lines(x->sx, x->loc[owner]);
+}
+
 /* Node peers: CMA reads any iovec and writes (push); others: ofi's one
  * registration per descriptor, no push. */
 static uint32_t mix_peer_caps(struct pt_xport *x, uint32_t peer)
@@ -312,6 +320,7 @@ static const struct pt_xport_ops g_mix_ops = {
     .pull = mix_pull,
     .push = mix_push,
     .coop_word = mix_coop_word,
+    .flag_lines = mix_flag_lines,
     .peer_caps = mix_peer_caps,
     .peer_alive = mix_peer_alive,
     .doorbell = mix_doorbell,

@@ -1327,6 +1327,11 @@ static _Atomic uint32_t *shm_coop_word(struct pt_xport *x, uint32_t owner, uint3
     return pt_shm_coop(x->base, &x->l, owner) + k;
 }
 
+static struct pt_flagslot *shm_flag_lines(struct pt_xport *x, uint32_t owner)
+{
+    return owner < x->np ? pt_shm_flags(x->base, &x->l, owner) : NULL;
+}
+
 static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
 {
     if (peer >= x->np)
@@ -1448,6 +1453,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .pull = shm_pull,
     .push = shm_push,
     .coop_word = shm_coop_word,
+    .flag_lines = shm_flag_lines,
     .peer_alive = shm_peer_alive,
     .doorbell = shm_doorbell,
     .ring_fd = pt_shm_ring_fd,

@@ -29,6 +29,9 @@
  *     +words_off  _Atomic uint64_t words[nwords]  bit s: sender s has work
  *     +coop_off   _Atomic uint32_t coop[PT_SHM_COOP_WORDS]  p's claim words
  *                 (the cooperative rendezvous, below)
+ *     +flag_off   struct pt_flagslot[PT_FLAG_SLOTS]  p's flag slots: written
+ *                 by p only, read by the members of p's groups
+ *                 (util/flagline.h; coll/flag.c)
  *     +fbdir_off  struct pt_shm_fbdir             p's fast-box directory
  *     +fb_off     struct pt_shm_fbox[PT_SHM_FBOXES]  fast boxes towards p
  *                 (below, "Fast boxes")
@@ -157,6 +160,7 @@
 #ifndef PT_SHM_REGION_H
 #define PT_SHM_REGION_H
 
+#include "flagline.h"
 #include "futex.h"
 #include "trace.h"
 #include "xport.h"
@@ -167,7 +171,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   10u                    /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   11u                    /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
@@ -177,7 +181,8 @@
                                                  * 10: fast-box messages of up
                                                  * to PT_SHM_FB_MAXLN = 10 lines
                                                  * (a receiver judges more
-                                                 * lines faulty)              */
+                                                 * lines faulty);
+                                                 * 11: flag slots             */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
 #define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
@@ -425,7 +430,8 @@ struct pt_shm_layout {
     uint64_t off_ranks;    /* struct pt_shm_rank[nprocs]                         */
     uint64_t off_procs;    /* nprocs process blocks                              */
     uint64_t proc_bytes;   /* one process block, page rounded                    */
-    uint64_t sum_off, words_off, coop_off, fbdir_off, fb_off, rings_off, pool_off; /* in a block */
+    uint64_t sum_off, words_off, coop_off, flag_off, fbdir_off, fb_off, rings_off,
+        pool_off;          /* in a block */
     uint64_t ring_bytes;   /* one descriptor ring, cache-line rounded            */
     uint64_t off_trace;    /* nprocs trace areas (util/trace.h)                  */
     uint64_t trace_bytes;  /* one rank's trace area                              */
@@ -461,7 +467,8 @@ static inline int pt_shm_layout(uint32_t nranks, uint32_t nguests, uint32_t slot
     l->sum_off = pt_shm_round_up(n * PT_CLS_NR * sizeof(uint32_t), PT_CACHELINE);
     l->words_off = l->sum_off + pt_shm_round_up(l->nsum * sizeof(uint64_t), PT_CACHELINE);
     l->coop_off = l->words_off + pt_shm_round_up(l->nwords * sizeof(uint64_t), PT_CACHELINE);
-    l->fbdir_off = l->coop_off + pt_shm_round_up(PT_SHM_COOP_WORDS * sizeof(uint32_t), PT_CACHELINE);
+    l->flag_off = l->coop_off + pt_shm_round_up(PT_SHM_COOP_WORDS * sizeof(uint32_t), PT_CACHELINE);
+    l->fbdir_off = l->flag_off + PT_FLAG_SLOTS * sizeof(struct pt_flagslot);
     l->fb_off = l->fbdir_off + sizeof(struct pt_shm_fbdir);
     l->rings_off = l->fb_off + (uint64_t)PT_SHM_FBOXES * sizeof(struct pt_shm_fbox);
     l->pool_off = pt_shm_round_up(l->rings_off + n * PT_CLS_NR * l->ring_bytes, PT_SHM_PAGE);
@@ -516,6 +523,11 @@ static inline struct pt_shm_fbox *pt_shm_fbox(void *base, const struct pt_shm_la
 static inline _Atomic uint32_t *pt_shm_coop(void *base, const struct pt_shm_layout *l, uint32_t p)
 {
     return (_Atomic uint32_t *)(pt_shm_proc(base, l, p) + l->coop_off);
+}
+/* Process p's flag slots (PT_FLAG_SLOTS, util/flagline.h). */
+static inline struct pt_flagslot *pt_shm_flags(void *base, const struct pt_shm_layout *l, uint32_t p)
+{
+    return (struct pt_flagslot *)(pt_shm_proc(base, l, p) + l->flag_off);
 }
 /* Process p's pool of class c: pool_n[c] buffers of slot_size bytes. */
 static inline char *pt_shm_pool(void *base, const struct pt_shm_layout *l, uint32_t p,

@@ -50,6 +50,7 @@
 #ifndef PT_XPORT_H
 #define PT_XPORT_H
 
+#include "flagline.h"
 #include "futex.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -171,6 +172,11 @@ struct pt_xport_ops {
      * CAS on it who writes the part a PUSH asks for (shm_region.h, "Claim
      * words"). Any thread. */
     _Atomic uint32_t *(*coop_word)(struct pt_xport *x, uint32_t owner, uint32_t k);
+    /* The PT_FLAG_SLOTS flag slots of process `owner` (this one or a peer;
+     * util/flagline.h) in memory both share, or NULL (no such memory towards
+     * it: the op unset, another host). Written by their owner only; the
+     * collective library's flag path (coll/flag.c) uses them. Any thread. */
+    struct pt_flagslot *(*flag_lines)(struct pt_xport *x, uint32_t owner);
     /* Liveness: false once the peer is known dead (its NI must fail ops). */
     bool (*peer_alive)(struct pt_xport *x, uint32_t peer);
     /* The doorbell this rank's NIC thread sleeps on (lives where peers reach it). */

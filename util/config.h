@@ -59,6 +59,7 @@ struct pt_config {
     int64_t max_cts;        /* PTL_MAX_CTS: counting events per NI                   */
     int64_t coll_pt;        /* PTL_COLL_PT: portal index of the collective library    */
     int64_t coll_small_max; /* PTL_COLL_SMALL_MAX: allreduce bytes on the persistent path */
+    int64_t coll_flags;     /* PTL_COLL_FLAGS: blocking small collectives on flag slots */
     int64_t coll_large_min; /* PTL_COLL_LARGE_MIN: allreduce bytes for reduce-scatter + allgather */
     int64_t coll_bcast_seg; /* PTL_COLL_BCAST_SEG: segment of the pipelined large bcast */
     int64_t coll_red_seg;   /* PTL_COLL_RED_SEG: bytes per reduction put of a collective */

@@ -50,6 +50,17 @@
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
+ * mp_coll flags: the flag path (coll/flag.c: blocking barrier, allreduce and
+ * reduce of up to 16 bytes on single-writer lines): 3,000 rounds on the job
+ * and on the job reversed (overlapping groups, member order reversed: the
+ * float sums' order differs), where a rotating member sleeps 0.2-1.4 ms
+ * before some calls, so that the others announce a sleep and must be woken
+ * by a message (a lost wake-up hangs into the watchdog); a nonblocking
+ * allreduce in flight across blocking ones; then 40 groups over one list at
+ * once (more than a process's 32 flag slots: the rest run on triggered
+ * operations), used round-robin, freed, and 40 more (freed slots drained and
+ * taken again). Every result checked against a serial computation in member
+ * order, floats bit for bit.
  */
 #include "mp_util.h"
 
@@ -1116,13 +1127,113 @@ static int full(struct mp *m)
     return 0;
 }
 
+/* Member i's 2 doubles of round r: large and small magnitudes, so that the
+ * order of the sum shows in the last bits. */
+static void fl_vals(unsigned i, long r, double *v)
+{
+    v[0] = (i % 2 ? 1e16 : 1.0) * (double)(1 + (r + i) % 7) + 0.1 * (double)i;
+    v[1] = -(double)(r % 11) * 0.3 + (double)i * 1e-3;
+}
+
+/* Serial sum of the doubles of round r over members in order ord[0..N). */
+static void fl_serial(const unsigned *ord, long r, double *out)
+{
+    fl_vals(ord[0], r, out);
+    for (unsigned k = 1; k < N; k++) {
+        double v[2];
+        fl_vals(ord[k], r, v);
+        out[0] += v[0];
+        out[1] += v[1];
+    }
+}
+
+/* One round of blocking calls on g (members in order ord; we are member
+ * pos). exact: the double sums must equal the serial sum in member order bit
+ * for bit (the flag path's order; from 3 members on, the triggered path's
+ * recursive doubling adds in another); else within rounding. */
+static void fl_round(ptl_handle_coll_t g, const unsigned *ord, unsigned pos, long r, int exact)
+{
+    MP_CHECK(PtlCollBarrier(g));
+    int64_t x = (int64_t)(ME + 1) * r, y = -1, want = (int64_t)N * (N + 1) / 2 * r;
+    MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
+    if (y != want)
+        mp_die("flags round %ld: int64 sum %lld, wanted %lld", r, (long long)y, (long long)want);
+    double d[2], e[2];
+    fl_vals(ME, r, d);
+    fl_serial(ord, r, e);
+    MP_CHECK(PtlCollAllreduce(g, d, d, 2, PTL_COLL_DOUBLE, PTL_COLL_SUM)); /* in place */
+    if (exact ? memcmp(d, e, sizeof d) != 0
+              : fabs(d[0] - e[0]) > 1e-9 * fabs(e[0]) + 1e-9 || fabs(d[1] - e[1]) > 1e-9)
+        mp_die("flags round %ld: double sums %.17g %.17g, wanted %.17g %.17g (member order)", r,
+               d[0], d[1], e[0], e[1]);
+    int32_t a = (int32_t)((ME * 7 + (unsigned)r) % 13), b = -1, mx = -1;
+    for (unsigned i = 0; i < N; i++)
+        if ((int32_t)((i * 7 + (unsigned)r) % 13) > mx)
+            mx = (int32_t)((i * 7 + (unsigned)r) % 13);
+    unsigned root = (unsigned)(r % N);
+    MP_CHECK(PtlCollReduce(g, &a, &b, 1, PTL_COLL_INT32, PTL_COLL_MAX, root));
+    if (pos == root && b != mx)
+        mp_die("flags round %ld: reduce max at member %u gave %d, wanted %d", r, root, b, mx);
+    if (pos != root && b != -1)
+        mp_die("flags round %ld: reduce wrote %d at a non-root", r, b);
+}
+
+static int flags(struct mp *m)
+{
+    unsigned *fwd = xmalloc(N * sizeof *fwd), *rev = xmalloc(N * sizeof *rev);
+    ptl_process_id_t *rids = xmalloc(N * sizeof *rids);
+    for (unsigned i = 0; i < N; i++) {
+        fwd[i] = i;
+        rev[i] = N - 1 - i;
+        rids[i] = m->ids[N - 1 - i];
+    }
+    ptl_handle_coll_t g, gr;
+    mp_doing("flag groups");
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    MP_CHECK(PtlCollGroupCreate(m->ni, rids, N, &gr));
+    mp_doing("flag rounds");
+    for (long r = 1; r <= 3000; r++) {
+        if (r % 37 == (long)(ME * 11 % 37)) /* this member comes late: the others sleep */
+            usleep((useconds_t)(200 + (r % 5) * 300));
+        ptl_handle_coll_req_t q = 0;
+        int64_t nx = (int64_t)ME - 5 * r, ny = 0;
+        if (r % 10 == 0) /* a nonblocking one in flight across the blocking ones */
+            MP_CHECK(PtlCollIallreduce(g, &nx, &ny, 1, PTL_COLL_INT64, PTL_COLL_SUM, &q));
+        fl_round(g, fwd, ME, r, 1);
+        fl_round(gr, rev, N - 1 - ME, r, 1);
+        if (q) {
+            MP_CHECK(PtlCollWait(q));
+            if (ny != (int64_t)N * (N - 1) / 2 - 5 * r * (int64_t)N)
+                mp_die("flags round %ld: the nonblocking allreduce gave %lld", r, (long long)ny);
+        }
+    }
+    MP_CHECK(PtlCollGroupFree(gr));
+    enum { MANY = 40 };
+    ptl_handle_coll_t many[MANY];
+    for (int pass = 0; pass < 2; pass++) {
+        mp_doing("40 groups at once");
+        for (int k = 0; k < MANY; k++)
+            MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &many[k]));
+        for (long r = 1; r <= 20; r++)
+            for (int k = 0; k < MANY; k++)
+                fl_round(many[k], fwd, ME, r * 100 + k, 0);
+        for (int k = 0; k < MANY; k++)
+            MP_CHECK(PtlCollGroupFree(many[k]));
+    }
+    free(fwd);
+    free(rev);
+    free(rids);
+    return finish(m, g, "mp_coll flags");
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
     int large = argc > 1 && !strcmp(argv[1], "large");
     int pr = argc > 1 && !strcmp(argv[1], "pairs");
     int bc = argc > 1 && !strcmp(argv[1], "bcast");
-    mp_init(&m, argc > 1 && !large && !pr && !bc ? 3 : 1);
+    int fl = argc > 1 && !strcmp(argv[1], "flags");
+    mp_init(&m, argc > 1 && !large && !pr && !bc && !fl ? 3 : 1);
     if (pr) {
         N = m.size;
         ME = m.rank;
@@ -1132,6 +1243,11 @@ int main(int argc, char **argv)
         N = m.size;
         ME = m.rank;
         return lists(&m, (unsigned)atoi(argv[2]));
+    }
+    if (argc > 1 && !strcmp(argv[1], "flags")) {
+        N = m.size;
+        ME = m.rank;
+        return flags(&m);
     }
     if (argc > 1 && !strcmp(argv[1], "full")) {
         N = m.size;

@@ -1,0 +1,311 @@
+/*
+ * flag.c - the flag path (docs/coll.md "Flag path"): a blocking barrier and
+ * a blocking allreduce or reduce of up to PT_FLAG_VAL bytes in a group whose
+ * members all share this node's memory, through one flag slot per member in
+ * the job region (util/flagline.h says who writes and reads each word).
+ *
+ * A call c of the group, at member m (s_i = base_i + c: member i's seq of it):
+ *   val[s_m & 1] = our value; ST_RELEASE(seq, s_m)              F-SEQ
+ *   FENCE_FULL                                                   F-WAKE
+ *   for every other member i: sleep_i == s_i ? wake message to i
+ *   wait until every member's seq >= s_i (LD_ACQUIRE, A-SEQ): spin first
+ *   (pt_api_node_spin_ns: none when threads outnumber cores), then
+ *     ST_RELAXED(sleep, s_m); FENCE_FULL                         F-ANN
+ *     and the waiting protocol's wait (pt_api_node_wait), which looks at the
+ *     seqs again before it sleeps and wakes on every counter change: a wake
+ *     message is counted by our wake ME's counter
+ *   result: member 0's value, combined with member 1's, ... in member order
+ *   (bit-identical everywhere, floats too).
+ * No wake-up is lost: F-WAKE and F-ANN make a store-buffer pair (Dekker);
+ * either our look after F-ANN sees member i's seq, or member i's look after
+ * F-WAKE sees our announcement and sends the message (model/flag.pml, run by
+ * tests/model/run-spin, with a mutant per fence). Two value buffers: we write
+ * that of call c + 2 only after every member's seq of c + 1, and a member
+ * enters c + 1 only after it read all of call c.
+ *
+ * A call costs no message when the members arrive within the spin: one line
+ * written and each peer's line read, where a message's path through both
+ * engines is about 2,000 instructions (bench/RESULTS.md, forty-ninth session).
+ * Only blocking calls take it: a nonblocking one is a schedule of triggered
+ * operations that the engine runs while the application computes.
+ *
+ * Slots are taken per process (a record per slot of ours); a slot freed with
+ * its group is taken again only when every member of that group shows done
+ * past that group's last call (nobody still reads our values). A member that
+ * never frees the group, or died, keeps the slot: PT_FLAG_SLOTS groups at
+ * most use the path at once, the others use triggered operations.
+ */
+#include "coll_int.h"
+#include "clock.h"
+#include "config.h"
+#include "flagline.h"
+#include "reduce.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One of our slots: free, in use by a group, or draining after its group was
+ * freed (every ids[i]'s slot k[i] must show done >= need[i]). Under
+ * g_pt_coll_tab_lock. Keyed by (NI, index): a record of an NI that is gone
+ * is free (its lines are not reachable any more). */
+enum { REC_FREE, REC_USED, REC_DRAIN };
+struct flag_rec {
+    int state;
+    ptl_handle_ni_t ni;
+    ptl_size_t n;
+    ptl_process_id_t *ids;
+    uint32_t *k;
+    uint64_t *need;
+};
+static struct flag_rec recs[PT_FLAG_SLOTS];
+
+static void rec_clear(struct flag_rec *r)
+{
+    free(r->ids);
+    free(r->k);
+    free(r->need);
+    memset(r, 0, sizeof *r);
+}
+
+/* A draining record's readers are done (or gone). */
+static bool rec_drained(struct flag_rec *r)
+{
+    for (ptl_size_t i = 0; i < r->n; i++) {
+        struct pt_flagslot *l = pt_api_node_lines(r->ni, r->ids[i]);
+        if (l && LD_ACQUIRE(&l[r->k[i]].done) < r->need[i]) /* pairs with teardown's ST_RELEASE */
+            return false;
+    }
+    return true;
+}
+
+/* A free slot index (a record of ours per index, whichever NI), or a
+ * drained one, or -1 (all in use or draining). Table lock held. */
+static int slot_take(ptl_handle_ni_t ni)
+{
+    int k = -1;
+    for (unsigned i = 0; k < 0 && i < PT_FLAG_SLOTS; i++)
+        if (recs[i].state == REC_FREE)
+            k = (int)i;
+    for (unsigned i = 0; k < 0 && i < PT_FLAG_SLOTS; i++)
+        if (recs[i].state == REC_DRAIN && rec_drained(&recs[i])) {
+            rec_clear(&recs[i]);
+            k = (int)i;
+        }
+    if (k >= 0) {
+        recs[k].state = REC_USED;
+        recs[k].ni = ni;
+    }
+    return k;
+}
+
+static uint64_t tag_of(const struct group *g) { return g->gid << 1 | 1; }
+
+void pt_coll_flag_init(struct group *g)
+{
+    g->fl_idx = -1;
+    g->fl_wct = PTL_CT_NONE;
+    g->fl_wme = PTL_INVALID_HANDLE;
+    pthread_mutex_init(&g->fl_lock, NULL);
+}
+
+int pt_coll_flag_setup(struct group *g)
+{
+    if (g->n < 2 || !pt_config()->coll_flags)
+        return PTL_OK;
+    for (ptl_size_t i = 0; i < g->n; i++)
+        if (!pt_api_node_lines(g->ni, g->ids[i]))
+            return PTL_OK; /* someone on another host: nobody takes a slot */
+    struct pt_flagslot *mine = pt_api_node_lines(g->ni, g->ids[g->me]);
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    int k = slot_take(g->ni);
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
+    if (k < 0)
+        return PTL_OK; /* no slot: no tag, so every member sees the path off */
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    int rc = pt_coll_attach_ct(g, any, mbits(g->gid, K_FAST, FLSEQ_WAKE, FT_WAKE), NULL, 0,
+                               &g->fl_wct, &g->fl_wme);
+    if (rc != PTL_OK) { /* out of room: create fails (and frees what was made) */
+        pthread_mutex_lock(&g_pt_coll_tab_lock);
+        rec_clear(&recs[k]);
+        pthread_mutex_unlock(&g_pt_coll_tab_lock);
+        return rc;
+    }
+    struct pt_flagslot *f = &mine[k];
+    ST_RELAXED(&f->base, LD_RELAXED(&f->seq)); /* we are its only writer */
+    ST_RELEASE(&f->tag, tag_of(g)); /* published to the members by our hello's messages */
+    g->fl_idx = k;
+    return PTL_OK;
+}
+
+/* Our slot back, unused by this group (no member uses the path). */
+static void give_back(struct group *g)
+{
+    struct pt_flagslot *mine = pt_api_node_lines(g->ni, g->ids[g->me]);
+    if (mine)
+        ST_RELEASE(&mine[g->fl_idx].tag, 0);
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    recs[g->fl_idx].state = REC_FREE;
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
+    g->fl_idx = -1;
+}
+
+void pt_coll_flag_join(struct group *g)
+{
+    if (g->fl_idx < 0)
+        return;
+    ptl_size_t n = g->n;
+    g->fl = calloc(n, sizeof *g->fl);
+    g->fl_base = calloc(n, sizeof *g->fl_base);
+    g->fl_k = calloc(n, sizeof *g->fl_k);
+    bool ok = g->fl && g->fl_base && g->fl_k;
+    uint64_t tag = tag_of(g);
+    /* Every member that takes a slot tags it before its hello, and our
+     * hello ended after every member's began: what we find here, every
+     * member finds, and all decide alike (a member without a tag: off). */
+    for (ptl_size_t i = 0; ok && i < n; i++) {
+        struct pt_flagslot *l = pt_api_node_lines(g->ni, g->ids[i]);
+        int found = -1;
+        for (unsigned k = 0; l && k < PT_FLAG_SLOTS; k++)
+            if (LD_ACQUIRE(&l[k].tag) == tag) { /* pairs with setup's ST_RELEASE */
+                ok = found < 0; /* two slots with one tag (an id collision): off */
+                found = (int)k;
+            }
+        ok = ok && found >= 0;
+        if (ok) {
+            g->fl[i] = &l[found];
+            g->fl_k[i] = (uint32_t)found;
+            g->fl_base[i] = LD_RELAXED(&l[found].base); /* written before the tag */
+        }
+    }
+    if (!ok) {
+        free(g->fl);
+        free(g->fl_base);
+        free(g->fl_k);
+        g->fl = NULL;
+        g->fl_base = NULL;
+        g->fl_k = NULL;
+        give_back(g);
+        return;
+    }
+    g->fl_spin_ns = pt_api_node_spin_ns(g->ni);
+}
+
+void pt_coll_flag_teardown(struct group *g)
+{
+    if (g->fl_wme != PTL_INVALID_HANDLE)
+        PtlMEUnlink(g->fl_wme);
+    if (g->fl_wct != PTL_CT_NONE)
+        PtlCTFree(g->fl_wct);
+    g->fl_wme = PTL_INVALID_HANDLE;
+    g->fl_wct = PTL_CT_NONE;
+    if (g->fl_idx >= 0 && !g->fl) {
+        give_back(g);
+    } else if (g->fl) {
+        struct pt_flagslot *f = g->fl[g->me];
+        ST_RELEASE(&f->done, LD_RELAXED(&f->seq)); /* every call of ours complete: R-DONE */
+        ST_RELAXED(&f->tag, 0);
+        pthread_mutex_lock(&g_pt_coll_tab_lock);
+        struct flag_rec *r = &recs[g->fl_idx];
+        r->state = REC_DRAIN;
+        r->n = g->n;
+        r->ids = malloc(g->n * sizeof *r->ids);
+        r->need = malloc(g->n * sizeof *r->need);
+        if (r->ids && r->need) {
+            memcpy(r->ids, g->ids, g->n * sizeof *r->ids);
+            for (ptl_size_t i = 0; i < g->n; i++)
+                r->need[i] = g->fl_base[i] + g->fl_calls;
+            r->k = g->fl_k; /* the record keeps it */
+            g->fl_k = NULL;
+        } else { /* no memory to remember the readers: the slot stays taken */
+            free(r->ids);
+            free(r->need);
+            r->ids = NULL;
+            r->need = NULL;
+            r->n = 0;
+            r->state = REC_USED;
+        }
+        pthread_mutex_unlock(&g_pt_coll_tab_lock);
+        free(g->fl);
+        free(g->fl_base);
+        free(g->fl_k);
+        g->fl = NULL;
+        g->fl_base = NULL;
+        g->fl_k = NULL;
+        g->fl_idx = -1;
+    }
+    pthread_mutex_destroy(&g->fl_lock);
+}
+
+struct flwait {
+    const struct group *g;
+    uint64_t c;
+    ptl_size_t next; /* members before it have arrived (seq only grows) */
+};
+
+static bool arrived(void *arg)
+{
+    struct flwait *w = arg;
+    const struct group *g = w->g;
+    for (; w->next < g->n; w->next++)
+        if (w->next != g->me &&
+            LD_ACQUIRE(&g->fl[w->next]->seq) < g->fl_base[w->next] + w->c) /* A-SEQ */
+            return false;
+    return true;
+}
+
+/* Spin while the members may come soon, then announce and wait. */
+static int flag_wait(struct group *g, struct flwait *w, struct pt_flagslot *mine, uint64_t s)
+{
+    if (arrived(w))
+        return PTL_OK;
+    if (g->fl_spin_ns) {
+        uint64_t t0 = pt_now_ns();
+        for (unsigned i = 1;; i++) {
+            CPU_RELAX();
+            if (arrived(w))
+                return PTL_OK;
+            if (!(i & 15)) {
+                pt_api_node_poll(g->ni); /* host mode: serve the peers meanwhile */
+                if (arrived(w))
+                    return PTL_OK;
+                if (pt_now_ns() - t0 > g->fl_spin_ns)
+                    break;
+            }
+        }
+    }
+    ST_RELAXED(&mine->sleep, s);
+    FENCE_FULL(); /* F-ANN: the announcement before the look; pairs with F-WAKE */
+    return pt_api_node_wait(g->ni, arrived, w);
+}
+
+int pt_coll_flag_call(struct group *g, const void *in, void *out, ptl_size_t bytes,
+                      ptl_coll_type_t t, ptl_coll_op_t op)
+{
+    ptl_size_t n = g->n, me = g->me;
+    pthread_mutex_lock(&g->fl_lock);
+    uint64_t c = ++g->fl_calls;
+    struct pt_flagslot *mine = g->fl[me];
+    uint64_t s = g->fl_base[me] + c;
+    if (bytes)
+        memcpy(mine->val[s & 1], in, bytes);
+    ST_RELEASE(&mine->seq, s); /* F-SEQ: the value first; pairs with A-SEQ */
+    FENCE_FULL(); /* F-WAKE: our seq before the announcements; pairs with F-ANN */
+    for (ptl_size_t i = 0; i < n; i++)
+        if (i != me && LD_RELAXED(&g->fl[i]->sleep) == g->fl_base[i] + c)
+            (void)PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                         mbits(g->gid, K_FAST, FLSEQ_WAKE, FT_WAKE), 0, 0);
+    struct flwait w = {g, c, 0};
+    int rc = flag_wait(g, &w, mine, s);
+    if (rc == PTL_OK && bytes && out) {
+        unsigned char acc[PT_FLAG_VAL];
+        uint64_t s0 = g->fl_base[0] + c;
+        memcpy(acc, g->fl[0]->val[s0 & 1], bytes);
+        for (ptl_size_t i = 1; i < n; i++) {
+            uint64_t si = g->fl_base[i] + c;
+            pt_atomic_combine((unsigned)op, (unsigned)t, acc, g->fl[i]->val[si & 1], bytes);
+        }
+        memcpy(out, acc, bytes);
+    }
+    pthread_mutex_unlock(&g->fl_lock);
+    return rc == PTL_NI_INVALID ? PTL_FAIL : rc;
+}
