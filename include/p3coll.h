@@ -18,6 +18,11 @@
  * bit-identical results (floats included). Groups may overlap and run
  * concurrently; many nonblocking collectives may be in flight per group,
  * and members must start the collectives of one group in the same order.
+ * A blocking collective matches only the same blocking collective of the
+ * other members, a nonblocking one only the same nonblocking one (as in
+ * MPI): a blocking barrier, allreduce or reduce of up to 16 bytes in a group
+ * on one node runs on flag lines in the job's shared memory, not on
+ * triggered operations (PTL_COLL_FLAGS; docs/coll.md "Flag path").
  *
  * Errors: PTL_HANDLE_INVALID (a freed or never created group or request),
  * PTL_PROCESS_INVALID (the caller is not in members), PTL_ARG_INVALID (root
