@@ -197,6 +197,8 @@ struct group {
     uint64_t *fl_base;                 /* [n] member i's seq when it took it     */
     uint32_t *fl_k;                    /* [n] its index among i's PT_FLAG_SLOTS  */
     uint64_t fl_calls, fl_spin_ns;     /* flag calls made; spin before a sleep   */
+    uint64_t fl_wr[2];                 /* the call that last wrote our value
+                                        * buffer b (0: none yet)               */
     int fl_idx;                        /* our slot taken (-1: none)              */
     ptl_handle_ct_t fl_wct;            /* counts the wake messages to us ...     */
     ptl_handle_me_t fl_wme;            /* ... which land on this ME              */
@@ -385,10 +387,11 @@ static inline bool pt_coll_flag_ok(const struct group *g, ptl_size_t bytes)
 {
     return g->fl && bytes <= 16; /* PT_FLAG_VAL */
 }
-/* A blocking barrier (bytes 0) or allreduce on the flag path; out NULL: the
- * result is not kept (a reduce's non-root). */
-int pt_coll_flag_call(struct group *g, const void *in, void *out, ptl_size_t bytes,
-                      ptl_coll_type_t t, ptl_coll_op_t op);
+/* A blocking barrier, allreduce, reduce (out NULL at a non-root) or bcast
+ * (in the root's buffer, out everyone else's) on the flag path. */
+enum { PT_FL_BARRIER, PT_FL_ALLREDUCE, PT_FL_REDUCE, PT_FL_BCAST };
+int pt_coll_flag_call(struct group *g, int kind, ptl_size_t root, const void *in, void *out,
+                      ptl_size_t bytes, ptl_coll_type_t t, ptl_coll_op_t op);
 /* group.c: an ME from `from` with these bits over buf, counted by a new CT. */
 int pt_coll_attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t bits, void *buf,
                       ptl_size_t len, ptl_handle_ct_t *ct, ptl_handle_me_t *me);

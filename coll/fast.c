@@ -893,18 +893,22 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
 
 /* ---- blocking versions: start, then wait --------------------------------- */
 
-/* A blocking barrier, allreduce or reduce of up to 16 bytes in a group on
- * one node takes the flag path (flag.c) after the same checks as its
- * nonblocking twin; everything else starts that twin and waits. */
+/* A blocking barrier, and a blocking allreduce, reduce or bcast of 1 to 16
+ * bytes, in a group on one node takes the flag path (flag.c) after the same
+ * checks as its nonblocking twin; everything else starts that twin and
+ * waits. */
 int PtlCollBarrier(ptl_handle_coll_t h)
 {
     struct group *g = pt_coll_group_get(h);
     if (g && pt_coll_flag_ok(g, 0))
-        return pt_coll_flag_call(g, NULL, NULL, 0, PTL_COLL_INT32, PTL_COLL_SUM);
+        return pt_coll_flag_call(g, PT_FL_BARRIER, 0, NULL, NULL, 0, PTL_COLL_INT32, PTL_COLL_SUM);
     BLOCKING(PtlCollIbarrier(h, &q));
 }
 int PtlCollBcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root)
 {
+    struct group *g = pt_coll_group_get(h);
+    if (g && root < g->n && len && buf && pt_coll_flag_ok(g, len))
+        return pt_coll_flag_call(g, PT_FL_BCAST, root, buf, buf, len, PTL_COLL_INT32, PTL_COLL_SUM);
     BLOCKING(PtlCollIbcast(h, buf, len, root, &q));
 }
 int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count, ptl_coll_type_t t,
@@ -913,7 +917,8 @@ int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count,
     struct group *g = pt_coll_group_get(h);
     if (g && root < g->n && count && s && (g->me != root || d) && check_type_op(t, op) == PTL_OK &&
         bytes_ok(count, type_size(t)) && pt_coll_flag_ok(g, count * type_size(t)))
-        return pt_coll_flag_call(g, s, g->me == root ? d : NULL, count * type_size(t), t, op);
+        return pt_coll_flag_call(g, PT_FL_REDUCE, root, s, g->me == root ? d : NULL,
+                                 count * type_size(t), t, op);
     BLOCKING(PtlCollIreduce(h, s, d, count, t, op, root, &q));
 }
 int PtlCollAllreduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count,
@@ -922,6 +927,6 @@ int PtlCollAllreduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t cou
     struct group *g = pt_coll_group_get(h);
     if (g && count && s && d && check_type_op(t, op) == PTL_OK && bytes_ok(count, type_size(t)) &&
         pt_coll_flag_ok(g, count * type_size(t)))
-        return pt_coll_flag_call(g, s, d, count * type_size(t), t, op);
+        return pt_coll_flag_call(g, PT_FL_ALLREDUCE, 0, s, d, count * type_size(t), t, op);
     BLOCKING(PtlCollIallreduce(h, s, d, count, t, op, &q));
 }

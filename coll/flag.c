@@ -1,27 +1,35 @@
 /*
- * flag.c - the flag path (docs/coll.md "Flag path"): a blocking barrier and
- * a blocking allreduce or reduce of up to PT_FLAG_VAL bytes in a group whose
- * members all share this node's memory, through one flag slot per member in
- * the job region (util/flagline.h says who writes and reads each word).
+ * flag.c - the flag path (docs/coll.md "Flag path"): a blocking barrier, and
+ * a blocking allreduce, reduce or bcast of 1 to PT_FLAG_VAL bytes, in a
+ * group whose members all share this node's memory, through one flag slot
+ * per member in the job region (util/flagline.h says who writes and reads
+ * each word).
  *
  * A call c of the group, at member m (s_i = base_i + c: member i's seq of it):
- *   val[s_m & 1] = our value; ST_RELEASE(seq, s_m)              F-SEQ
+ *   if m contributes a value (allreduce, reduce: everyone; bcast: the root):
+ *     F-REUSE  wait until every member entered call wr + 1, wr being the call
+ *              that last wrote this value buffer (its readers are done then)
+ *     val[s_m & 1] = our value
+ *   ST_RELEASE(seq, s_m)                                         F-SEQ
  *   FENCE_FULL                                                   F-WAKE
- *   for every other member i: sleep_i == s_i ? wake message to i
- *   wait until every member's seq >= s_i (LD_ACQUIRE, A-SEQ): spin first
+ *   for every other member i: sleep_i != 0 and sleep_i <= s_i (it waits
+ *   for a call we have entered) ? a wake message to i
+ *   wait (barrier, allreduce, a reduce's root: every member; a bcast's other
+ *   members: the root; a bcast's root, a reduce's others: nobody) until the
+ *   awaited seqs reach call c (LD_ACQUIRE, A-SEQ): spin first
  *   (pt_api_node_spin_ns: none when threads outnumber cores), then
- *     ST_RELAXED(sleep, s_m); FENCE_FULL                         F-ANN
+ *     ST_RELAXED(sleep, s); FENCE_FULL                           F-ANN
  *     and the waiting protocol's wait (pt_api_node_wait), which looks at the
  *     seqs again before it sleeps and wakes on every counter change: a wake
- *     message is counted by our wake ME's counter
+ *     message is counted by our wake ME's counter; then sleep = 0
  *   result: member 0's value, combined with member 1's, ... in member order
- *   (bit-identical everywhere, floats too).
+ *   (bit-identical everywhere, floats too), or the root's value.
  * No wake-up is lost: F-WAKE and F-ANN make a store-buffer pair (Dekker);
  * either our look after F-ANN sees member i's seq, or member i's look after
- * F-WAKE sees our announcement and sends the message (model/flag.pml, run by
- * tests/model/run-spin, with a mutant per fence). Two value buffers: we write
- * that of call c + 2 only after every member's seq of c + 1, and a member
- * enters c + 1 only after it read all of call c.
+ * F-WAKE sees our announcement and sends the message. F-REUSE with two
+ * value buffers: no value is overwritten before every member read it, also
+ * where a bcast's root or a reduce's members run ahead (model/flag.pml, run
+ * by tests/model/run-spin, with a mutant per fence and rule).
  *
  * A call costs no message when the members arrive within the spin: one line
  * written and each peer's line read, where a message's path through both
@@ -238,14 +246,17 @@ void pt_coll_flag_teardown(struct group *g)
 
 struct flwait {
     const struct group *g;
-    uint64_t c;
-    ptl_size_t next; /* members before it have arrived (seq only grows) */
+    uint64_t c;      /* every awaited member's seq of this call            */
+    ptl_size_t next; /* members before it have arrived (seq only grows)    */
+    ptl_size_t only; /* < n: only this member is awaited                   */
 };
 
 static bool arrived(void *arg)
 {
     struct flwait *w = arg;
     const struct group *g = w->g;
+    if (w->only < g->n)
+        return LD_ACQUIRE(&g->fl[w->only]->seq) >= g->fl_base[w->only] + w->c; /* A-SEQ */
     for (; w->next < g->n; w->next++)
         if (w->next != g->me &&
             LD_ACQUIRE(&g->fl[w->next]->seq) < g->fl_base[w->next] + w->c) /* A-SEQ */
@@ -253,57 +264,78 @@ static bool arrived(void *arg)
     return true;
 }
 
-/* Spin while the members may come soon, then announce and wait. */
-static int flag_wait(struct group *g, struct flwait *w, struct pt_flagslot *mine, uint64_t s)
+/* Wait until member `only` (n: every other member) entered call c: spin
+ * while it may come soon, then announce and wait. */
+static int flag_wait(struct group *g, uint64_t c, ptl_size_t only)
 {
-    if (arrived(w))
+    struct flwait w = {g, c, 0, only};
+    if (arrived(&w))
         return PTL_OK;
     if (g->fl_spin_ns) {
         uint64_t t0 = pt_now_ns();
         for (unsigned i = 1;; i++) {
             CPU_RELAX();
-            if (arrived(w))
+            if (arrived(&w))
                 return PTL_OK;
             if (!(i & 15)) {
                 pt_api_node_poll(g->ni); /* host mode: serve the peers meanwhile */
-                if (arrived(w))
+                if (arrived(&w))
                     return PTL_OK;
                 if (pt_now_ns() - t0 > g->fl_spin_ns)
                     break;
             }
         }
     }
-    ST_RELAXED(&mine->sleep, s);
-    FENCE_FULL(); /* F-ANN: the announcement before the look; pairs with F-WAKE */
-    return pt_api_node_wait(g->ni, arrived, w);
+    struct pt_flagslot *mine = g->fl[g->me];
+    ST_RELAXED(&mine->sleep, g->fl_base[g->me] + c);
+    FENCE_FULL(); /* F-ANN: the announcement before the looks; pairs with F-WAKE */
+    int rc = pt_api_node_wait(g->ni, arrived, &w);
+    ST_RELAXED(&mine->sleep, 0); /* (a writer that still sees it sends one message more) */
+    return rc;
 }
 
-int pt_coll_flag_call(struct group *g, const void *in, void *out, ptl_size_t bytes,
-                      ptl_coll_type_t t, ptl_coll_op_t op)
+int pt_coll_flag_call(struct group *g, int kind, ptl_size_t root, const void *in, void *out,
+                      ptl_size_t bytes, ptl_coll_type_t t, ptl_coll_op_t op)
 {
     ptl_size_t n = g->n, me = g->me;
+    int rc = PTL_OK;
     pthread_mutex_lock(&g->fl_lock);
     uint64_t c = ++g->fl_calls;
     struct pt_flagslot *mine = g->fl[me];
     uint64_t s = g->fl_base[me] + c;
-    if (bytes)
+    bool contributes = bytes && (kind == PT_FL_ALLREDUCE || kind == PT_FL_REDUCE ||
+                                 (kind == PT_FL_BCAST && me == root));
+    if (contributes) {
+        /* F-REUSE: whoever read this buffer's last value (call wr) is done with
+         * it once it entered call wr + 1 */
+        uint64_t wr = g->fl_wr[s & 1];
+        if (wr)
+            rc = flag_wait(g, wr + 1, n);
         memcpy(mine->val[s & 1], in, bytes);
+        g->fl_wr[s & 1] = c;
+    }
     ST_RELEASE(&mine->seq, s); /* F-SEQ: the value first; pairs with A-SEQ */
     FENCE_FULL(); /* F-WAKE: our seq before the announcements; pairs with F-ANN */
-    for (ptl_size_t i = 0; i < n; i++)
-        if (i != me && LD_RELAXED(&g->fl[i]->sleep) == g->fl_base[i] + c)
+    for (ptl_size_t i = 0; i < n; i++) {
+        uint64_t a = i == me ? 0 : LD_RELAXED(&g->fl[i]->sleep);
+        if (a && a - g->fl_base[i] <= c) /* i waits for a call we have entered */
             (void)PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
                          mbits(g->gid, K_FAST, FLSEQ_WAKE, FT_WAKE), 0, 0);
-    struct flwait w = {g, c, 0};
-    int rc = flag_wait(g, &w, mine, s);
-    if (rc == PTL_OK && bytes && out) {
+    }
+    /* whom this call waits for: everyone (barrier, allreduce, a reduce's
+     * root), the root (a bcast's other members), nobody */
+    bool all = kind == PT_FL_BARRIER || kind == PT_FL_ALLREDUCE ||
+               (kind == PT_FL_REDUCE && me == root);
+    if (rc == PTL_OK && (all || (kind == PT_FL_BCAST && me != root)))
+        rc = flag_wait(g, c, all ? n : root);
+    if (rc == PTL_OK && bytes && out && kind == PT_FL_BCAST && me != root) {
+        memcpy(out, g->fl[root]->val[(g->fl_base[root] + c) & 1], bytes);
+    } else if (rc == PTL_OK && bytes && out && all) {
         unsigned char acc[PT_FLAG_VAL];
-        uint64_t s0 = g->fl_base[0] + c;
-        memcpy(acc, g->fl[0]->val[s0 & 1], bytes);
-        for (ptl_size_t i = 1; i < n; i++) {
-            uint64_t si = g->fl_base[i] + c;
-            pt_atomic_combine((unsigned)op, (unsigned)t, acc, g->fl[i]->val[si & 1], bytes);
-        }
+        memcpy(acc, g->fl[0]->val[(g->fl_base[0] + c) & 1], bytes);
+        for (ptl_size_t i = 1; i < n; i++)
+            pt_atomic_combine((unsigned)op, (unsigned)t, acc,
+                              g->fl[i]->val[(g->fl_base[i] + c) & 1], bytes);
         memcpy(out, acc, bytes);
     }
     pthread_mutex_unlock(&g->fl_lock);

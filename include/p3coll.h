@@ -20,7 +20,7 @@
  * and members must start the collectives of one group in the same order.
  * A blocking collective matches only the same blocking collective of the
  * other members, a nonblocking one only the same nonblocking one (as in
- * MPI): a blocking barrier, allreduce or reduce of up to 16 bytes in a group
+ * MPI): a blocking barrier, allreduce, reduce or bcast of up to 16 bytes in a group
  * on one node runs on flag lines in the job's shared memory, not on
  * triggered operations (PTL_COLL_FLAGS; docs/coll.md "Flag path").
  *

@@ -1,26 +1,35 @@
 /*
  * flag.pml - SPIN model of the collective library's flag path (coll/flag.c,
  * util/flagline.h, docs/coll.md "Flag path"): N members make C blocking
- * calls (barrier or small allreduce) through single-writer lines, and a
- * member that announced a sleep is woken by a message.
+ * calls through single-writer lines, and a member that announced a sleep is
+ * woken by a message.
+ *
+ * The calls follow a script (KIND below): allreduce (every member's value,
+ * every member waits for all), bcast from root 0 (the root's value; the root
+ * waits for nobody, the others for the root), reduce to root 1 (every
+ * value; the root waits for all, the others for nobody). With BARONLY every
+ * call is an allreduce (a barrier with values).
  *
  * Member m, call c (the code's names):
- *   val       vb[m][c % 2] = c: our value into the call's buffer
+ *   F-REUSE   if m contributes a value: the members that read the value of
+ *             the call that last wrote this buffer (wr) are done once they
+ *             entered call wr + 1: wait for every other member's seq >= wr + 1
+ *   val       vb[m][c % 2] = c
  *   F-SEQ     seq[m] = c (release: after the value)
- *   F-WAKE    fence; for every other member i: slp[i] == c -> a wake
- *             message to i (its engine counts it; every counter change
- *             rings a sleeping waiter: wait.pml's D6, assumed here)
- *   spin      look at every member's seq (A-SEQ); all >= c: done; or give
- *             up (any time: the spin's budget is a clock, not modelled)
- *   F-ANN     slp[m] = c; fence
- *   wait      pt_wait_until(ready = every seq >= c): the engine's own
+ *   F-WAKE    fence; every other member i with slp[i] != 0 and slp[i] <= c
+ *             (i waits for a call we have entered) gets a wake message (its
+ *             engine counts it; every counter change rings a sleeping
+ *             waiter: wait.pml's D6, assumed here)
+ *   wait      for the awaited members' seq >= c, as F-REUSE's wait:
+ *     spin    a look at the seqs (A-SEQ); there: done; or give up (the
+ *             spin's budget is a clock, not modelled)
+ *     F-ANN   slp[m] = the call waited for; fence
+ *     sleep   pt_wait_until(ready = the seqs are there): the engine's own
  *             announcement (W2), its recheck of ready, then a sleep that a
- *             counter change ends (the waiting protocol, checked in
- *             wait.pml, as an atomic announce-then-look and a ring)
- *   read      every member's vb[k][c % 2] must still hold call c's value
- *             (the two buffers: a member writes call c + 2 only after
- *             every seq of c + 1, and a member enters c + 1 only after it
- *             read all of call c)
+ *             counter change ends (checked in wait.pml; here an atomic
+ *             announce-then-look and a ring)
+ *     then    slp[m] = 0
+ *   read      every value the call reads must still be its call's
  * The store-buffer pair: F-SEQ, F-WAKE's fence, the load of slp[i] / F-ANN's
  * store, its fence (and W2's), the wait's loads of seq: either the waiter's
  * look sees the seq, or the writer sees the announcement and sends the
@@ -37,6 +46,8 @@
  *              the code has both, W2 being the waiting protocol's own
  *   MUT_NOWAKE no wake message at all (the spin alone)
  *   MUT_ONEBUF one value buffer, not two
+ *   MUT_REUSE  no F-REUSE wait: a root that runs ahead overwrites a value
+ *              a slow member has not read
  */
 
 #ifndef N
@@ -51,24 +62,34 @@
 #define NB 2
 #endif
 
+#define AR 0  /* allreduce: all contribute, all wait for all */
+#define BC 1  /* bcast from root 0 */
+#define RD 2  /* reduce to root 1 % N */
+#ifdef BARONLY
+#define KIND(c) AR
+#else
+#define KIND(c) (((c) % 3 == 1) -> BC : (((c) % 3 == 2) -> RD : AR))
+#endif
+#define ROOT(c) ((KIND(c) == BC) -> 0 : 1 % N)
+
 byte seq[N];            /* F-SEQ: member m's calls entered              */
-byte slp[N];            /* F-ANN: the call in which m may sleep         */
+byte slp[N];            /* F-ANN: the call m waits for (0: none)        */
 byte vb[N * 2];         /* vb[m * 2 + b]: the call whose value buffer b holds */
 bit asleep[N];          /* the waiting protocol's announcement (W2)     */
 bit rung[N];            /* a ring since it announced                    */
 byte ncalls[N];         /* calls completed                              */
-chan wake[N] = [8] of { byte };
+chan wake[N] = [12] of { byte };
 
-/* every member's seq >= c, each seq a load of its own (members' loads
- * interleave with the others' steps) */
-inline look(c, ok)
+/* the awaited members' seq >= w (only < N: that member alone; else every
+ * other member), each seq a load of its own */
+inline look(w, only, ok)
 {
     ok = 1;
     k = 0;
     do
     :: k < N ->
         if
-        :: k != m && seq[k] < c -> ok = 0
+        :: k != m && (only == N || only == k) && seq[k] < w -> ok = 0
         :: else
         fi;
         k++
@@ -77,10 +98,42 @@ inline look(c, ok)
     k = 0
 }
 
+/* F-REUSE's and the call's wait */
+inline wait(w, only)
+{
+    look(w, only, ok);                           /* the spin: one look ... */
+    if
+    :: ok -> skip
+    :: else ->                                   /* ... then give up */
+#ifndef MUT_FANN
+        slp[m] = w;                              /* F-ANN; fence */
+#endif
+        do
+        :: ok -> break
+        :: else ->
+            atomic { asleep[m] = 1; rung[m] = 0 }  /* W2 (an RMW: a fence too) */
+            look(w, only, ok);                   /* ready(), the recheck */
+            if
+            :: ok -> asleep[m] = 0
+            :: else ->
+#ifdef MUT_FANN
+                slp[m] = w;                      /* the store left the buffer only now */
+#endif
+end_sleep:      rung[m];                         /* sleep until rung */
+                asleep[m] = 0;
+                look(w, only, ok)
+            fi
+        od;
+        slp[m] = 0
+    fi;
+    ok = 0
+}
+
 proctype Member(byte m)
 {
     byte c = 1;
-    byte k, i;
+    byte k, i, a, kind, root;
+    byte wr[2];
     bit ok;
 #ifdef MUT_FWAKE
     byte ls[N];
@@ -88,63 +141,58 @@ proctype Member(byte m)
     do
     :: c > C -> break
     :: else ->
-        vb[m * 2 + c % NB] = c;                  /* val */
+        kind = KIND(c);
+        root = ROOT(c);
+        if
+        :: kind != BC || m == root ->            /* we contribute a value */
+#ifndef MUT_REUSE
+            if
+            :: wr[c % NB] != 0 -> wait(wr[c % NB] + 1, N)   /* F-REUSE */
+            :: else
+            fi;
+#endif
+            vb[m * 2 + c % NB] = c;              /* val */
+            wr[c % NB] = c
+        :: else
+        fi;
 #ifdef MUT_FWAKE
         i = 0;                                   /* the loads first ... */
         do :: i < N -> ls[i] = slp[i]; i++ :: else -> break od;
         seq[m] = c;                              /* ... the store after */
-        i = 0;
-        do
-        :: i < N ->
-            if :: i != m && ls[i] == c -> wake[i]!m :: else fi;
-            i++
-        :: else -> break
-        od;
 #else
         seq[m] = c;                              /* F-SEQ; F-WAKE: fence */
+#endif
         i = 0;
         do
         :: i < N ->
+#ifdef MUT_FWAKE
+            a = ls[i];
+#else
+            a = slp[i];
+#endif
 #ifndef MUT_NOWAKE
-            if :: i != m && slp[i] == c -> wake[i]!m :: else fi;
+            if :: i != m && a != 0 && a <= c -> wake[i]!m :: else fi;
 #endif
             i++
         :: else -> break
         od;
-#endif
         i = 0;
-        look(c, ok);                             /* the spin: one look ... */
+        a = 0;
+        /* whom the call waits for; then what it reads */
         if
-        :: ok -> skip
-        :: else ->                               /* ... then give up */
-#ifndef MUT_FANN
-            slp[m] = c;                          /* F-ANN; fence */
-#endif
-            ok = 0;
+        :: kind == AR || (kind == RD && m == root) ->
+            wait(c, N);
+            k = 0;
             do
-            :: ok -> break
-            :: else ->
-                atomic { asleep[m] = 1; rung[m] = 0 }  /* W2 (an RMW: a fence too) */
-                look(c, ok);                     /* ready(), the recheck */
-                if
-                :: ok -> asleep[m] = 0
-                :: else ->
-#ifdef MUT_FANN
-                    slp[m] = c;                  /* the store left the buffer only now */
-#endif
-end_sleep:          rung[m];                     /* sleep until rung */
-                    asleep[m] = 0;
-                    look(c, ok)
-                fi
-            od
+            :: k < N -> assert(vb[k * 2 + c % NB] == c); k++
+            :: else -> break
+            od;
+            k = 0
+        :: kind == BC && m != root ->
+            wait(c, root);
+            assert(vb[root * 2 + c % NB] == c)
+        :: else                                  /* a bcast's root, a reduce's other members */
         fi;
-        /* read: every member's value of call c is still there */
-        k = 0;
-        do
-        :: k < N -> assert(vb[k * 2 + c % NB] == c); k++
-        :: else -> break
-        od;
-        k = 0;
         ncalls[m]++;
         c++
     od

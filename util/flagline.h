@@ -2,7 +2,7 @@
  * flagline.h - a process's flag slots: single-writer lines in the memory the
  * processes of one node share (the shm job region, transport/shm_region.h),
  * through which the collective library runs a blocking barrier and a small
- * allreduce among members on one node without a message (coll/flag.c,
+ * allreduce, reduce or bcast among members on one node without a message (coll/flag.c,
  * docs/coll.md "Flag path").
  *
  * The transport only places them (PT_FLAG_SLOTS slots of
@@ -15,16 +15,18 @@
  *          reset). Members read it (LD_ACQUIRE, A-SEQ): seq >= base + c says
  *          P entered the group's call c, and val[(base + c) & 1] holds P's
  *          value of that call.
- *   sleep  P only (ST_RELAXED, then FENCE_FULL: F-ANN): P may sleep in its
- *          call whose seq this is. A member that stored its own seq
- *          (FENCE_FULL: F-WAKE) and reads P's sleep equal to P's seq of
- *          that same call sends P a wake message (Dekker: either P's
- *          recheck after F-ANN sees the member's seq, or the member sees the
- *          announcement).
+ *   sleep  P only (ST_RELAXED, then FENCE_FULL: F-ANN; 0 again after the
+ *          wait): P may sleep until the members it waits for entered the
+ *          call whose seq (P's numbering) this is. A member that stored its
+ *          own seq of call c (FENCE_FULL: F-WAKE) and reads P's sleep at or
+ *          below P's seq of call c sends P a wake message (Dekker: either
+ *          P's recheck after F-ANN sees the member's seq, or the member
+ *          sees the announcement).
  *   val    P only, before F-SEQ: P's contribution to a call. Two buffers:
- *          P writes the one of call c + 2 only after it saw every member's
- *          seq of call c + 1, and a member enters c + 1 only after it read
- *          everything of call c.
+ *          before P writes a buffer again it waits until every member
+ *          entered the call after the one that last wrote it (F-REUSE): a
+ *          member enters a call only after it read everything of the one
+ *          before.
  *   tag    P only: the group id that uses the slot (0: none), stored with
  *          base before the group's hello (the hello's messages publish
  *          them); members look P's slot up by it after the hello.

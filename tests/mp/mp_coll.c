@@ -50,8 +50,9 @@
  * mp_coll died (3 ranks): rank 2 leaves (exit without PtlNIFini) while ranks
  * 0 and 1 wait in an allreduce and a barrier of the group: their waits must
  * return PTL_FAIL within seconds (PTL_PEER_TIMEOUT_MS), never hang.
- * mp_coll flags: the flag path (coll/flag.c: blocking barrier, allreduce and
- * reduce of up to 16 bytes on single-writer lines): 3,000 rounds on the job
+ * mp_coll flags: the flag path (coll/flag.c: blocking barrier, allreduce,
+ * reduce and bcast of up to 16 bytes on single-writer lines): 3,000 rounds
+ * (each a barrier, two allreduces, a reduce and two bcasts) on the job
  * and on the job reversed (overlapping groups, member order reversed: the
  * float sums' order differs), where a rotating member sleeps 0.2-1.4 ms
  * before some calls, so that the others announce a sleep and must be woken
@@ -1176,6 +1177,22 @@ static void fl_round(ptl_handle_coll_t g, const unsigned *ord, unsigned pos, lon
         mp_die("flags round %ld: reduce max at member %u gave %d, wanted %d", r, root, b, mx);
     if (pos != root && b != -1)
         mp_die("flags round %ld: reduce wrote %d at a non-root", r, b);
+    /* two bcasts from rotating roots, 16 and 3 bytes: a root runs ahead of
+     * its members (it waits only for the one before the previous to be read) */
+    for (int k = 0; k < 2; k++) {
+        unsigned br = (unsigned)((r + (long)k) % N);
+        size_t len = k ? 3 : 16;
+        unsigned char bb[16], want[16];
+        for (size_t i = 0; i < sizeof want; i++)
+            want[i] = (unsigned char)(r * 31 + (long)(br * 7 + i));
+        if (pos == br)
+            memcpy(bb, want, sizeof bb);
+        else
+            memset(bb, 0xee, sizeof bb);
+        MP_CHECK(PtlCollBcast(g, bb, len, br));
+        if (memcmp(bb, want, len) || (len < sizeof bb && pos != br && bb[len] != 0xee))
+            mp_die("flags round %ld: bcast of %zu bytes from member %u wrong", r, len, br);
+    }
 }
 
 static int flags(struct mp *m)
