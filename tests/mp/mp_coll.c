@@ -57,7 +57,9 @@
  * float sums' order differs), where a rotating member sleeps 0.2-1.4 ms
  * before some calls, so that the others announce a sleep and must be woken
  * by a message (a lost wake-up hangs into the watchdog); a nonblocking
- * allreduce in flight across blocking ones; then 40 groups over one list at
+ * allreduce in flight across blocking ones; streams of 8 and 16 B bcasts
+ * whose root runs ahead of members that pause, and of reduces whose members
+ * run ahead of a root that pauses; then 40 groups over one list at
  * once (more than a process's 32 flag slots: the rest run on triggered
  * operations), used round-robin, freed, and 40 more (freed slots drained and
  * taken again). Every result checked against a serial computation in member
@@ -351,7 +353,7 @@ static void t_bcast(ptl_handle_coll_t g)
  * members pausing now and then, so that the root runs ahead and must wait
  * for their start signals (never overwrite a slot not yet copied out);
  * every element checked. */
-static void t_bcast_stream(ptl_handle_coll_t g, long calls, long every)
+static void t_bcast_stream_n(ptl_handle_coll_t g, long calls, long every, size_t nv)
 {
     for (long a = 0; a < calls; a++) {
         unsigned root = (unsigned)(a / every % N);
@@ -361,13 +363,39 @@ static void t_bcast_stream(ptl_handle_coll_t g, long calls, long every)
         if (ME != root && (a + ME) % 97 == 0)
             usleep(300);
         mp_doing("bcast stream");
-        MP_CHECK(PtlCollBcast(g, v, sizeof v, root));
-        for (size_t i = 0; i < 4; i++)
+        MP_CHECK(PtlCollBcast(g, v, nv * sizeof v[0], root));
+        for (size_t i = 0; i < nv; i++)
             if (v[i] != (int64_t)root * 1000003 + a * 131 + (int64_t)i)
                 mp_die("bcast stream: call %ld from %u element %zu is %lld", a, root, i,
                        (long long)v[i]);
     }
-    mp_log("bcast stream: %ld bcasts, roots running ahead, checked", calls);
+    mp_log("bcast stream: %ld bcasts of %zu bytes, roots running ahead, checked", calls,
+           nv * sizeof(int64_t));
+}
+
+static void t_bcast_stream(ptl_handle_coll_t g, long calls, long every)
+{
+    t_bcast_stream_n(g, calls, every, 4);
+}
+
+/* Blocking reduces whose non-roots run ahead of a root that pauses (the
+ * flag path's F-REUSE holds them two calls ahead). */
+static void t_reduce_stream(ptl_handle_coll_t g, long calls, long every)
+{
+    for (long a = 0; a < calls; a++) {
+        unsigned root = (unsigned)(a / every % N);
+        int64_t x = (int64_t)ME * 1000 + a, y = -1, want = 0;
+        for (unsigned i = 0; i < N; i++)
+            want += (int64_t)i * 1000 + a;
+        if (ME == root && a % 97 == 0)
+            usleep(300);
+        mp_doing("reduce stream");
+        MP_CHECK(PtlCollReduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, root));
+        if (ME == root && y != want)
+            mp_die("reduce stream: call %ld to %u gave %lld, wanted %lld", a, root, (long long)y,
+                   (long long)want);
+    }
+    mp_log("reduce stream: %ld reduces, members running ahead of the root, checked", calls);
 }
 
 static void t_gather_scatter(ptl_handle_coll_t g)
@@ -1225,6 +1253,9 @@ static int flags(struct mp *m)
         }
     }
     MP_CHECK(PtlCollGroupFree(gr));
+    t_bcast_stream_n(g, 3000, 500, 1); /* 8 bytes: the flag path's bcast */
+    t_bcast_stream_n(g, 2000, 300, 2);
+    t_reduce_stream(g, 3000, 500);
     enum { MANY = 40 };
     ptl_handle_coll_t many[MANY];
     for (int pass = 0; pass < 2; pass++) {
