@@ -200,6 +200,7 @@ struct group {
     uint64_t fl_wr[2];                 /* the call that last wrote our value
                                         * buffer b (0: none yet)               */
     int fl_idx;                        /* our slot taken (-1: none)              */
+    bool fl_bcast;                     /* bcasts too (every member spins)        */
     ptl_handle_ct_t fl_wct;            /* counts the wake messages to us ...     */
     ptl_handle_me_t fl_wme;            /* ... which land on this ME              */
     pthread_mutex_t fl_lock;
@@ -386,6 +387,10 @@ void pt_coll_flag_teardown(struct group *g);
 static inline bool pt_coll_flag_ok(const struct group *g, ptl_size_t bytes)
 {
     return g->fl && bytes <= 16; /* PT_FLAG_VAL */
+}
+static inline bool pt_coll_flag_bcast_ok(const struct group *g, ptl_size_t bytes)
+{
+    return pt_coll_flag_ok(g, bytes) && g->fl_bcast;
 }
 /* A blocking barrier, allreduce, reduce (out NULL at a non-root) or bcast
  * (in the root's buffer, out everyone else's) on the flag path. */

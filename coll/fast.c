@@ -907,7 +907,7 @@ int PtlCollBarrier(ptl_handle_coll_t h)
 int PtlCollBcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root)
 {
     struct group *g = pt_coll_group_get(h);
-    if (g && root < g->n && len && buf && pt_coll_flag_ok(g, len))
+    if (g && root < g->n && len && buf && pt_coll_flag_bcast_ok(g, len))
         return pt_coll_flag_call(g, PT_FL_BCAST, root, buf, buf, len, PTL_COLL_INT32, PTL_COLL_SUM);
     BLOCKING(PtlCollIbcast(h, buf, len, root, &q));
 }

@@ -140,6 +140,7 @@ int pt_coll_flag_setup(struct group *g)
     }
     struct pt_flagslot *f = &mine[k];
     ST_RELAXED(&f->base, LD_RELAXED(&f->seq)); /* we are its only writer */
+    ST_RELAXED(&f->caps, pt_api_node_spin_ns(g->ni) ? PT_FLAG_SPIN : 0);
     ST_RELEASE(&f->tag, tag_of(g)); /* published to the members by our hello's messages */
     g->fl_idx = k;
     return PTL_OK;
@@ -167,6 +168,7 @@ void pt_coll_flag_join(struct group *g)
     g->fl_k = calloc(n, sizeof *g->fl_k);
     bool ok = g->fl && g->fl_base && g->fl_k;
     uint64_t tag = tag_of(g);
+    bool spin_all = true;
     /* Every member that takes a slot tags it before its hello, and our
      * hello ended after every member's began: what we find here, every
      * member finds, and all decide alike (a member without a tag: off). */
@@ -183,6 +185,7 @@ void pt_coll_flag_join(struct group *g)
             g->fl[i] = &l[found];
             g->fl_k[i] = (uint32_t)found;
             g->fl_base[i] = LD_RELAXED(&l[found].base); /* written before the tag */
+            spin_all = spin_all && (LD_RELAXED(&l[found].caps) & PT_FLAG_SPIN);
         }
     }
     if (!ok) {
@@ -196,6 +199,11 @@ void pt_coll_flag_join(struct group *g)
         return;
     }
     g->fl_spin_ns = pt_api_node_spin_ns(g->ni);
+    /* A bcast whose root may run only two calls ahead pays a sleep and a wake
+     * per call or two where ranks outnumber cores (4 ranks on 2 cores: 7-13
+     * us against the slot bcast's 5-7, which runs 16 ahead): there it takes
+     * the slot bcast, on every member alike (caps, published with the tag). */
+    g->fl_bcast = spin_all;
 }
 
 void pt_coll_flag_teardown(struct group *g)

@@ -31,6 +31,8 @@
  *          base before the group's hello (the hello's messages publish
  *          them); members look P's slot up by it after the hello.
  *   base   P only: seq when the slot was taken for the current group.
+ *   caps   P only, with base: PT_FLAG_SPIN if P's waits spin (a core of its
+ *          own); the members agree on what needs every member's bit.
  *   done   P only (ST_RELEASE): seq when P freed its group (every call of it
  *          complete here). A slot whose group was freed is taken again only
  *          when every member of that group shows done past that group's last
@@ -48,6 +50,7 @@
 
 #define PT_FLAG_SLOTS 32u  /* flag slots per process                     */
 #define PT_FLAG_VAL   16u  /* bytes of one call's value (allreduce)       */
+#define PT_FLAG_SPIN  1u   /* caps: the owner's waits spin               */
 
 struct pt_flagslot {
     /* line 0: what every call writes and every member polls */
@@ -59,7 +62,8 @@ struct pt_flagslot {
     _Atomic uint64_t tag;
     _Atomic uint64_t base;
     _Atomic uint64_t done;
-    uint64_t pad1[5];
+    _Atomic uint64_t caps;
+    uint64_t pad1[4];
 };
 _Static_assert(sizeof(struct pt_flagslot) == 2 * PT_CACHELINE, "a flag slot is two lines");
 
