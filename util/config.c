@@ -96,7 +96,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_COLL_SMALL_MAX", coll_small_max, 256, 0, 4096,
       "allreduce/reduce payloads up to this many bytes (and at most PTL_EAGER_MAX) use each group's persistent slots (MEs, counters and buffers set up at PtlCollGroupCreate, result copied out at the wait); larger ones build a schedule per call; 0: never; must be the same in every member"),
     T("PTL_COLL_FLAGS", coll_flags, 1, 0, 1,
-      "1 (default): a blocking barrier, and a blocking allreduce, reduce or bcast of 1 to 16 bytes, in a group whose members all share this node's memory run on flag slots there (single-writer lines: each member stores its arrival and value, the others read them; a wake message only to a member that announced a sleep); 0: every call on triggered operations; must be the same in every member"),
+      "1 (default): a blocking barrier, and a blocking allreduce, reduce or bcast of 1 to 16 bytes, in a group whose members all share this node's memory run on flag slots there (single-writer lines: each member stores its arrival and value, the others read them; a wake message only to a member that announced a sleep); 0: every call on triggered operations (a member with 0 takes no slot, so its groups use triggered operations on every member)"),
     T("PTL_COLL_LARGE_MIN", coll_large_min, 32768, 0, (int64_t)1 << 40,
       "allreduce/reduce payloads of at least this many bytes (and at least one element per member of the largest power of two in the group) run as reduce-scatter + allgather (recursive halving, then doubling); smaller ones above PTL_COLL_SMALL_MAX as recursive doubling of the whole vector; 0: never; must be the same in every member"),
     T("PTL_COLL_BCAST_SEG", coll_bcast_seg, 0, 0, (int64_t)1 << 40,
