@@ -89,10 +89,11 @@ static bool node_ready(void *arg)
 
 /* Wait until ready(arg), as PtlCTWait waits: the engine run when free, then
  * a sleep on the event word that every counter change rings (D6, `all`), so
- * a wake message counted by any counter of this NI ends it. PTL_OK;
- * PTL_FAIL when the job failed (a peer died) first; PTL_NI_INVALID when the
- * NI is gone or being finalized. */
-int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg)
+ * a wake message counted by any counter of this NI ends it; at most
+ * timeout_ns. PTL_OK; PTL_EQ_EMPTY at the timeout; PTL_FAIL when the job
+ * failed (a peer died) first; PTL_NI_INVALID when the NI is gone or being
+ * finalized. */
+int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns)
 {
     if (!LD_ACQUIRE(&g_pt_inited))
         return PTL_NO_INIT;
@@ -101,7 +102,22 @@ int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg)
     if (!nic)
         return PTL_NI_INVALID;
     struct nodewait w = {nic, ready, arg, false};
-    if (!pt_wait_until(nic, node_ready, &w, -1))
-        return PTL_FAIL;
+    if (!pt_wait_until(nic, node_ready, &w, timeout_ns))
+        return pt_nic_down(nic) ? PTL_FAIL : PTL_EQ_EMPTY;
     return w.gone ? PTL_NI_INVALID : PTL_OK;
+}
+
+static int node_alive(ptl_handle_ni_t ni)
+{
+    PT_API_INSIDE();
+    struct pt_nic *nic = pt_api_ni(ni);
+    return nic && !LD_RELAXED(&nic->dead) ? PTL_OK : PTL_NI_INVALID;
+}
+
+/* Is the NI still there (not finalized)? The flag slots a group found are
+ * in its region: mapped while it is (a group used after PtlNIFini must not
+ * touch them). */
+bool pt_api_node_alive(ptl_handle_ni_t ni)
+{
+    return LD_ACQUIRE(&g_pt_inited) && node_alive(ni) == PTL_OK;
 }

@@ -192,7 +192,7 @@ struct group {
     /* flag path (flag.c): set up by flag.c's setup and join inside
      * PtlCollGroupCreate, emptied by its teardown; the per-call state
      * (fl_calls, the slots' contents) written under fl_lock by the one
-     * blocking call in progress. fl NULL: the group does not use it. */
+     * blocking call in progress. fl_on false: the group does not use it. */
     struct pt_flagslot **fl;           /* [n] member i's slot                    */
     uint64_t *fl_base;                 /* [n] member i's seq when it took it     */
     uint32_t *fl_k;                    /* [n] its index among i's PT_FLAG_SLOTS  */
@@ -200,6 +200,7 @@ struct group {
     uint64_t fl_wr[2];                 /* the call that last wrote our value
                                         * buffer b (0: none yet)               */
     int fl_idx;                        /* our slot taken (-1: none)              */
+    bool fl_on;                        /* the group uses the path                */
     bool fl_bcast;                     /* bcasts too (every member spins)        */
     ptl_handle_ct_t fl_wct;            /* counts the wake messages to us ...     */
     ptl_handle_me_t fl_wme;            /* ... which land on this ME              */
@@ -386,7 +387,7 @@ void pt_coll_flag_teardown(struct group *g);
 /* Does a blocking call of this many bytes (0: barrier) take the flag path? */
 static inline bool pt_coll_flag_ok(const struct group *g, ptl_size_t bytes)
 {
-    return g->fl && bytes <= 16; /* PT_FLAG_VAL */
+    return g->fl_on && bytes <= 16; /* PT_FLAG_VAL */
 }
 static inline bool pt_coll_flag_bcast_ok(const struct group *g, ptl_size_t bytes)
 {
@@ -404,7 +405,8 @@ int pt_coll_attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t b
 struct pt_flagslot *pt_api_node_lines(ptl_handle_ni_t ni, ptl_process_id_t id);
 uint64_t pt_api_node_spin_ns(ptl_handle_ni_t ni);
 void pt_api_node_poll(ptl_handle_ni_t ni);
-int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg);
+int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns);
+bool pt_api_node_alive(ptl_handle_ni_t ni);
 
 #define BLOCKING(call)                                                                             \
     do {                                                                                           \

@@ -893,6 +893,34 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
 
 /* ---- blocking versions: start, then wait --------------------------------- */
 
+/* A member that only receives (a bcast's non-root, a reduce's root) but
+ * passed no buffer gets PTL_SEGV, and still takes part through a scratch
+ * buffer where memory allows: the members that wait for nobody (a bcast's
+ * root, a reduce's others) have moved on, and a member that left this call
+ * out would take their next call's data for this one's (mp_coll flags). */
+int PtlCollBcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root);
+int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count, ptl_coll_type_t t,
+                  ptl_coll_op_t op, ptl_size_t root);
+static int scratch_bcast(ptl_handle_coll_t h, ptl_size_t len, ptl_size_t root)
+{
+    void *tmp = malloc(len);
+    if (tmp) {
+        (void)PtlCollBcast(h, tmp, len, root);
+        free(tmp);
+    }
+    return PTL_SEGV;
+}
+static int scratch_reduce(ptl_handle_coll_t h, const void *s, ptl_size_t count,
+                          ptl_coll_type_t t, ptl_coll_op_t op, ptl_size_t root)
+{
+    void *tmp = malloc(count * type_size(t));
+    if (tmp) {
+        (void)PtlCollReduce(h, s, tmp, count, t, op, root);
+        free(tmp);
+    }
+    return PTL_SEGV;
+}
+
 /* A blocking barrier, and a blocking allreduce, reduce or bcast of 1 to 16
  * bytes, in a group on one node takes the flag path (flag.c) after the same
  * checks as its nonblocking twin; everything else starts that twin and
@@ -907,6 +935,8 @@ int PtlCollBarrier(ptl_handle_coll_t h)
 int PtlCollBcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root)
 {
     struct group *g = pt_coll_group_get(h);
+    if (g && root < g->n && !buf && len && g->me != root && bytes_ok(len, 1))
+        return scratch_bcast(h, len, root);
     if (g && root < g->n && len && buf && pt_coll_flag_bcast_ok(g, len))
         return pt_coll_flag_call(g, PT_FL_BCAST, root, buf, buf, len, PTL_COLL_INT32, PTL_COLL_SUM);
     BLOCKING(PtlCollIbcast(h, buf, len, root, &q));
@@ -915,6 +945,9 @@ int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count,
                   ptl_coll_op_t op, ptl_size_t root)
 {
     struct group *g = pt_coll_group_get(h);
+    if (g && root < g->n && count && s && !d && g->me == root && check_type_op(t, op) == PTL_OK &&
+        bytes_ok(count, type_size(t)))
+        return scratch_reduce(h, s, count, t, op, root);
     if (g && root < g->n && count && s && (g->me != root || d) && check_type_op(t, op) == PTL_OK &&
         bytes_ok(count, type_size(t)) && pt_coll_flag_ok(g, count * type_size(t)))
         return pt_coll_flag_call(g, PT_FL_REDUCE, root, s, g->me == root ? d : NULL,

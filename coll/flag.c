@@ -54,12 +54,15 @@
 
 /* One of our slots: free, in use by a group, or draining after its group was
  * freed (every ids[i]'s slot k[i] must show done >= need[i]). Under
- * g_pt_coll_tab_lock. Keyed by (NI, index): a record of an NI that is gone
- * is free (its lines are not reachable any more). */
+ * g_pt_coll_tab_lock. The slot index is ours whichever NI: a record whose
+ * NI is gone (PtlNIFini) is free again, its region unmapped; the group that
+ * held it then leaves it alone (owner, gen). */
 enum { REC_FREE, REC_USED, REC_DRAIN };
 struct flag_rec {
     int state;
     ptl_handle_ni_t ni;
+    const struct group *owner; /* REC_USED: the group, as of ... */
+    uint32_t gen;              /* ... its generation                  */
     ptl_size_t n;
     ptl_process_id_t *ids;
     uint32_t *k;
@@ -86,22 +89,31 @@ static bool rec_drained(struct flag_rec *r)
     return true;
 }
 
-/* A free slot index (a record of ours per index, whichever NI), or a
- * drained one, or -1 (all in use or draining). Table lock held. */
-static int slot_take(ptl_handle_ni_t ni)
+/* Does group g (still) hold record k? */
+static bool rec_mine(const struct group *g, int k)
+{
+    return k >= 0 && recs[k].state == REC_USED && recs[k].owner == g && recs[k].gen == g->gen;
+}
+
+/* A free slot index, or a drained one, or one whose NI is gone; -1: all in
+ * use or draining. Table lock held. */
+static int slot_take(struct group *g)
 {
     int k = -1;
     for (unsigned i = 0; k < 0 && i < PT_FLAG_SLOTS; i++)
         if (recs[i].state == REC_FREE)
             k = (int)i;
     for (unsigned i = 0; k < 0 && i < PT_FLAG_SLOTS; i++)
-        if (recs[i].state == REC_DRAIN && rec_drained(&recs[i])) {
+        if (!pt_api_node_alive(recs[i].ni) ||
+            (recs[i].state == REC_DRAIN && rec_drained(&recs[i]))) {
             rec_clear(&recs[i]);
             k = (int)i;
         }
     if (k >= 0) {
         recs[k].state = REC_USED;
-        recs[k].ni = ni;
+        recs[k].ni = g->ni;
+        recs[k].owner = g;
+        recs[k].gen = g->gen;
     }
     return k;
 }
@@ -116,6 +128,19 @@ void pt_coll_flag_init(struct group *g)
     pthread_mutex_init(&g->fl_lock, NULL);
 }
 
+static void arrays_free(struct group *g)
+{
+    free(g->fl);
+    free(g->fl_base);
+    free(g->fl_k);
+    g->fl = NULL;
+    g->fl_base = NULL;
+    g->fl_k = NULL;
+}
+
+/* Before the hello: every allocation that could fail is made here, so that
+ * after it the decision depends only on the tags, which every member reads
+ * alike. */
 int pt_coll_flag_setup(struct group *g)
 {
     if (g->n < 2 || !pt_config()->coll_flags)
@@ -124,11 +149,20 @@ int pt_coll_flag_setup(struct group *g)
         if (!pt_api_node_lines(g->ni, g->ids[i]))
             return PTL_OK; /* someone on another host: nobody takes a slot */
     struct pt_flagslot *mine = pt_api_node_lines(g->ni, g->ids[g->me]);
+    g->fl = calloc(g->n, sizeof *g->fl);
+    g->fl_base = calloc(g->n, sizeof *g->fl_base);
+    g->fl_k = calloc(g->n, sizeof *g->fl_k);
+    if (!g->fl || !g->fl_base || !g->fl_k) {
+        arrays_free(g);
+        return PTL_OK; /* no tag: every member sees the path off */
+    }
     pthread_mutex_lock(&g_pt_coll_tab_lock);
-    int k = slot_take(g->ni);
+    int k = slot_take(g);
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
-    if (k < 0)
+    if (k < 0) {
+        arrays_free(g);
         return PTL_OK; /* no slot: no tag, so every member sees the path off */
+    }
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     int rc = pt_coll_attach_ct(g, any, mbits(g->gid, K_FAST, FLSEQ_WAKE, FT_WAKE), NULL, 0,
                                &g->fl_wct, &g->fl_wme);
@@ -136,6 +170,7 @@ int pt_coll_flag_setup(struct group *g)
         pthread_mutex_lock(&g_pt_coll_tab_lock);
         rec_clear(&recs[k]);
         pthread_mutex_unlock(&g_pt_coll_tab_lock);
+        arrays_free(g);
         return rc;
     }
     struct pt_flagslot *f = &mine[k];
@@ -146,16 +181,19 @@ int pt_coll_flag_setup(struct group *g)
     return PTL_OK;
 }
 
-/* Our slot back, unused by this group (no member uses the path). */
+/* Our slot back, unused by this group (no member uses the path): the tag
+ * cleared (only a tag no member can have found: join's rule). */
 static void give_back(struct group *g)
 {
-    struct pt_flagslot *mine = pt_api_node_lines(g->ni, g->ids[g->me]);
-    if (mine)
-        ST_RELEASE(&mine[g->fl_idx].tag, 0);
+    struct pt_flagslot *l = pt_api_node_lines(g->ni, g->ids[g->me]); /* NULL: NI gone */
+    if (l)
+        ST_RELEASE(&l[g->fl_idx].tag, 0);
     pthread_mutex_lock(&g_pt_coll_tab_lock);
-    recs[g->fl_idx].state = REC_FREE;
+    if (rec_mine(g, g->fl_idx))
+        rec_clear(&recs[g->fl_idx]);
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
     g->fl_idx = -1;
+    arrays_free(g);
 }
 
 void pt_coll_flag_join(struct group *g)
@@ -163,15 +201,15 @@ void pt_coll_flag_join(struct group *g)
     if (g->fl_idx < 0)
         return;
     ptl_size_t n = g->n;
-    g->fl = calloc(n, sizeof *g->fl);
-    g->fl_base = calloc(n, sizeof *g->fl_base);
-    g->fl_k = calloc(n, sizeof *g->fl_k);
-    bool ok = g->fl && g->fl_base && g->fl_k;
     uint64_t tag = tag_of(g);
-    bool spin_all = true;
-    /* Every member that takes a slot tags it before its hello, and our
-     * hello ended after every member's began: what we find here, every
-     * member finds, and all decide alike (a member without a tag: off). */
+    bool ok = true, spin_all = true;
+    /* Every member that takes a slot tags it before its hello, and our hello
+     * ended after every member's began; a tag stays until its slot is taken
+     * again, which needs every member's teardown (done), so after every
+     * member's join. A tag is cleared early only by give_back, after a member
+     * found a tag missing that was never set, which every member finds
+     * missing. So what we find here, every member finds, and all decide
+     * alike (a member without a tag: off). */
     for (ptl_size_t i = 0; ok && i < n; i++) {
         struct pt_flagslot *l = pt_api_node_lines(g->ni, g->ids[i]);
         int found = -1;
@@ -189,12 +227,6 @@ void pt_coll_flag_join(struct group *g)
         }
     }
     if (!ok) {
-        free(g->fl);
-        free(g->fl_base);
-        free(g->fl_k);
-        g->fl = NULL;
-        g->fl_base = NULL;
-        g->fl_k = NULL;
         give_back(g);
         return;
     }
@@ -204,6 +236,7 @@ void pt_coll_flag_join(struct group *g)
      * us against the slot bcast's 5-7, which runs 16 ahead): there it takes
      * the slot bcast, on every member alike (caps, published with the tag). */
     g->fl_bcast = spin_all;
+    g->fl_on = true;
 }
 
 void pt_coll_flag_teardown(struct group *g)
@@ -214,43 +247,46 @@ void pt_coll_flag_teardown(struct group *g)
         PtlCTFree(g->fl_wct);
     g->fl_wme = PTL_INVALID_HANDLE;
     g->fl_wct = PTL_CT_NONE;
-    if (g->fl_idx >= 0 && !g->fl) {
-        give_back(g);
-    } else if (g->fl) {
-        struct pt_flagslot *f = g->fl[g->me];
-        ST_RELEASE(&f->done, LD_RELAXED(&f->seq)); /* every call of ours complete: R-DONE */
-        ST_RELAXED(&f->tag, 0);
+    if (g->fl_idx >= 0 && !g->fl_on) {
+        give_back(g); /* made before its join (a create that failed) */
+    } else if (g->fl_on) {
+        /* The tag stays (join's rule): the slot drains until every member's
+         * done shows it read our values, and only then is tagged again. */
+        bool alive = pt_api_node_alive(g->ni);
+        if (alive)
+            ST_RELEASE(&g->fl[g->me]->done, LD_RELAXED(&g->fl[g->me]->seq)); /* R-DONE */
         pthread_mutex_lock(&g_pt_coll_tab_lock);
-        struct flag_rec *r = &recs[g->fl_idx];
-        r->state = REC_DRAIN;
-        r->n = g->n;
-        r->ids = malloc(g->n * sizeof *r->ids);
-        r->need = malloc(g->n * sizeof *r->need);
-        if (r->ids && r->need) {
-            memcpy(r->ids, g->ids, g->n * sizeof *r->ids);
-            for (ptl_size_t i = 0; i < g->n; i++)
-                r->need[i] = g->fl_base[i] + g->fl_calls;
-            r->k = g->fl_k; /* the record keeps it */
-            g->fl_k = NULL;
-        } else { /* no memory to remember the readers: the slot stays taken */
-            free(r->ids);
-            free(r->need);
-            r->ids = NULL;
-            r->need = NULL;
-            r->n = 0;
-            r->state = REC_USED;
+        if (rec_mine(g, g->fl_idx)) {
+            struct flag_rec *r = &recs[g->fl_idx];
+            r->ids = alive ? malloc(g->n * sizeof *r->ids) : NULL;
+            r->need = alive ? malloc(g->n * sizeof *r->need) : NULL;
+            if (r->ids && r->need) {
+                r->state = REC_DRAIN;
+                r->n = g->n;
+                memcpy(r->ids, g->ids, g->n * sizeof *r->ids);
+                for (ptl_size_t i = 0; i < g->n; i++)
+                    r->need[i] = g->fl_base[i] + g->fl_calls;
+                r->k = g->fl_k; /* the record keeps it */
+                g->fl_k = NULL;
+            } else if (alive) { /* no memory to remember the readers: the slot stays taken */
+                free(r->ids);
+                free(r->need);
+                r->ids = NULL;
+                r->need = NULL;
+                r->owner = NULL;
+            } else { /* the NI is gone, and its region with it */
+                rec_clear(r);
+            }
         }
         pthread_mutex_unlock(&g_pt_coll_tab_lock);
-        free(g->fl);
-        free(g->fl_base);
-        free(g->fl_k);
-        g->fl = NULL;
-        g->fl_base = NULL;
-        g->fl_k = NULL;
+        arrays_free(g);
         g->fl_idx = -1;
+        g->fl_on = false;
     }
     pthread_mutex_destroy(&g->fl_lock);
 }
+
+#define FLAG_NAP_NS 100000000 /* a sleeper looks again after 100 ms at most */
 
 struct flwait {
     const struct group *g;
@@ -297,7 +333,11 @@ static int flag_wait(struct group *g, uint64_t c, ptl_size_t only)
     struct pt_flagslot *mine = g->fl[g->me];
     ST_RELAXED(&mine->sleep, g->fl_base[g->me] + c);
     FENCE_FULL(); /* F-ANN: the announcement before the looks; pairs with F-WAKE */
-    int rc = pt_api_node_wait(g->ni, arrived, &w);
+    /* The seqs decide; the message only wakes. A wake put that failed (no
+     * room, the peer timeout) costs at most FLAG_NAP_NS, never a hang. */
+    int rc;
+    while ((rc = pt_api_node_wait(g->ni, arrived, &w, FLAG_NAP_NS)) == PTL_EQ_EMPTY)
+        ;
     ST_RELAXED(&mine->sleep, 0); /* (a writer that still sees it sends one message more) */
     return rc;
 }
@@ -307,6 +347,8 @@ int pt_coll_flag_call(struct group *g, int kind, ptl_size_t root, const void *in
 {
     ptl_size_t n = g->n, me = g->me;
     int rc = PTL_OK;
+    if (!pt_api_node_alive(g->ni))
+        return PTL_FAIL; /* PtlNIFini came first: the slots are unmapped */
     pthread_mutex_lock(&g->fl_lock);
     uint64_t c = ++g->fl_calls;
     struct pt_flagslot *mine = g->fl[me];

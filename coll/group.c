@@ -660,6 +660,10 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
     pthread_mutex_lock(&g->lock);
     int busy = g->inflight;
     pthread_mutex_unlock(&g->lock);
+    if (!busy && pthread_mutex_trylock(&g->fl_lock) == 0) /* a blocking flag-path call */
+        pthread_mutex_unlock(&g->fl_lock);
+    else
+        busy = 1;
     if (busy)
         return PTL_ME_IN_USE; /* requests of the group are not completed */
     pb_drain(g);

@@ -1256,6 +1256,25 @@ static int flags(struct mp *m)
     t_bcast_stream_n(g, 3000, 500, 1); /* 8 bytes: the flag path's bcast */
     t_bcast_stream_n(g, 2000, 300, 2);
     t_reduce_stream(g, 3000, 500);
+    /* a missing buffer where the member only receives: PTL_SEGV, and the
+     * group stays in step (the others of a reduce or bcast do not wait) */
+    for (unsigned root = 0; root < N; root++) {
+        int64_t x = (int64_t)ME + 1, y = 0, v = 0;
+        int rc = PtlCollReduce(g, &x, ME == root ? NULL : &y, 1, PTL_COLL_INT64, PTL_COLL_SUM,
+                               root);
+        if (rc != (ME == root ? PTL_SEGV : PTL_OK))
+            mp_die("reduce to %u without the root's recvbuf: %s", root, PtlErrorStr((unsigned)rc));
+        rc = PtlCollBcast(g, ME == root ? &x : NULL, sizeof x, root);
+        if (rc != (ME == root ? PTL_OK : PTL_SEGV))
+            mp_die("bcast from %u without the members' buffers: %s", root, PtlErrorStr((unsigned)rc));
+        MP_CHECK(PtlCollReduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, root));
+        if (ME == root && y != (int64_t)N * (N + 1) / 2)
+            mp_die("reduce to %u after the bad one gave %lld", root, (long long)y);
+        v = ME == root ? 77 + (int64_t)root : 0;
+        MP_CHECK(PtlCollBcast(g, &v, sizeof v, root));
+        if (v != 77 + (int64_t)root)
+            mp_die("bcast from %u after the bad one gave %lld", root, (long long)v);
+    }
     enum { MANY = 40 };
     ptl_handle_coll_t many[MANY];
     for (int pass = 0; pass < 2; pass++) {
@@ -1280,7 +1299,7 @@ int main(int argc, char **argv)
     int large = argc > 1 && !strcmp(argv[1], "large");
     int pr = argc > 1 && !strcmp(argv[1], "pairs");
     int bc = argc > 1 && !strcmp(argv[1], "bcast");
-    int fl = argc > 1 && !strcmp(argv[1], "flags");
+    int fl = argc > 1 && (!strcmp(argv[1], "flags") || !strcmp(argv[1], "afterfini"));
     /* MP_COLL_NOFLAGS_RID=r: rank r alone runs with PTL_COLL_FLAGS=0 (it takes
      * no flag slot, so every group of it must run on triggered operations on
      * every member, not hang with the others on flags) */
@@ -1302,6 +1321,30 @@ int main(int argc, char **argv)
         N = m.size;
         ME = m.rank;
         return flags(&m);
+    }
+    if (argc > 1 && !strcmp(argv[1], "afterfini")) {
+        /* a group used after PtlNIFini: errors, no crash (its flag slots were
+         * in the NI's region, unmapped by then) */
+        N = m.size;
+        ME = m.rank;
+        ptl_handle_coll_t g;
+        MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
+        MP_CHECK(PtlCollBarrier(g));
+        int64_t x = 1, y = 0;
+        MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
+        mp_barrier(&m);
+        MP_CHECK(PtlNIFini(m.ni));
+        int rc = PtlCollBarrier(g);
+        if (rc == PTL_OK)
+            mp_die("barrier after PtlNIFini returned PTL_OK");
+        rc = PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM);
+        if (rc == PTL_OK)
+            mp_die("allreduce after PtlNIFini returned PTL_OK");
+        (void)PtlCollGroupFree(g); /* whatever it says: no crash */
+        PtlFini();
+        if (ME == 0)
+            printf("mp_coll afterfini: OK\n");
+        return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "full")) {
         N = m.size;
