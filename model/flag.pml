@@ -8,7 +8,9 @@
  * every member waits for all), bcast from root 0 (the root's value; the root
  * waits for nobody, the others for the root), reduce to root 1 (every
  * value; the root waits for all, the others for nobody). With BARONLY every
- * call is an allreduce (a barrier with values).
+ * call is an allreduce (a barrier with values); with BCSTREAM every call a
+ * bcast from root 0 (the root runs ahead as far as F-REUSE lets it); with
+ * RDSTREAM every call a reduce to root 1 (the others run ahead).
  *
  * Member m, call c (the code's names):
  *   F-REUSE   if m contributes a value: the members that read the value of
@@ -65,8 +67,12 @@
 #define AR 0  /* allreduce: all contribute, all wait for all */
 #define BC 1  /* bcast from root 0 */
 #define RD 2  /* reduce to root 1 % N */
-#ifdef BARONLY
+#if defined(BARONLY)
 #define KIND(c) AR
+#elif defined(BCSTREAM)
+#define KIND(c) BC
+#elif defined(RDSTREAM)
+#define KIND(c) RD
 #else
 #define KIND(c) (((c) % 3 == 1) -> BC : (((c) % 3 == 2) -> RD : AR))
 #endif
