@@ -1293,6 +1293,28 @@ static int flags(struct mp *m)
     return finish(m, g, "mp_coll flags");
 }
 
+/* afterfini: a group used after PtlNIFini: errors, no crash (its flag slots
+ * were in the NI's region, unmapped by then). */
+static int afterfini(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    MP_CHECK(PtlCollBarrier(g));
+    int64_t x = 1, y = 0;
+    MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
+    mp_barrier(m);
+    MP_CHECK(PtlNIFini(m->ni));
+    if (PtlCollBarrier(g) == PTL_OK)
+        mp_die("barrier after PtlNIFini returned PTL_OK");
+    if (PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM) == PTL_OK)
+        mp_die("allreduce after PtlNIFini returned PTL_OK");
+    (void)PtlCollGroupFree(g); /* whatever it says: no crash */
+    PtlFini();
+    if (ME == 0)
+        printf("mp_coll afterfini: OK\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct mp m;
@@ -1307,60 +1329,24 @@ int main(int argc, char **argv)
     if (nf && rid && !strcmp(nf, rid))
         setenv("PTL_COLL_FLAGS", "0", 1);
     mp_init(&m, argc > 1 && !large && !pr && !bc && !fl ? 3 : 1);
-    if (pr) {
-        N = m.size;
-        ME = m.rank;
+    N = m.size;
+    ME = m.rank;
+    if (pr)
         return pairs(&m);
-    }
-    if (argc > 2 && !strcmp(argv[1], "lists")) {
-        N = m.size;
-        ME = m.rank;
+    if (argc > 2 && !strcmp(argv[1], "lists"))
         return lists(&m, (unsigned)atoi(argv[2]));
-    }
-    if (argc > 1 && !strcmp(argv[1], "flags")) {
-        N = m.size;
-        ME = m.rank;
+    if (argc > 1 && !strcmp(argv[1], "flags"))
         return flags(&m);
-    }
-    if (argc > 1 && !strcmp(argv[1], "afterfini")) {
-        /* a group used after PtlNIFini: errors, no crash (its flag slots were
-         * in the NI's region, unmapped by then) */
-        N = m.size;
-        ME = m.rank;
-        ptl_handle_coll_t g;
-        MP_CHECK(PtlCollGroupCreate(m.ni, m.ids, N, &g));
-        MP_CHECK(PtlCollBarrier(g));
-        int64_t x = 1, y = 0;
-        MP_CHECK(PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
-        mp_barrier(&m);
-        MP_CHECK(PtlNIFini(m.ni));
-        int rc = PtlCollBarrier(g);
-        if (rc == PTL_OK)
-            mp_die("barrier after PtlNIFini returned PTL_OK");
-        rc = PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM);
-        if (rc == PTL_OK)
-            mp_die("allreduce after PtlNIFini returned PTL_OK");
-        (void)PtlCollGroupFree(g); /* whatever it says: no crash */
-        PtlFini();
-        if (ME == 0)
-            printf("mp_coll afterfini: OK\n");
-        return 0;
-    }
-    if (argc > 1 && !strcmp(argv[1], "full")) {
-        N = m.size;
-        ME = m.rank;
+    if (argc > 1 && !strcmp(argv[1], "afterfini"))
+        return afterfini(&m);
+    if (argc > 1 && !strcmp(argv[1], "full"))
         return full(&m);
-    }
     if (argc > 1 && !strcmp(argv[1], "died")) {
-        N = m.size;
-        ME = m.rank;
         int rc = died(&m); /* the NI has failed: no mp_fini, but its memory goes */
         free(m.ids);
         free(m.seen);
         return rc;
     }
-    N = m.size;
-    ME = m.rank;
     ptl_handle_coll_t g;
     if (large) { /* its own job: the whole suite on 8 ranks already takes ~15 s loaded */
         mp_doing("group create");
