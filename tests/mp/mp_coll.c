@@ -1310,6 +1310,8 @@ static int afterfini(struct mp *m)
         mp_die("allreduce after PtlNIFini returned PTL_OK");
     (void)PtlCollGroupFree(g); /* whatever it says: no crash */
     PtlFini();
+    free(m->ids); /* mp_fini's part (the NI is gone already) */
+    free(m->seen);
     if (ME == 0)
         printf("mp_coll afterfini: OK\n");
     return 0;
