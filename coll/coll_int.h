@@ -63,6 +63,7 @@
 #ifndef PT_COLL_INT_H
 #define PT_COLL_INT_H
 
+#include "flagline.h"
 #include "pt_atomic.h"
 
 #include <p3coll.h>
@@ -375,7 +376,6 @@ static PT_COLL_UNUSED int begin(ptl_handle_coll_t h, ptl_handle_coll_req_t *out,
 
 /* The blocking versions: start, then wait. */
 /* ---- flag path (flag.c; docs/coll.md "Flag path") ------------------------ */
-struct pt_flagslot;
 /* PtlCollGroupCreate, before the hello: take a flag slot and post the wake
  * ME if every member shares this node's memory (else nothing); after a
  * successful hello: find every member's slot (else give ours back). */
@@ -387,7 +387,7 @@ void pt_coll_flag_teardown(struct group *g);
 /* Does a blocking call of this many bytes (0: barrier) take the flag path? */
 static inline bool pt_coll_flag_ok(const struct group *g, ptl_size_t bytes)
 {
-    return g->fl_on && bytes <= 16; /* PT_FLAG_VAL */
+    return g->fl_on && bytes <= PT_FLAG_VAL;
 }
 static inline bool pt_coll_flag_bcast_ok(const struct group *g, ptl_size_t bytes)
 {

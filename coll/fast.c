@@ -898,9 +898,6 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
  * buffer where memory allows: the members that wait for nobody (a bcast's
  * root, a reduce's others) have moved on, and a member that left this call
  * out would take their next call's data for this one's (mp_coll flags). */
-int PtlCollBcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t root);
-int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count, ptl_coll_type_t t,
-                  ptl_coll_op_t op, ptl_size_t root);
 static int scratch_bcast(ptl_handle_coll_t h, ptl_size_t len, ptl_size_t root)
 {
     void *tmp = malloc(len);
@@ -945,11 +942,11 @@ int PtlCollReduce(ptl_handle_coll_t h, const void *s, void *d, ptl_size_t count,
                   ptl_coll_op_t op, ptl_size_t root)
 {
     struct group *g = pt_coll_group_get(h);
-    if (g && root < g->n && count && s && !d && g->me == root && check_type_op(t, op) == PTL_OK &&
-        bytes_ok(count, type_size(t)))
+    bool valid = g && root < g->n && count && s && check_type_op(t, op) == PTL_OK &&
+                 bytes_ok(count, type_size(t));
+    if (valid && !d && g->me == root)
         return scratch_reduce(h, s, count, t, op, root);
-    if (g && root < g->n && count && s && (g->me != root || d) && check_type_op(t, op) == PTL_OK &&
-        bytes_ok(count, type_size(t)) && pt_coll_flag_ok(g, count * type_size(t)))
+    if (valid && pt_coll_flag_ok(g, count * type_size(t)))
         return pt_coll_flag_call(g, PT_FL_REDUCE, root, s, g->me == root ? d : NULL,
                                  count * type_size(t), t, op);
     BLOCKING(PtlCollIreduce(h, s, d, count, t, op, root, &q));

@@ -145,10 +145,6 @@ int pt_coll_flag_setup(struct group *g)
 {
     if (g->n < 2 || !pt_config()->coll_flags)
         return PTL_OK;
-    for (ptl_size_t i = 0; i < g->n; i++)
-        if (!pt_api_node_lines(g->ni, g->ids[i]))
-            return PTL_OK; /* someone on another host: nobody takes a slot */
-    struct pt_flagslot *mine = pt_api_node_lines(g->ni, g->ids[g->me]);
     g->fl = calloc(g->n, sizeof *g->fl);
     g->fl_base = calloc(g->n, sizeof *g->fl_base);
     g->fl_k = calloc(g->n, sizeof *g->fl_k);
@@ -156,6 +152,13 @@ int pt_coll_flag_setup(struct group *g)
         arrays_free(g);
         return PTL_OK; /* no tag: every member sees the path off */
     }
+    /* fl[i]: member i's PT_FLAG_SLOTS slots until join picks the group's one */
+    for (ptl_size_t i = 0; i < g->n; i++)
+        if (!(g->fl[i] = pt_api_node_lines(g->ni, g->ids[i]))) {
+            arrays_free(g);
+            return PTL_OK; /* someone on another host: nobody takes a slot */
+        }
+    struct pt_flagslot *mine = g->fl[g->me];
     pthread_mutex_lock(&g_pt_coll_tab_lock);
     int k = slot_take(g);
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
@@ -185,9 +188,8 @@ int pt_coll_flag_setup(struct group *g)
  * cleared (only a tag no member can have found: join's rule). */
 static void give_back(struct group *g)
 {
-    struct pt_flagslot *l = pt_api_node_lines(g->ni, g->ids[g->me]); /* NULL: NI gone */
-    if (l)
-        ST_RELEASE(&l[g->fl_idx].tag, 0);
+    if (pt_api_node_alive(g->ni)) /* else its region is unmapped */
+        ST_RELEASE(&g->fl[g->me][g->fl_idx].tag, 0); /* fl[me]: still our slots' base */
     pthread_mutex_lock(&g_pt_coll_tab_lock);
     if (rec_mine(g, g->fl_idx))
         rec_clear(&recs[g->fl_idx]);
@@ -211,25 +213,26 @@ void pt_coll_flag_join(struct group *g)
      * missing. So what we find here, every member finds, and all decide
      * alike (a member without a tag: off). */
     for (ptl_size_t i = 0; ok && i < n; i++) {
-        struct pt_flagslot *l = pt_api_node_lines(g->ni, g->ids[i]);
+        struct pt_flagslot *l = g->fl[i]; /* setup's: member i's slots */
         int found = -1;
-        for (unsigned k = 0; l && k < PT_FLAG_SLOTS; k++)
+        for (unsigned k = 0; k < PT_FLAG_SLOTS; k++)
             if (LD_ACQUIRE(&l[k].tag) == tag) { /* pairs with setup's ST_RELEASE */
                 ok = found < 0; /* two slots with one tag (an id collision): off */
                 found = (int)k;
             }
         ok = ok && found >= 0;
         if (ok) {
-            g->fl[i] = &l[found];
             g->fl_k[i] = (uint32_t)found;
             g->fl_base[i] = LD_RELAXED(&l[found].base); /* written before the tag */
             spin_all = spin_all && (LD_RELAXED(&l[found].caps) & PT_FLAG_SPIN);
         }
     }
     if (!ok) {
-        give_back(g);
+        give_back(g); /* fl[] still the members' slot arrays */
         return;
     }
+    for (ptl_size_t i = 0; i < n; i++)
+        g->fl[i] += g->fl_k[i]; /* from here: member i's slot of this group */
     g->fl_spin_ns = pt_api_node_spin_ns(g->ni);
     /* A bcast whose root may run only two calls ahead pays a sleep and a wake
      * per call or two where ranks outnumber cores (4 ranks on 2 cores: 7-13

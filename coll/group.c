@@ -150,8 +150,8 @@ static int pair_setup(struct group *g)
             rc = PtlMDBindCT(f->md, f->sent, PTL_CT_SEND);
         if (rc == PTL_OK)
             rc = pt_coll_attach_ct(g, g->ids[g->me ^ 1],
-                           mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR), f->mem + sm,
-                           sm, &f->cnt[0], &f->me[0]);
+                                   mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)s, FT_PAIR),
+                                   f->mem + sm, sm, &f->cnt[0], &f->me[0]);
     }
     return rc;
 }
@@ -206,8 +206,8 @@ static int pb_setup(struct group *g)
     int rc = PTL_OK;
     for (ptl_size_t i = 0; rc == PTL_OK && i < n; i++)
         if (i != g->me)
-            rc = pt_coll_attach_ct(g, g->ids[i], mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC), NULL, 0,
-                           &b->start[i], &b->start_me[i]);
+            rc = pt_coll_attach_ct(g, g->ids[i], mbits(g->gid, K_FAST, PBSEQ_START, FT_PBC),
+                                   NULL, 0, &b->start[i], &b->start_me[i]);
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     for (int s = 0; rc == PTL_OK && s < PB_SLOTS; s++) {
         char *slot = b->mem + (ptl_size_t)s * b->stride;
@@ -218,8 +218,9 @@ static int pb_setup(struct group *g)
         if (rc == PTL_OK)
             rc = PtlMDBindCT(b->md[s], b->sent[s], PTL_CT_SEND);
         if (rc == PTL_OK)
-            rc = pt_coll_attach_ct(g, any, mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
-                           b->stride, &b->cnt[s], &b->me[s]);
+            rc = pt_coll_attach_ct(g, any,
+                                   mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), slot,
+                                   b->stride, &b->cnt[s], &b->me[s]);
     }
     return rc;
 }
@@ -250,8 +251,8 @@ static int fast_setup(struct group *g)
     int rc = PTL_OK;
     for (int k = 0; rc == PTL_OK && k < g->rb; k++) {
         ptl_size_t src = (me + n - ((ptl_size_t)1 << k) % n) % n;
-        rc = pt_coll_attach_ct(g, g->ids[src], mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k), NULL, 0,
-                       &g->barr[k], &g->bme[k]);
+        rc = pt_coll_attach_ct(g, g->ids[src], mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k),
+                               NULL, 0, &g->barr[k], &g->bme[k]);
     }
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     ptl_size_t sm = g->smax;
@@ -272,17 +273,19 @@ static int fast_setup(struct group *g)
         if (rc != PTL_OK || sm == 0 || n == 2)
             continue; /* 2 members: allreduce on the pair slots */
         if (me >= g->p2) { /* folded: the result comes from me - p2 */
-            rc = pt_coll_attach_ct(g, g->ids[me - g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_RES),
-                           f->mem + sm, sm, &f->cnt[0], &f->me[0]);
+            rc = pt_coll_attach_ct(g, g->ids[me - g->p2],
+                                   mbits(g->gid, K_FAST, (uint64_t)s, FT_RES), f->mem + sm, sm,
+                                   &f->cnt[0], &f->me[0]);
             continue;
         }
         int extra = me + g->p2 < n;
         if (extra)
-            rc = pt_coll_attach_ct(g, g->ids[me + g->p2], mbits(g->gid, K_FAST, (uint64_t)s, FT_FOLD),
-                           f->mem, sm, &f->cnt[0], &f->me[0]);
+            rc = pt_coll_attach_ct(g, g->ids[me + g->p2],
+                                   mbits(g->gid, K_FAST, (uint64_t)s, FT_FOLD), f->mem, sm,
+                                   &f->cnt[0], &f->me[0]);
         for (int k = 1; rc == PTL_OK && k <= g->ra; k++)
             rc = pt_coll_attach_ct(g, any, mbits(g->gid, K_FAST, (uint64_t)s, (unsigned)k),
-                           f->mem + (ptl_size_t)k * sm, sm, &f->cnt[k], &f->me[k]);
+                                   f->mem + (ptl_size_t)k * sm, sm, &f->cnt[k], &f->me[k]);
         for (int k = 0; rc == PTL_OK && k <= g->ra; k++)
             if ((k > 0 && k < g->ra) || extra)
                 rc = PtlCTAlloc(g->ni, &f->gate[k]);
