@@ -108,10 +108,13 @@ proctype Sender()
     do
     :: m > M -> break
     :: m <= M ->
-        /* reserve: ask where r is when the ring looks full (A-HEAD) */
+        /* reserve: ask where r is when the ring looks full (A-HEAD); or,
+         * with room, at any time (the reuse of shm_reserve: after an answer,
+         * to fill the buffer just read again) */
         if
         :: tl - rec >= D -> lh = hd; rec = lh
-        :: else
+        :: tl - rec < D && tl != rec -> lh = hd; rec = lh
+        :: tl - rec < D -> skip
         fi;
         if
         :: tl - rec < D ->

@@ -35,6 +35,14 @@
 /* ---- the rank's transport ------------------------------------------------- */
 
 #define PT_XPORT_PF_BYTES (3u * PT_CACHELINE) /* "small": what the prefetch covers */
+/* A message of at least this many bytes (header and payload) through a ring
+ * makes its sender take the buffer back as soon as the peer has answered
+ * (shm_reserve, "reuse"); measured crossover, bench/results-notes.md,
+ * "Fiftieth session". */
+#define PT_SHM_REUSE_BYTES 1536u
+/* At most this many lines of a ring buffer are prefetched for writing
+ * before it is filled (shm_reserve); measured, same section. */
+#define PT_SHM_PF_LINES 20u
 
 /* Take back the buffers receiver r has moved past on ring t of class c (A-HEAD
  * pairs with r's R-HEAD: r is done reading them). A head outside
@@ -130,6 +138,17 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     if (PT_UNLIKELY(peer >= x->np))
         return NULL;
     struct shm_tx *t = &x->out[peer * 2 + cls];
+    /* Reuse: the peer has answered since our last message (no streak) and
+     * that message was large: it has most likely read it, so take its buffer
+     * back now (A-HEAD; the head's line was asked for when the answer was
+     * peeked, peek_served) and fill the same buffer again, still in our
+     * cache, instead of the next of the ring's PTL_QUEUE_SLOTS buffers in
+     * turn (32 x 4 KiB, more than a core's L1). 2-4 KiB ping-pong -5..-11%.
+     * Not for small messages: the head's line, read at every answer, costs
+     * the peer's next R-HEAD an invalidation (1 KiB +3%). Not in a stream,
+     * whose receiver moves the head all the time. */
+    if (!t->streak && t->last_len >= PT_SHM_REUSE_BYTES && t->tail != t->rec)
+        tx_reclaim(x, t, cls);
     if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
         tx_reclaim(x, t, cls);
         if (t->tail - t->rec > x->mask && !tx_arm_ring(x, t, cls)) {
@@ -161,11 +180,17 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     }
     /* The same for a message that takes the ring: the buffer's lines, as
      * many as our last message to this peer took (a ping-pong's buffer was
-     * last read by the peer). */
+     * last read by the peer), but at most PT_SHM_PF_LINES: a core has only
+     * so many misses in flight, and further prefetches stalled the sender
+     * (3-4 KiB ping-pong -21% in the fast placement with the cap; the copy
+     * that follows asks for the rest itself). */
     char *top = pool_top(x, cls);
-    if (!t->streak && t->last_len)
-        for (uint32_t o = 0; o < t->last_len; o += PT_CACHELINE)
+    if (!t->streak && t->last_len) {
+        uint32_t pf = t->last_len < PT_SHM_PF_LINES * PT_CACHELINE ? t->last_len
+                                                                   : PT_SHM_PF_LINES * PT_CACHELINE;
+        for (uint32_t o = 0; o < pf; o += PT_CACHELINE)
             PREFETCH_W(top + o);
+    }
     /* The buffer at the top of the free stack; commit takes it. A reserve
      * that is not committed leaves nothing behind. */
     return top;
@@ -862,7 +887,13 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
             __builtin_prefetch(q->pool + (size_t)nb * x->slot_size);
     }
     x->idle_peeks = 0;
-    x->out[s * 2].streak = x->out[s * 2 + 1].streak = 0;
+    /* An answer from s: our next large message to s will look at s's head
+     * (shm_reserve, "reuse"); ask for its line now (both classes share it). */
+    struct shm_tx *ot = &x->out[s * 2];
+    if ((ot[0].last_len >= PT_SHM_REUSE_BYTES && ot[0].tail != ot[0].rec) ||
+        (ot[1].last_len >= PT_SHM_REUSE_BYTES && ot[1].tail != ot[1].rec))
+        __builtin_prefetch(ot->hd);
+    ot[0].streak = ot[1].streak = 0;
     *peer_p = s;
     *cls_p = (enum pt_cls)c;
     return slot;
