@@ -4,7 +4,7 @@
  * ranks only join the barriers).
  *
  *   usage (under ptlrun): mp_rndvmany size [size ...]
- *   (the CMA pull: >= PTL_RNDV_CMA_MIN, 4 KiB, in the default auto mode, any size above
+ *   (the CMA pull: >= PTL_RNDV_CMA_MIN, 7 KiB, in the default auto mode, any size above
  *   PTL_EAGER_MAX with PTL_RNDV_MODE=1; PTL_RNDV_MODE=2 checks copy mode)
  *
  * For each size S, W = 8 operations are issued back to back from one bound
