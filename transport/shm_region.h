@@ -74,7 +74,8 @@
  *   ST_RELEASE(tail, tail + 1)     R-TAIL   b = ent[head & (D-1)]; read buffer b
  *                                           ST_RELEASE(heads[s][c], head + 1) R-HEAD
  *   LD_ACQUIRE(heads[s][c]) (ring full,
- *   or buffers to take back)       A-HEAD
+ *   buffers to take back, or the reuse
+ *   after r answered: shm_reserve)   A-HEAD
  *
  * R-TAIL pairs with A-TAIL: the entry and the buffer are written before r
  * sees the tail move. R-HEAD pairs with A-HEAD: r is done reading a buffer
