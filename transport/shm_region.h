@@ -172,7 +172,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   11u                    /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   12u                    /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
@@ -183,11 +183,19 @@
                                                  * to PT_SHM_FB_MAXLN = 10 lines
                                                  * (a receiver judges more
                                                  * lines faulty);
-                                                 * 11: flag slots             */
+                                                 * 11: flag slots;
+                                                 * 12: fast-box messages of at
+                                                 * most 3 lines again          */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
 #define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
-#define PT_SHM_FB_MAXLN  10u                    /* lines one fast-box message may take */
+#define PT_SHM_FB_MAXLN  3u                     /* lines one fast-box message may take
+                                                 * (168 stream bytes: changed header
+                                                 * words and payload); longer ones
+                                                 * take the rings, faster since the
+                                                 * rings' payload prefetch (2026-12-04:
+                                                 * bench/results-notes.md, "Fiftieth
+                                                 * session") */
 #define PT_SHM_PAGE      4096u                  /* layout alignment (not sysconf:
                                                  * every process must agree)    */
 #define PT_SHM_MAX_RANKS 16384u                /* sanity bound (ptlrun -n); the
