@@ -44,6 +44,13 @@
  * before it is filled (shm_reserve); measured, same section. */
 #define PT_SHM_PF_LINES 20u
 
+/* Reuse (shm_reserve): our last message on ring t went through it, was
+ * large, and its buffer has not been taken back yet. */
+static inline bool tx_reuse_due(const struct shm_tx *t)
+{
+    return t->last_len >= PT_SHM_REUSE_BYTES && t->tail != t->rec;
+}
+
 /* Take back the buffers receiver r has moved past on ring t of class c (A-HEAD
  * pairs with r's R-HEAD: r is done reading them). A head outside
  * [rec, tail] is not one r wrote: no progress. */
@@ -147,7 +154,7 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
      * Not for small messages: the head's line, read at every answer, costs
      * the peer's next R-HEAD an invalidation (1 KiB +3%). Not in a stream,
      * whose receiver moves the head all the time. */
-    if (!t->streak && t->last_len >= PT_SHM_REUSE_BYTES && t->tail != t->rec)
+    if (!t->streak && tx_reuse_due(t))
         tx_reclaim(x, t, cls);
     if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
         tx_reclaim(x, t, cls);
@@ -890,8 +897,7 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
     /* An answer from s: our next large message to s will look at s's head
      * (shm_reserve, "reuse"); ask for its line now (both classes share it). */
     struct shm_tx *ot = &x->out[s * 2];
-    if ((ot[0].last_len >= PT_SHM_REUSE_BYTES && ot[0].tail != ot[0].rec) ||
-        (ot[1].last_len >= PT_SHM_REUSE_BYTES && ot[1].tail != ot[1].rec))
+    if (tx_reuse_due(&ot[0]) || tx_reuse_due(&ot[1]))
         __builtin_prefetch(ot->hd);
     ot[0].streak = ot[1].streak = 0;
     *peer_p = s;

@@ -180,7 +180,7 @@
                                                  * 8: fast boxes;
                                                  * 9: the bell's rung (D1R);
                                                  * 10: fast-box messages of up
-                                                 * to PT_SHM_FB_MAXLN = 10 lines
+                                                 * to 10 lines
                                                  * (a receiver judges more
                                                  * lines faulty);
                                                  * 11: flag slots;
