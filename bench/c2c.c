@@ -15,23 +15,17 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "probe.h"
+
 static _Alignas(64) volatile long ping;
 static _Alignas(64) volatile long pong;
 static long N = 200000;
 static int cpu_a = 0, cpu_b = 1;
 
-static void pin(int c)
-{
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(c, &s);
-    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
 static void *peer(void *a)
 {
     (void)a;
-    pin(cpu_b);
+    probe_pin(cpu_b);
     for (long i = 1; i <= N; i++) {
         while (ping != i)
             ;
@@ -57,17 +51,15 @@ int main(int argc, char **argv)
         N = 1;
     pthread_t t;
     pthread_create(&t, 0, peer, 0);
-    pin(cpu_a);
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    probe_pin(cpu_a);
+    double t0 = probe_now_ns();
     for (long i = 1; i <= N; i++) {
         ping = i;
         while (pong != i)
             ;
     }
-    clock_gettime(CLOCK_MONOTONIC, &b);
+    double t1 = probe_now_ns();
     pthread_join(t, 0);
-    printf("c2c half-RTT %.1f ns\n",
-           ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)N / 2);
+    printf("c2c half-RTT %.1f ns\n", (t1 - t0) / (double)N / 2);
     return 0;
 }

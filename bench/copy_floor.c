@@ -30,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define MAXSZ 65536
 
 struct box {
@@ -42,21 +44,6 @@ static size_t g_size;
 static long g_iters;
 static int g_mode, cpus[2] = {0, 1};
 static pthread_barrier_t bar;
-
-static void pin(int c)
-{
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(c, &s);
-    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static inline void prefetch_w(const void *p)
 {
@@ -91,7 +78,7 @@ static double g_half_us;
 static void *side(void *arg)
 {
     int me = (int)(intptr_t)arg;
-    pin(cpus[me]);
+    probe_pin(cpus[me]);
     unsigned char *u = aligned_alloc(4096, MAXSZ), *v = aligned_alloc(4096, MAXSZ);
     memset(u, me + 1, MAXSZ);
     memset(v, 0, MAXSZ);
@@ -103,7 +90,7 @@ static void *side(void *arg)
         uint64_t i = (uint64_t)k;
         if (me == 0) {
             if (k == warm + 1)
-                t0 = now_ns();
+                t0 = probe_now_ns();
             send_msg(out, u, g_size, i);
             recv_msg(in, v, g_size, i);
         } else {
@@ -112,7 +99,7 @@ static void *side(void *arg)
         }
     }
     if (me == 0)
-        g_half_us = (now_ns() - t0) / (double)(g_iters - warm) / 2000.0;
+        g_half_us = (probe_now_ns() - t0) / (double)(g_iters - warm) / 2000.0;
     free(u);
     free(v);
     return NULL;

@@ -38,6 +38,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
+
 #define LINES 64u      /* the lane, a power of two */
 #define HEAD_EVERY 16u /* the receiver hands its head back this often */
 
@@ -55,21 +57,6 @@ static int g_fence, cpus[2] = {0, 1};
 static pthread_barrier_t bar;
 static double g_ns;
 
-static void pin(int c)
-{
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(c, &s);
-    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static inline void relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -84,7 +71,7 @@ static void sender(void)
     double t0 = 0;
     for (uint64_t i = 0; i < (uint64_t)g_msgs; i++) {
         if ((long)i == warm)
-            t0 = now_ns();
+            t0 = probe_now_ns();
         while (i - head >= LINES) { /* full: where is the receiver? */
             head = atomic_load_explicit(&rx_head, memory_order_acquire);
             if (i - head >= LINES)
@@ -101,7 +88,7 @@ static void sender(void)
     /* the last message consumed */
     while (atomic_load_explicit(&rx_head, memory_order_acquire) < (uint64_t)g_msgs)
         relax();
-    g_ns = (now_ns() - t0) / (double)(g_msgs - warm);
+    g_ns = (probe_now_ns() - t0) / (double)(g_msgs - warm);
     if (rings)
         fprintf(stderr, "ptl_ratefloor: the doorbell rang\n");
 }
@@ -123,7 +110,7 @@ static void receiver(void)
 static void *side(void *arg)
 {
     int me = (int)(intptr_t)arg;
-    pin(cpus[me]);
+    probe_pin(cpus[me]);
     pthread_barrier_wait(&bar);
     if (me == 0)
         sender();
