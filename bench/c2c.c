@@ -10,10 +10,8 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "probe.h"
 

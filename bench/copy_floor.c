@@ -21,14 +21,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "probe.h"
 
@@ -43,7 +40,6 @@ static struct box boxes[2];
 static size_t g_size;
 static long g_iters;
 static int g_mode, cpus[2] = {0, 1};
-static pthread_barrier_t bar;
 
 static inline void prefetch_w(const void *p)
 {
@@ -83,7 +79,7 @@ static void *side(void *arg)
     memset(u, me + 1, MAXSZ);
     memset(v, 0, MAXSZ);
     struct box *out = &boxes[me], *in = &boxes[!me];
-    pthread_barrier_wait(&bar);
+    probe_pair_ready();
     double t0 = 0;
     long warm = g_iters / 10;
     for (long k = 1; k <= g_iters; k++) {
@@ -152,12 +148,7 @@ int main(int argc, char **argv)
             g_mode = m;
             atomic_store(&boxes[0].seq, 0);
             atomic_store(&boxes[1].seq, 0);
-            pthread_barrier_init(&bar, NULL, 2);
-            pthread_t t;
-            pthread_create(&t, NULL, side, (void *)(intptr_t)1);
-            side((void *)(intptr_t)0);
-            pthread_join(t, NULL);
-            pthread_barrier_destroy(&bar);
+            probe_pair_run(side);
             printf("%8zu %4d %10.3f\n", g_size, m, g_half_us);
             fflush(stdout);
         }

@@ -1,7 +1,7 @@
 /*
  * probe.h - what the stand-alone probes share (ptl_c2c, ptl_copyfloor,
  * ptl_ratefloor): two threads, each pinned to a cpu of its own, timed with
- * the monotonic clock. No libportals and no bench library: each probe
+ * the monotonic clock (the floors start their pair with probe_pair_run). No libportals and no bench library: each probe
  * measures the machine alone.
  */
 #ifndef PTL_BENCH_PROBE_H
@@ -12,6 +12,7 @@
 #endif
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <time.h>
 
 /* The calling thread on cpu c only (a cpu the machine lacks leaves it where
@@ -29,6 +30,27 @@ static inline double probe_now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* One measurement by a pair of threads: side(1) on a new thread, side(0) on
+ * the caller's, both returned before this does. Each side pins itself and
+ * calls probe_pair_ready() once it is set up: neither starts before both are. */
+static inline pthread_barrier_t *probe_bar(void)
+{
+    static pthread_barrier_t b;
+    return &b;
+}
+
+static inline void probe_pair_ready(void) { pthread_barrier_wait(probe_bar()); }
+
+static inline void probe_pair_run(void *(*side)(void *))
+{
+    pthread_barrier_init(probe_bar(), NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, side, (void *)(intptr_t)1);
+    side((void *)(intptr_t)0);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(probe_bar());
 }
 
 #endif

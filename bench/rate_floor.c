@@ -29,14 +29,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "probe.h"
 
@@ -54,7 +51,6 @@ static _Alignas(64) _Atomic uint32_t sleepers; /* the doorbell: never set here *
 static _Alignas(64) uint64_t g_sum;           /* the receiver's checksum */
 static long g_msgs;
 static int g_fence, cpus[2] = {0, 1};
-static pthread_barrier_t bar;
 static double g_ns;
 
 static inline void relax(void)
@@ -111,7 +107,7 @@ static void *side(void *arg)
 {
     int me = (int)(intptr_t)arg;
     probe_pin(cpus[me]);
-    pthread_barrier_wait(&bar);
+    probe_pair_ready();
     if (me == 0)
         sender();
     else
@@ -150,12 +146,7 @@ int main(int argc, char **argv)
         for (uint32_t j = 0; j < LINES; j++)
             atomic_store(&lane[j].seq, 0);
         atomic_store(&rx_head, 0);
-        pthread_barrier_init(&bar, NULL, 2);
-        pthread_t t;
-        pthread_create(&t, NULL, side, (void *)(intptr_t)1);
-        side((void *)(intptr_t)0);
-        pthread_join(t, NULL);
-        pthread_barrier_destroy(&bar);
+        probe_pair_run(side);
         uint64_t want = (uint64_t)g_msgs * (uint64_t)(g_msgs - 1) / 2;
         if (g_sum != want) {
             fprintf(stderr, "ptl_ratefloor: receiver's checksum %llu, expected %llu\n",
