@@ -12,6 +12,7 @@
 
 #include "xport.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,16 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
 /* The same over a PMIx job (pmix.c; PTL_WITH_PMIX): no job region. */
 int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_xport_ops **ops_p,
                      struct pt_xport **x_p, struct pt_xport_info *info_p);
+
+/* Does this provider's fi_trywait answer "safe to sleep" without looking at
+ * the completion queue? libfabric's xnet core did until 1.19: its trywait
+ * returned 0 even with completions already queued (read off the socket by an
+ * earlier progress call, so the wait descriptor stays quiet); Debian 12's
+ * 1.17 names it `net`, 1.18 `tcp` (its native RDM endpoint, and the message
+ * endpoints under `tcp;ofi_rxm`, whose trywait asks theirs). prov_version is
+ * fi_info's FI_VERSION(major, minor) of the provider (117.0 in 1.17). Pure:
+ * unit_config tests it. */
+bool pt_ofi_trywait_blind(const char *prov, uint32_t prov_version);
 
 /* ptl_info: the providers libfabric offers for what the transport needs,
  * and the one PTL_OFI_PROVIDER (or the default rule) picks. */

@@ -367,6 +367,10 @@ struct pt_xport {
     uint32_t *chk_next;      /* [peer]: the tick from which a new check may start */
     uint8_t *chk_shift;      /* [peer]: checks answered "alive" in a row        */
     uint32_t nchk;           /* checks open                                     */
+    /* The provider's fi_trywait says "safe to sleep" without looking at the
+     * CQ (libfabric's xnet core before 1.19: `net` in 1.17, `tcp` in 1.18),
+     * so rx_pending peeks first (ofi_rx_pending; set once at open). */
+    bool trywait_blind;
     char prov[64];
 };
 

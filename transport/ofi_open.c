@@ -217,6 +217,19 @@ static const char *const g_pref[] = {"verbs;ofi_rxm", "psm2", "tcp;ofi_rxm", "ne
  * descriptor, FI_WAIT_FD with FI_GETWAIT, on which the engine sleeps: named,
  * PtlNIInit refuses them saying so, and ptl_info marks them unusable.) */
 
+bool pt_ofi_trywait_blind(const char *prov, uint32_t prov_version)
+{
+    if (!prov)
+        return false;
+    size_t core = strcspn(prov, ";"); /* "tcp;ofi_rxm": the core under rxm */
+    uint32_t major = prov_version >> 16;
+    if (core == 3 && !strncmp(prov, "net", 3))
+        return major < 119; /* 0: a provider that did not say; peek anyway */
+    if (core == 3 && !strncmp(prov, "tcp", 3))
+        return major >= 118 && major < 119;
+    return false;
+}
+
 /* Does this fabric address name the loopback interface (127/8, ::1)? */
 static bool is_loopback(const struct fi_info *i)
 {
@@ -433,6 +446,7 @@ static int open_fabric(struct pt_xport *x)
     if (!x->info)
         return -ENOMEM;
     snprintf(x->prov, sizeof x->prov, "%s", x->info->fabric_attr->prov_name);
+    x->trywait_blind = pt_ofi_trywait_blind(x->prov, x->info->fabric_attr->prov_version);
     x->mr_virt = x->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
     x->max_read = x->info->ep_attr && x->info->ep_attr->max_msg_size
                       ? (size_t)x->info->ep_attr->max_msg_size
