@@ -968,6 +968,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
                  nic->xi.ranks_here);
     if (nic->xo->wait_fd &&
         pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x),
+                       nic->xo->cq_fd ? nic->xo->cq_fd(nic->x) : -1,
                        nic->xo->ring_fd ? nic->xo->ring_fd(nic->x) : -1) != 0) {
         pt_log(PT_LOG_ERR, "cannot create the eventfd the engine sleeps on");
         goto fail_fd;

@@ -90,6 +90,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     ST_RELAXED(&w->nic_state, nic_thread ? PT_NIC_IDLE : PT_NIC_STOP);
     ST_RELAXED(&w->backstop_ns, (uint64_t)pt_config()->wake_backstop_ms * 1000000u);
     w->xfd = -1;
+    w->cfd = -1;
     w->efd = -1;
     w->rfd = -1;
     w->yield_ns = yield_ns_for(ranks_here, cpus);
@@ -109,7 +110,7 @@ void pt_wait_set_lease_poll(struct pt_wait *w, bool on) { w->lease_poll = on && 
 
 void pt_wait_set_cmd_inline(struct pt_wait *w, bool on) { w->cmd_inline = on || !w->nic_thread; }
 
-int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
+int pt_wait_set_fd(struct pt_wait *w, int xfd, int cfd, int rfd)
 {
     if (xfd < 0)
         return 0;
@@ -118,6 +119,7 @@ int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd)
         return -errno;
     w->efd = e;
     w->xfd = xfd;
+    w->cfd = cfd;
     w->rfd = rfd;
     /* No lease on a descriptor: its arrivals never ring (there is no ring
      * to save), and with leases a mixed job (shm peers on this host, ofi
@@ -136,6 +138,7 @@ void pt_wait_fini(struct pt_wait *w)
         close(w->efd);
     w->efd = -1;
     w->xfd = -1;
+    w->cfd = -1;
     w->rfd = -1; /* the transport's: it closes it */
 }
 
@@ -189,7 +192,7 @@ static bool rfd_drain(int fd)
 }
 
 static bool fd_poll(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
-                    int xfd)
+                    bool xport)
 {
     uint64_t v;
     (void)!read(w->efd, &v, sizeof v);
@@ -197,8 +200,9 @@ static bool fd_poll(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int
         (void)rfd_drain(w->rfd);
     if (LD_ACQUIRE(&ww->seq) != seq)
         return true;
-    /* xfd -1: the eventfd and ring socket alone (poll ignores a negative fd) */
-    struct pollfd p[3] = {{.fd = xfd, .events = POLLIN},
+    /* !xport: the eventfd and ring socket alone (poll ignores a negative fd) */
+    struct pollfd p[4] = {{.fd = xport ? w->xfd : -1, .events = POLLIN},
+                          {.fd = xport ? w->cfd : -1, .events = POLLIN},
                           {.fd = w->efd, .events = POLLIN},
                           {.fd = w->rfd, .events = POLLIN}};
     struct timespec ts, *tp = NULL;
@@ -207,19 +211,19 @@ static bool fd_poll(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int
         ts.tv_nsec = timeout_ns % 1000000000;
         tp = &ts;
     }
-    int n = ppoll(p, 3, tp, NULL);
+    int n = ppoll(p, 4, tp, NULL);
     if (n != 0)
         return true; /* readable, or a signal: the caller rechecks either way */
     return LD_ACQUIRE(&ww->seq) != seq;
 }
 
 static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns,
-                    int xfd)
+                    bool xport)
 {
     uint32_t free_ = 0;
     if (!RMW_CAS(&w->fd_poller, &free_, 1)) /* [P1] a full fence either way */
         return pt_futex_wait(ww, seq, timeout_ns);
-    bool r = fd_poll(w, ww, seq, timeout_ns, xfd);
+    bool r = fd_poll(w, ww, seq, timeout_ns, xport);
     RMW_XCHG(&w->fd_poller, 0); /* [P2] a full fence before the load of sleepers */
     if (LD_RELAXED(&ww->sleepers) > 1)
         pt_wake_all(ww);
@@ -231,7 +235,7 @@ static bool fd_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int
 static bool bell_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, int64_t timeout_ns)
 {
     if (ww == w->bell && w->xfd >= 0)
-        return fd_wait(w, ww, seq, timeout_ns, w->xfd);
+        return fd_wait(w, ww, seq, timeout_ns, true);
     return pt_futex_wait(ww, seq, timeout_ns);
 }
 
@@ -243,7 +247,7 @@ static bool bell_wait(struct pt_wait *w, struct pt_waitword *ww, uint32_t seq, i
  * leaves (D5 in kick). Returns false on timeout. */
 static bool bell_wait_fdless(struct pt_wait *w, uint32_t seq, int64_t timeout_ns)
 {
-    return fd_wait(w, w->bell, seq, timeout_ns, -1);
+    return fd_wait(w, w->bell, seq, timeout_ns, false);
 }
 
 /* ---- the hostile-peer backstop (wait.h; not part of the protocol) ---------- */

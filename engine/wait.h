@@ -242,12 +242,14 @@ struct pt_wait {
      * and every ring of the bell by this process also writes efd (see
      * "Sleeping on a descriptor" in docs/waiting.md). -1: futex only. */
     int xfd;                           /* the transport's descriptor             */
+    int cfd;                           /* polled beside xfd, not inside it: the
+                                        * provider's own (xport.h cq_fd), or -1  */
     int efd;                           /* our eventfd (written by ringers)        */
     int rfd;                           /* the transport's ring socket (peers of
                                         * this host ring it after their seq bump:
                                         * xport.h ring_fd), or -1                 */
     /* P1/P2 (wait.c, fd_wait): 1 while an engine sleeper of this process
-     * polls the descriptors (xfd, efd, rfd); the others sleep on the bell's
+     * polls the descriptors (xfd, cfd, efd, rfd); the others sleep on the bell's
      * futex meanwhile. RMW only (CAS to take, XCHG to give back). */
     _Atomic uint32_t fd_poller;
     /* D5: the NIC thread's mark, stored at every S2 (F1, before its
@@ -359,7 +361,7 @@ void pt_wait_set_lease_poll(struct pt_wait *w, bool on);
 void pt_wait_set_cmd_inline(struct pt_wait *w, bool on);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
-int pt_wait_set_fd(struct pt_wait *w, int xfd, int rfd);
+int pt_wait_set_fd(struct pt_wait *w, int xfd, int cfd, int rfd);
 void pt_wait_fini(struct pt_wait *w);
 /* Ring the bell: pt_wake_all, and the eventfd when sleepers poll (wait.c). */
 void pt_wait_ring(struct pt_wait *w, struct pt_waitword *ww);

@@ -272,6 +272,7 @@ static uint32_t mix_departures(struct pt_xport *x)
 }
 
 static int mix_wait_fd(struct pt_xport *x) { return x->ofi ? x->oo->wait_fd(x->ox) : -1; }
+static int mix_cq_fd(struct pt_xport *x) { return x->ofi ? x->oo->cq_fd(x->ox) : -1; }
 static int mix_ring_fd(struct pt_xport *x) { return x->so->ring_fd(x->sx); }
 
 /* The credit wait is the region's (ofi has none: a send refused for credits
@@ -331,6 +332,7 @@ static const struct pt_xport_ops g_mix_ops = {
     .departures = mix_departures,
     .close = mix_close,
     .wait_fd = mix_wait_fd,
+    .cq_fd = mix_cq_fd,
     .ring_fd = mix_ring_fd,
     .stall_counter = mix_stall_counter,
     .stall_clear = mix_stall_clear,
@@ -431,6 +433,7 @@ static void node_ops_init(void)
     g_mix_node_ops.name = "node";
     g_mix_node_ops.tx_needs_peek = false;
     g_mix_node_ops.wait_fd = NULL;
+    g_mix_node_ops.cq_fd = NULL;
     g_mix_node_ops.ring_fd = NULL;
 }
 

@@ -33,10 +33,12 @@
  *   answer comes back (FIN for a put, RFIN for a get reply, which echo
  *   `req` / `tgt_link`), or at close.
  *
- *   Sleeping. wait_fd() is an epoll set of the CQ's wait object (FI_WAIT_FD)
- *   and one pidfd per peer rank on this host; rx_pending() is "a message is
- *   queued, or fi_trywait() says completions are pending". The waiting
- *   protocol (engine/wait.c) sleeps in poll() on it beside its own eventfd.
+ *   Sleeping. cq_fd() is the CQ's wait object (FI_WAIT_FD), wait_fd() an
+ *   epoll set of one pidfd per peer rank on this host (and, in a PMIx job,
+ *   the launcher's event and the probe's timer); rx_pending() is "a message
+ *   is queued, or fi_trywait() says completions are pending". The waiting
+ *   protocol (engine/wait.c) sleeps in poll() on both beside its own
+ *   eventfd.
  *
  *   Names. Each rank publishes its fi_getname() through a small address
  *   exchange (struct ofi_addrx); on one host the job region's rank records
@@ -868,8 +870,6 @@ static bool ofi_rx_pending(struct pt_xport *x)
         int k = epoll_wait(x->epfd, ev, 8, 0);
         bool died = false;
         for (int i = 0; i < k; i++) {
-            if (ev[i].data.u32 == UINT32_MAX)
-                continue; /* the CQ: fi_trywait below decides */
             if (ev[i].data.u32 == UINT32_MAX - 2) {
                 /* the probe timer: work for the engine (peek, probe_tick) */
                 uint64_t v;
@@ -927,6 +927,7 @@ static bool ofi_rx_pending(struct pt_xport *x)
 }
 
 static int ofi_wait_fd(struct pt_xport *x) { return x->epfd; }
+static int ofi_cq_fd(struct pt_xport *x) { return x->cq_fd; }
 
 static bool ofi_peer_alive(struct pt_xport *x, uint32_t peer)
 {
@@ -983,6 +984,7 @@ static const struct pt_xport_ops g_ofi_ops = {
     .departures = ofi_departures,
     .close = pt_ofi_close,
     .wait_fd = ofi_wait_fd,
+    .cq_fd = ofi_cq_fd,
 };
 
 const struct pt_xport_ops *pt_ofi_ops(void) { return &g_ofi_ops; }

@@ -248,7 +248,7 @@ struct pt_xport {
     struct fid_cq *cq;
     struct fid_av *av;
     int cq_fd;            /* the CQ's wait object                                */
-    int epfd;             /* epoll: cq_fd + peer pidfds (wait_fd)                */
+    int epfd;             /* epoll: peer pidfds, ev_fd, tfd (wait_fd; cq_fd beside it) */
     int *pidfd;           /* [peer] or -1                                        */
     uint32_t npidfd;
     bool mr_local;        /* FI_MR_LOCAL: our buffers need descriptors           */

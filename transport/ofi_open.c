@@ -654,12 +654,13 @@ static int ofi_setup(struct pt_xport *x)
         if (rc)
             return rc;
     }
-    /* The sleep set: the CQ's wait object and every peer's pidfd. */
+    /* The sleep set: every peer's pidfd, the PMIx launcher's event and the
+     * probe's timer. Not the CQ's wait object: the sleepers poll it beside
+     * the set (cq_fd), since a descriptor inside an epoll set runs the set's
+     * callback at each of its wake-ups, and the CQ's wakes at every
+     * completion (xport.h). */
     x->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (x->epfd < 0)
-        return -errno;
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
-    if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->cq_fd, &ev) != 0)
         return -errno;
     if (x->ev_fd >= 0) {
         struct epoll_event e2 = {.events = EPOLLIN, .data.u32 = UINT32_MAX - 1};
@@ -727,7 +728,7 @@ static int ofi_setup(struct pt_xport *x)
         if (fd < 0)
             continue; /* gone already, or an old kernel: the launcher's flag still works */
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-        ev.data.u32 = p;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = p};
         if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             close(fd);
             continue;

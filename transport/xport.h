@@ -208,6 +208,14 @@ struct pt_xport_ops {
      * and any later arrival makes the descriptor readable. NULL or -1: peers
      * ring the doorbell (shm, loopback). Any thread. */
     int (*wait_fd)(struct pt_xport *x);
+    /* Beside wait_fd, with the same contract: a descriptor the sleepers poll
+     * directly instead of through wait_fd's epoll set (ofi: the CQ's wait
+     * object). Every wake-up of a descriptor inside an epoll set also runs
+     * the set's callback, and this one wakes at every completion: on the
+     * message path, whether or not anybody sleeps (0.1-0.2 us per 8 B half
+     * round trip over tcp;ofi_rxm, bench/ptl_ofifloor --wait nest). NULL or
+     * -1: none. Any thread. */
+    int (*cq_fd)(struct pt_xport *x);
     /* Beside wait_fd: a descriptor that peers of this host make readable
      * when they ring the bell (after the seq bump; transport/shm.c,
      * ring_sock), drained by the sleepers (recv until empty) before they
