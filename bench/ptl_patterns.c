@@ -82,7 +82,10 @@
  * progress at all outside a wait for that long.
  *
  * --check also reports the longest wait and the waits over 1 ms and 10 ms
- * (stalls that did not reach the watchdog). The benchmark line (rank 0, and
+ * (stalls that did not reach the watchdog). --cpu-max PCT fails a rank whose
+ * process (every thread: the application's, the NIC thread) used more CPU
+ * time than PCT% of the exchanges' wall time: with --think, a rank that
+ * sleeps while it waits stays far below, one whose engine spins does not. The benchmark line (rank 0, and
  * --csv FILE): pattern, size, iterations, mean/p50/p99/max in us per turn (put
  * ping-pong: half round trip; get/getput: one whole operation; stream: per
  * message) and the iterations over 100 us; samples go to a preallocated array.
@@ -98,6 +101,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <signal.h>
@@ -123,6 +127,7 @@ typedef struct {
     int check;         /* --check: short, every byte verified */
     long iters, warmup;
     double watchdog_s;
+    double cpu_max;    /* --cpu-max PCT (0: not checked) */
     const char *csv;
     int trace;
 } run_t;
@@ -327,6 +332,15 @@ static void dump_expect(FILE *f, const xs_t *x)
     }
     fprintf(f, "  events consumed by this thread: %ld; empty polls/gets: %ld\n", x->events,
             x->empty_polls);
+}
+
+/* This process's CPU time so far, every thread (--cpu-max). */
+static double cpu_seconds(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 /* ---- watchdog ------------------------------------------------------------------ */
@@ -1379,6 +1393,8 @@ static void usage(FILE *f)
             "  --csv FILE  append the benchmark line to FILE (header if new)\n"
             "  --think US  A pauses US before each exchange (untimed), B after its own\n"
             "              operation: waiters and NIC threads sleep and must be woken\n"
+            "  --cpu-max PCT  fail (exit 1) when this rank's process used CPU for more than\n"
+            "              PCT%% of the exchanges' wall time (a thread that should sleep spins)\n"
             "  --trace     print every event (stderr)\n"
             "Ranks: even; pairs (0,1), (2,3), ... run independently, rank 0 reports.\n"
             "Exit: 0 ok, 1 check failed, 2 usage, 3 watchdog (hang).\n",
@@ -1402,8 +1418,9 @@ static void parse(int argc, char **argv)
     R.iters = -1;
     R.warmup = -1;
     R.watchdog_s = 5;
-    enum { O_SIZE = 1000, O_WINDOW, O_THREADS, O_CHECK, O_WARM, O_WD, O_CSV, O_TRACE, O_THINK, O_DIM };
-    struct option lo[NDIMS + 12];
+    enum { O_SIZE = 1000, O_WINDOW, O_THREADS, O_CHECK, O_WARM, O_WD, O_CSV, O_TRACE, O_THINK,
+           O_CPU, O_DIM };
+    struct option lo[NDIMS + 13];
     int nlo = 0;
     for (int d = 0; d < NDIMS; d++)
         lo[nlo++] = (struct option){dims[d].opt, 1, 0, O_DIM + d};
@@ -1416,6 +1433,7 @@ static void parse(int argc, char **argv)
     lo[nlo++] = (struct option){"csv", 1, 0, O_CSV};
     lo[nlo++] = (struct option){"trace", 0, 0, O_TRACE};
     lo[nlo++] = (struct option){"think", 1, 0, O_THINK};
+    lo[nlo++] = (struct option){"cpu-max", 1, 0, O_CPU};
     lo[nlo++] = (struct option){"help", 0, 0, 'h'};
     lo[nlo] = (struct option){0, 0, 0, 0};
     int c;
@@ -1448,6 +1466,7 @@ static void parse(int argc, char **argv)
         case O_CSV: R.csv = optarg; break;
         case O_TRACE: R.trace = 1; break;
         case O_THINK: R.think_us = pb_atol_or_die("--think", optarg); break;
+        case O_CPU: R.cpu_max = pb_atof_or_die("--cpu-max", optarg); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -1501,6 +1520,7 @@ int main(int argc, char **argv)
         g_xs[t] = &xs[t];
     }
     watchdog_start();
+    double cpu0 = cpu_seconds(), wall0 = pb_now_ns() / 1e9;
 
     if (R.threads == 1) {
         thread_main(&xs[0]); /* the ordinary client: everything on the main thread */
@@ -1520,6 +1540,7 @@ int main(int argc, char **argv)
     }
 
     pb_barrier(&C); /* every pair is done: nothing is in flight any more */
+    double cpu_pct = 100.0 * (cpu_seconds() - cpu0) / (pb_now_ns() / 1e9 - wall0);
     for (int t = 0; t < R.threads; t++)
         xs_free(&xs[t]);
 
@@ -1560,6 +1581,16 @@ int main(int argc, char **argv)
     if (drops) {
         fprintf(stderr, "ptl_patterns FAILED: %ld message(s) dropped\n  pattern: %s\n", drops, g_desc);
         return 1;
+    }
+    if (R.cpu_max > 0) {
+        printf("ptl_patterns: rank %u used CPU for %.0f%% of the exchanges' wall time (at most %.0f%%)\n",
+               C.rank, cpu_pct, R.cpu_max);
+        if (cpu_pct > R.cpu_max) {
+            fprintf(stderr, "ptl_patterns FAILED: rank %u used CPU for %.0f%% of the wall time, "
+                            "more than --cpu-max %.0f (a thread that should sleep spins)\n  pattern: %s\n",
+                    C.rank, cpu_pct, R.cpu_max, g_desc);
+            return 1;
+        }
     }
     if (C.rank == 0 && R.check)
         printf("ptl_patterns: OK %s\n", g_desc);

@@ -912,16 +912,24 @@ static bool ofi_rx_pending(struct pt_xport *x)
      * a peer's death and the probe's period are still seen meanwhile. */
     if (LD_RELAXED(&x->backlog))
         return true;
-    /* A provider whose fi_trywait does not look at the CQ
-     * (pt_ofi_trywait_blind): a read of no entries runs its progress and
-     * answers -FI_EAGAIN only when the CQ is empty. After that, anything new
-     * is still on a socket, which keeps the wait descriptor readable; a
-     * completion that another thread's progress moves into the CQ meanwhile
-     * is that thread's to see (its own recheck or the engine's pass). Without
-     * it, an offload-mode ping-pong over `net` stalled 10 ms in ~1 of 400
-     * iterations (bench/results-ofi.md, fifty-second session). */
-    if (x->trywait_blind && fi_cq_read(x->cq, NULL, 0) != -FI_EAGAIN)
-        return true;
+    /* A provider whose fi_trywait neither looks at the CQ nor resets its wait
+     * object (pt_ofi_trywait_blind) gets both done here, in this order:
+     * first the wait set's signal is reset (fi_wait with no timeout only
+     * does that here: it times out before it would poll), then a read of no
+     * entries runs the provider's progress and answers -FI_EAGAIN only when
+     * the CQ is empty. After that, a completion that any thread's progress
+     * reports sets the signal again, and what is still on a socket keeps
+     * the progress set readable: the descriptor wakes the sleeper either
+     * way. Reset after the look, a completion reported in between would be
+     * slept through; not reset at all, the descriptor stayed readable after
+     * the first completion and the offload NIC thread spun through poll()
+     * beside its application (`net`, bench/results-ofi.md, fifty-second
+     * session). */
+    if (x->trywait_blind) {
+        (void)fi_wait(x->ws, 0);
+        if (fi_cq_read(x->cq, NULL, 0) != -FI_EAGAIN)
+            return true;
+    }
     struct fid *f = &x->cq->fid;
     return fi_trywait(x->fabric, &f, 1) != FI_SUCCESS;
 }

@@ -371,6 +371,7 @@ struct pt_xport {
      * CQ (libfabric's xnet core before 1.19: `net` in 1.17, `tcp` in 1.18),
      * so rx_pending peeks first (ofi_rx_pending; set once at open). */
     bool trywait_blind;
+    struct fid_wait *ws;     /* trywait_blind: the CQ's wait set (reset there) */
     char prov[64];
 };
 

@@ -68,6 +68,8 @@ static void ofi_free(struct pt_xport *x)
         fi_close(&x->av->fid);
     if (x->cq)
         fi_close(&x->cq->fid);
+    if (x->ws)
+        fi_close(&x->ws->fid);
     if (x->domain)
         fi_close(&x->domain->fid);
     if (x->fabric)
@@ -464,6 +466,17 @@ static int open_fabric(struct pt_xport *x)
     TRY(fi_domain(x->fabric, x->info, &x->domain, NULL), "fi_domain");
     struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_FD,
                              .size = 4096};
+    if (x->trywait_blind) {
+        /* Its CQ's wait object is signalled at every completion and only a
+         * trywait resets it, which this provider's does not: a sleeper's
+         * descriptor stayed readable and the offload NIC thread spun through
+         * poll() beside its application thread (ofi_rx_pending). A wait set
+         * of our own can be reset (fi_wait with no timeout). */
+        struct fi_wait_attr wa = {.wait_obj = FI_WAIT_FD};
+        TRY(fi_wait_open(x->fabric, &wa, &x->ws), "fi_wait_open");
+        cqa.wait_obj = FI_WAIT_SET;
+        cqa.wait_set = x->ws;
+    }
     rc = fi_cq_open(x->domain, &cqa, &x->cq, NULL);
     if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_EOPNOTSUPP)
         return no_wait_fd(x, "a completion queue a wait descriptor", "fi_cq_open with FI_WAIT_FD",
@@ -478,7 +491,7 @@ static int open_fabric(struct pt_xport *x)
     TRY(fi_setopt(&x->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &minmr, sizeof minmr),
         "FI_OPT_MIN_MULTI_RECV");
     TRY(fi_enable(x->ep), "fi_enable");
-    rc = fi_control(&x->cq->fid, FI_GETWAIT, &x->cq_fd);
+    rc = fi_control(x->ws ? &x->ws->fid : &x->cq->fid, FI_GETWAIT, &x->cq_fd);
     if (rc)
         return no_wait_fd(x, "its completion queue's wait descriptor", "FI_GETWAIT", rc);
 #undef TRY

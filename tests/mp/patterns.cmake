@@ -227,6 +227,43 @@ ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 1
 # the two "hosts'" ranks bound to one core by their orteds, one starved by the other's
 # spinner (tests/netns/run-two-hosts.sh, --bind-to none; engine/wait.c, the nap).
 ptl_pattern_ofi(spin_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
+# Idle means asleep: with 5 ms pauses before each exchange a rank's process (its
+# application and NIC threads) must use the CPU for at most half of the wall time
+# (--cpu-max; 1-6% measured, 100% where a sleeper's descriptor stayed readable and
+# the NIC thread spun through poll(): `net` below before its wait set, fifty-second
+# session). On shared memory and over the default provider.
+set(PTL_PAT_IDLE --wait eqwait --think 5000 --ack on -n 100 --cpu-max 50)
+ptl_pattern(think_idle ARGS ${PTL_PAT_IDLE})
+if(PTL_WITH_OFI)
+  ptl_pattern(think_idle SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi ARGS ${PTL_PAT_IDLE})
+  # libfabric's xnet core before 1.19 (`net` in Debian 12's 1.17): its fi_trywait
+  # neither looks at the CQ nor resets the CQ's wait object (transport/ofi.h,
+  # pt_ofi_trywait_blind; ofi.c, ofi_rx_pending does both through a wait set of its
+  # own). Where this libfabric offers it: the idle check, and patterns that sleep on
+  # its descriptor, stream, read by RMA and share it between two threads.
+  find_program(PTL_FI_INFO fi_info)
+  set(_fi_provs "")
+  if(PTL_FI_INFO)
+    execute_process(COMMAND ${PTL_FI_INFO} -l OUTPUT_VARIABLE _fi_provs ERROR_QUIET
+                    RESULT_VARIABLE _fi_rc)
+  endif()
+  if(_fi_provs MATCHES "(^|\n)net:")
+    set(_net_env ${PTL_MP_OFI_ENV} PTL_OFI_PROVIDER=net FI_NET_IFACE=lo)
+    ptl_pattern(think_idle SUFFIX _ofi_net ENV ${_net_env} LABELS ofi ARGS ${PTL_PAT_IDLE})
+    ptl_pattern(wait_eqwait SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
+                ARGS --wait eqwait --start on --send-end on --ack on)
+    ptl_pattern(think_eqwait_sleep SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
+                ARGS --wait eqwait --think 1500 --ack on -n 100)
+    ptl_pattern(size_get_1048576 SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
+                ARGS --op get --size 1048576 --region on --recv fresh -n 50)
+    ptl_pattern(threads2_put_multi SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
+                ARGS --threads 2 --wait eqpoll-multi --ack on)
+    ptl_pattern(spin_think SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
+                ARGS --wait eqget-spin --think 1500 --ack on -n 100)
+  else()
+    message(STATUS "libportals tests: libfabric offers no net provider here: its patterns are not registered")
+  endif()
+endif()
 ptl_pattern_ofi(spin_get ARGS --op get --wait eqget-spin --start on -n 200)
 # two threads of a rank, each spinning on PtlEQGet for its own exchange, pausing before
 # each: one NI's engine taken in turns by two spinners and left to the NIC thread's
