@@ -85,8 +85,8 @@
  * (stalls that did not reach the watchdog). --cpu-max PCT fails a rank whose
  * process (every thread: the application's, the NIC thread) used more CPU
  * time than PCT% of the exchanges' wall time: with --think, a rank that
- * sleeps while it waits stays far below, one whose engine spins does not. The benchmark line (rank 0, and
- * --csv FILE): pattern, size, iterations, mean/p50/p99/max in us per turn (put
+ * sleeps while it waits stays far below, one whose engine spins does not.
+ * The benchmark line (rank 0, and --csv FILE): pattern, size, iterations, mean/p50/p99/max in us per turn (put
  * ping-pong: half round trip; get/getput: one whole operation; stream: per
  * message) and the iterations over 100 us; samples go to a preallocated array.
  *
@@ -101,13 +101,13 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1520,7 +1520,7 @@ int main(int argc, char **argv)
         g_xs[t] = &xs[t];
     }
     watchdog_start();
-    double cpu0 = cpu_seconds(), wall0 = pb_now_ns() / 1e9;
+    double cpu0 = cpu_seconds(), wall0 = now_s();
 
     if (R.threads == 1) {
         thread_main(&xs[0]); /* the ordinary client: everything on the main thread */
@@ -1540,7 +1540,7 @@ int main(int argc, char **argv)
     }
 
     pb_barrier(&C); /* every pair is done: nothing is in flight any more */
-    double cpu_pct = 100.0 * (cpu_seconds() - cpu0) / (pb_now_ns() / 1e9 - wall0);
+    double cpu_pct = 100.0 * (cpu_seconds() - cpu0) / (now_s() - wall0);
     for (int t = 0; t < R.threads; t++)
         xs_free(&xs[t]);
 

@@ -42,7 +42,7 @@ int pt_ofi_open_pmix(uint32_t slot_size, uint32_t queue_slots, const struct pt_x
  * 1.17 names it `net`, 1.18 `tcp` (its native RDM endpoint, and the message
  * endpoints under `tcp;ofi_rxm`, whose trywait asks theirs). prov_version is
  * fi_info's FI_VERSION(major, minor) of the provider (117.0 in 1.17). Pure:
- * unit_config tests it. */
+ * unit_ofi tests it. */
 bool pt_ofi_trywait_blind(const char *prov, uint32_t prov_version);
 
 /* ptl_info: the providers libfabric offers for what the transport needs,

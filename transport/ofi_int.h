@@ -368,8 +368,9 @@ struct pt_xport {
     uint8_t *chk_shift;      /* [peer]: checks answered "alive" in a row        */
     uint32_t nchk;           /* checks open                                     */
     /* The provider's fi_trywait says "safe to sleep" without looking at the
-     * CQ (libfabric's xnet core before 1.19: `net` in 1.17, `tcp` in 1.18),
-     * so rx_pending peeks first (ofi_rx_pending; set once at open). */
+     * CQ or resetting its wait object (libfabric's xnet core before 1.19:
+     * `net` in 1.17, `tcp` in 1.18): the CQ sleeps on ws, which rx_pending
+     * resets before it peeks (ofi_rx_pending; set once at open). */
     bool trywait_blind;
     struct fid_wait *ws;     /* trywait_blind: the CQ's wait set (reset there) */
     char prov[64];

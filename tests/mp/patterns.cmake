@@ -197,28 +197,56 @@ ptl_pattern(coop_think_sleep ARGS --size 262144 --start off --wait eqpoll-multi 
 # 0 and 1, 2 and 3 on different "hosts"). A subset: every shape, op and wait family once,
 # eager, rendezvous (RMA read) and 1 MiB sizes, the causal-order window, threads, 4 ranks
 # and think time; fewer iterations than the matrix where each crosses TCP several times.
+# libfabric's xnet core before 1.19 (`net` in Debian 12's 1.17): its fi_trywait
+# neither looks at the CQ nor resets the CQ's wait object (transport/ofi.h,
+# pt_ofi_trywait_blind; ofi.c, ofi_rx_pending does both through a wait set of its
+# own). Where this libfabric offers it, the patterns marked NET below also run over
+# it as mp_pat_<name>_ofi_net_*. (libfabric 1.17's net leaks an fi_info per
+# connection at close, the provider alone too: the ASan stage's LeakSanitizer is told
+# so, lsan-libfabric-net.supp.)
+set(PTL_PAT_NET_ENV "")
+if(PTL_WITH_OFI)
+  find_program(PTL_FI_INFO fi_info)
+  set(_fi_provs "")
+  if(PTL_FI_INFO)
+    execute_process(COMMAND ${PTL_FI_INFO} -l OUTPUT_VARIABLE _fi_provs ERROR_QUIET)
+  endif()
+  if(_fi_provs MATCHES "(^|\n)net:")
+    set(PTL_PAT_NET_ENV ${PTL_MP_OFI_ENV} PTL_OFI_PROVIDER=net FI_NET_IFACE=lo
+        LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-libfabric-net.supp)
+  else()
+    message(STATUS "libportals tests: libfabric offers no net provider here: its patterns are not registered")
+  endif()
+endif()
+
+# ptl_pattern_ofi(<name> [NP n] [NET] ARGS a...): over ofi on loopback and between the
+# two namespaces; NET: over `net` too (above)
 function(ptl_pattern_ofi name)
-  cmake_parse_arguments(T "" "NP" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "NET" "NP" "ARGS" ${ARGN})
   if(NOT T_NP)
     set(T_NP 2)
   endif()
   if(PTL_WITH_OFI)
     ptl_pattern(${name} NP ${T_NP} SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi ARGS ${T_ARGS})
+    if(T_NET AND PTL_PAT_NET_ENV)
+      ptl_pattern(${name} NP ${T_NP} SUFFIX _ofi_net ENV ${PTL_PAT_NET_ENV} LABELS ofi
+                  ARGS ${T_ARGS})
+    endif()
   endif()
   ptl_netns_job(pat_${name} NP ${T_NP} PROG mp_patterns ARGS --check ${T_ARGS}
                 HAS "ptl_patterns: OK")
 endfunction()
 
-ptl_pattern_ofi(wait_eqwait ARGS --wait eqwait --start on --send-end on --ack on)
+ptl_pattern_ofi(wait_eqwait NET ARGS --wait eqwait --start on --send-end on --ack on)
 ptl_pattern_ofi(wait_multi_startoff ARGS --wait eqpoll-multi --start off --send-end on --ack on)
 ptl_pattern_ofi(op_getput_fresh ARGS --op getput --recv fresh --region on --size 8)
 ptl_pattern_ofi(size_put_1048576 ARGS --size 1048576 --region on --recv persistent -n 50)
-ptl_pattern_ofi(size_get_1048576 ARGS --op get --size 1048576 --region on --recv fresh -n 50)
+ptl_pattern_ofi(size_get_1048576 NET ARGS --op get --size 1048576 --region on --recv fresh -n 50)
 ptl_pattern_ofi(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eqpoll-multi -n 50)
 ptl_pattern_ofi(order_stream_put_65536_w16 ARGS --shape stream --window 16 --size 65536 --ack on -n 100)
-ptl_pattern_ofi(threads2_put_multi ARGS --threads 2 --wait eqpoll-multi --ack on)
+ptl_pattern_ofi(threads2_put_multi NET ARGS --threads 2 --wait eqpoll-multi --ack on)
 ptl_pattern_ofi(np4_stream_multi NP 4 ARGS --shape stream --wait eqpoll-multi --size 4033 -n 100)
-ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
+ptl_pattern_ofi(think_eqwait_sleep NET ARGS --wait eqwait --think 1500 --ack on -n 100)
 # A PtlEQGet spinner over ofi (D5T, docs/waiting.md "A spinner on a descriptor"): its
 # NIC thread sleeps beside it on the eventfd alone with a timeout, and releasers skip the
 # hand-over. Paused (asleep in --think), the spinner leaves the ACKs and the delivery to
@@ -226,7 +254,7 @@ ptl_pattern_ofi(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 1
 # Across the two namespaces too since the 34th session: the 5-40 s stalls seen there were
 # the two "hosts'" ranks bound to one core by their orteds, one starved by the other's
 # spinner (tests/netns/run-two-hosts.sh, --bind-to none; engine/wait.c, the nap).
-ptl_pattern_ofi(spin_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
+ptl_pattern_ofi(spin_think NET ARGS --wait eqget-spin --think 1500 --ack on -n 100)
 # Idle means asleep: with 5 ms pauses before each exchange a rank's process (its
 # application and NIC threads) must use the CPU for at most half of the wall time
 # (--cpu-max; 1-6% measured, 100% where a sleeper's descriptor stayed readable and
@@ -236,35 +264,8 @@ set(PTL_PAT_IDLE --wait eqwait --think 5000 --ack on -n 100 --cpu-max 50)
 ptl_pattern(think_idle ARGS ${PTL_PAT_IDLE})
 if(PTL_WITH_OFI)
   ptl_pattern(think_idle SUFFIX _ofi ENV ${PTL_MP_OFI_ENV} LABELS ofi ARGS ${PTL_PAT_IDLE})
-  # libfabric's xnet core before 1.19 (`net` in Debian 12's 1.17): its fi_trywait
-  # neither looks at the CQ nor resets the CQ's wait object (transport/ofi.h,
-  # pt_ofi_trywait_blind; ofi.c, ofi_rx_pending does both through a wait set of its
-  # own). Where this libfabric offers it: the idle check, and patterns that sleep on
-  # its descriptor, stream, read by RMA and share it between two threads.
-  find_program(PTL_FI_INFO fi_info)
-  set(_fi_provs "")
-  if(PTL_FI_INFO)
-    execute_process(COMMAND ${PTL_FI_INFO} -l OUTPUT_VARIABLE _fi_provs ERROR_QUIET
-                    RESULT_VARIABLE _fi_rc)
-  endif()
-  if(_fi_provs MATCHES "(^|\n)net:")
-    # (libfabric 1.17's net leaks an fi_info per connection at close, the provider
-    # alone too: the ASan stage's LeakSanitizer is told so, lsan-libfabric-net.supp)
-    set(_net_env ${PTL_MP_OFI_ENV} PTL_OFI_PROVIDER=net FI_NET_IFACE=lo
-        LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-libfabric-net.supp)
-    ptl_pattern(think_idle SUFFIX _ofi_net ENV ${_net_env} LABELS ofi ARGS ${PTL_PAT_IDLE})
-    ptl_pattern(wait_eqwait SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
-                ARGS --wait eqwait --start on --send-end on --ack on)
-    ptl_pattern(think_eqwait_sleep SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
-                ARGS --wait eqwait --think 1500 --ack on -n 100)
-    ptl_pattern(size_get_1048576 SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
-                ARGS --op get --size 1048576 --region on --recv fresh -n 50)
-    ptl_pattern(threads2_put_multi SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
-                ARGS --threads 2 --wait eqpoll-multi --ack on)
-    ptl_pattern(spin_think SUFFIX _ofi_net ENV ${_net_env} LABELS ofi
-                ARGS --wait eqget-spin --think 1500 --ack on -n 100)
-  else()
-    message(STATUS "libportals tests: libfabric offers no net provider here: its patterns are not registered")
+  if(PTL_PAT_NET_ENV)
+    ptl_pattern(think_idle SUFFIX _ofi_net ENV ${PTL_PAT_NET_ENV} LABELS ofi ARGS ${PTL_PAT_IDLE})
   endif()
 endif()
 ptl_pattern_ofi(spin_get ARGS --op get --wait eqget-spin --start on -n 200)

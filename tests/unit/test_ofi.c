@@ -1,7 +1,8 @@
 /*
  * test_ofi.c - the ofi transport's pure rules (transport/ofi.h) on a table:
  * which providers' fi_trywait answers "safe to sleep" without looking at the
- * completion queue (pt_ofi_trywait_blind), so that rx_pending peeks first.
+ * completion queue (pt_ofi_trywait_blind), so that the CQ sleeps on a wait
+ * set that rx_pending resets before it peeks.
  * libfabric's xnet core did until 1.19; it is `net` in 1.17 (Debian 12) and
  * `tcp` in 1.18, alone or under ofi_rxm.
  */
