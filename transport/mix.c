@@ -52,7 +52,20 @@ struct pt_xport {
                            * region carries everything (node-only)          */
     uint32_t ofi_idle;    /* peek: ofi peeks in a row that found nothing  */
     uint32_t ofi_wait;    /* peek: peeks left before ofi is asked again    */
+    /* The credit wait (xport.h stall_*): each transport arms its own stalls
+     * (the region's marks, ofi's epoch); the engine sees one counter, nstall,
+     * raised when a reserve of either returned NULL and moved that
+     * transport's counter (sctr/octr, last seen sseen/oseen; token holder
+     * only). sides: MIX_ARM_* of the transports that armed since
+     * stall_clear (token holder writes, release; any thread reads,
+     * acquire: mix_stall_armed asks those). */
+    uint32_t nstall, sseen, oseen;
+    const uint32_t *sctr, *octr;
+    _Atomic uint32_t sides;
 };
+
+#define MIX_ARM_SHM 1u
+#define MIX_ARM_OFI 2u
 
 /* ofi's peek is a provider progress call (fi_cq_read: the tcp provider's
  * epoll_wait and locks, about a microsecond), the region's a few loads. A
@@ -73,10 +86,32 @@ static inline bool here(const struct pt_xport *x, uint32_t peer)
 
 /* ---- sending and receiving: by the peer's transport ------------------------- */
 
+/* A reserve of the transport `side` returned NULL: if it armed a stall (its
+ * counter moved), the engine's counter moves too. Cold path. */
+static void mix_stalled(struct pt_xport *x, uint32_t side)
+{
+    const uint32_t *c = side == MIX_ARM_SHM ? x->sctr : x->octr;
+    uint32_t *seen = side == MIX_ARM_SHM ? &x->sseen : &x->oseen;
+    if (!c || *c == *seen)
+        return;
+    *seen = *c;
+    ST_RELEASE(&x->sides, LD_RELAXED(&x->sides) | side); /* before the engine's record */
+    x->nstall++;
+}
+
 static void *mix_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
-    return here(x, peer) ? x->so->reserve(x->sx, x->loc[peer], cls)
-                         : x->oo->reserve(x->ox, peer, cls);
+    void *p;
+    if (here(x, peer)) {
+        p = x->so->reserve(x->sx, x->loc[peer], cls);
+        if (PT_UNLIKELY(!p))
+            mix_stalled(x, MIX_ARM_SHM);
+    } else {
+        p = x->oo->reserve(x->ox, peer, cls);
+        if (PT_UNLIKELY(!p))
+            mix_stalled(x, MIX_ARM_OFI);
+    }
+    return p;
 }
 
 static void mix_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint32_t len)
@@ -275,14 +310,35 @@ static int mix_wait_fd(struct pt_xport *x) { return x->ofi ? x->oo->wait_fd(x->o
 static int mix_cq_fd(struct pt_xport *x) { return x->ofi ? x->oo->cq_fd(x->ox) : -1; }
 static int mix_ring_fd(struct pt_xport *x) { return x->so->ring_fd(x->sx); }
 
-/* The credit wait is the region's (ofi has none: a send refused for credits
- * there arms nothing, and the engine keeps it as work, xport.h). */
+/* The credit wait: the region's marks for node peers, ofi's epoch for the
+ * others (docs/waiting.md, "Over ofi"); once at open, by the engine. */
 static const uint32_t *mix_stall_counter(struct pt_xport *x)
 {
-    return x->so->stall_counter(x->sx);
+    x->sctr = x->so->stall_counter(x->sx);
+    x->sseen = *x->sctr;
+    if (x->ofi && x->oo->stall_counter) {
+        x->octr = x->oo->stall_counter(x->ox);
+        x->oseen = *x->octr;
+    }
+    return &x->nstall;
 }
-static void mix_stall_clear(struct pt_xport *x) { x->so->stall_clear(x->sx); }
-static bool mix_stall_armed(struct pt_xport *x) { return x->so->stall_armed(x->sx); }
+static void mix_stall_clear(struct pt_xport *x)
+{
+    x->so->stall_clear(x->sx);
+    if (x->octr)
+        x->oo->stall_clear(x->ox);
+    ST_RELAXED(&x->sides, 0);
+}
+/* Any thread, after its full fence: something was armed since stall_clear,
+ * and every transport that armed still holds its stalls (each one's own
+ * C-RECHECK). */
+static bool mix_stall_armed(struct pt_xport *x)
+{
+    uint32_t s = LD_ACQUIRE(&x->sides); /* pairs with mix_stalled's release */
+    return s && (!(s & MIX_ARM_SHM) || x->so->stall_armed(x->sx)) &&
+           (!(s & MIX_ARM_OFI) || x->oo->stall_armed(x->ox));
+}
+/* ofi returns credits by message (its rx_done does nothing) */
 static void mix_rx_done(struct pt_xport *x, bool fenced) { x->so->rx_done(x->sx, fenced); }
 /* Batched doorbells: the node region's peers only (ofi sends need none). */
 static void mix_tx_hold(struct pt_xport *x) { x->so->tx_hold(x->sx); }

@@ -353,6 +353,8 @@ static inline void take_credits(struct pt_xport *x, uint32_t s, const uint32_t *
         uint32_t v = x->cred[s * 2 + c] + cred[c];
         x->cred[s * 2 + c] = v > x->qslots ? x->qslots : v;
     }
+    if (cred[0] | cred[1])
+        pt_ofi_cred_bump(x); /* CE-BUMP: a stalled send may go now */
 }
 
 /* The slot a data message from s takes at q's head, or NULL (counted,
@@ -559,8 +561,18 @@ static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
         return NULL;
     if (PT_UNLIKELY(x->cred[peer * 2 + cls] == 0)) {
         pt_ofi_progress(x); /* credit returns may be waiting in the CQ */
-        if (x->cred[peer * 2 + cls] == 0)
+        if (x->cred[peer * 2 + cls] == 0) {
+            /* CE-ARM: stalled on credits. Their return is a message from
+             * the peer: it reaches a sleeper through the CQ's descriptor
+             * (or this NI's next CQ read raises the epoch, CE-BUMP), so the
+             * engine may sleep on the stall (stall_armed). */
+            if (x->dead[peer])
+                return NULL; /* not a stall: the command fails (peer_gone) */
+            if (!LD_RELAXED(&x->arm))
+                ST_RELEASE(&x->arm, (1ull << 32) | LD_RELAXED(&x->cred_epoch));
+            x->stall_ctr++;
             return NULL;
+        }
     }
     if (PT_UNLIKELY(!pt_ofi_peer_addr(x, peer) || x->dead[peer]))
         return NULL;
@@ -971,6 +983,27 @@ static uint32_t ofi_departures(struct pt_xport *x)
     return x->so->departures(x->shm) + LD_RELAXED(&x->byes);
 }
 
+/* The credit wait (xport.h; docs/waiting.md, "Over ofi"). */
+static const uint32_t *ofi_stall_counter(struct pt_xport *x) { return &x->stall_ctr; }
+/* Token holder: the stalls armed so far are forgotten (the engine retries). */
+static void ofi_stall_clear(struct pt_xport *x) { ST_RELAXED(&x->arm, 0); }
+/* Any thread, after its full fence (C-RECHECK): a stall was armed since
+ * stall_clear and no credits came back (nor a peer died) since (CE-LOOK).
+ * Credits that arrive later are a message in the CQ, which rx_pending's
+ * trywait sees or whose completion wakes the sleeper on the descriptor. */
+static bool ofi_stall_armed(struct pt_xport *x)
+{
+    uint64_t a = LD_ACQUIRE(&x->arm); /* pairs with CE-ARM's release */
+    return a && (uint32_t)a == LD_ACQUIRE(&x->cred_epoch); /* pairs with CE-BUMP */
+}
+/* Our receivers return credits by message as they release (ofi_release,
+ * send_credits): nothing to ring after a receive pass. */
+static void ofi_rx_done(struct pt_xport *x, bool fenced)
+{
+    (void)x;
+    (void)fenced;
+}
+
 static const struct pt_xport_ops g_ofi_ops = {
     .name = "ofi",
     .tx_needs_peek = true, /* fi_cq_read (ofi_peek) drives the provider's sends */
@@ -993,6 +1026,10 @@ static const struct pt_xport_ops g_ofi_ops = {
     .close = pt_ofi_close,
     .wait_fd = ofi_wait_fd,
     .cq_fd = ofi_cq_fd,
+    .stall_counter = ofi_stall_counter,
+    .stall_clear = ofi_stall_clear,
+    .stall_armed = ofi_stall_armed,
+    .rx_done = ofi_rx_done,
 };
 
 const struct pt_xport_ops *pt_ofi_ops(void) { return &g_ofi_ops; }

@@ -275,6 +275,18 @@ struct pt_xport {
     bool remote_peers;       /* some peer may be on another host (PMIx job)      */
     bool *owe_flag;       /* [peer]: a credit message is due                      */
     uint32_t nowe;
+    /* The credit wait (docs/waiting.md, "Stalled on credits", "Over ofi";
+     * xport.h stall_*): credits come back only as messages, which reach a
+     * sleeper through the CQ's descriptor like any other, so no mark is
+     * shared with the receiver. stall_ctr: raised by reserve each time it
+     * returns NULL for want of credits (token holder only). cred_epoch:
+     * raised by the token holder whenever credits come back or a peer is
+     * marked dead (CE-BUMP, store-release). arm: 0, or 1 << 32 | the epoch
+     * when reserve first found no credits since stall_clear (CE-ARM; token
+     * holder writes, any thread reads: stall_armed, CE-LOOK). */
+    uint32_t stall_ctr;
+    _Atomic uint32_t cred_epoch;
+    _Atomic uint64_t arm;
 
     /* sending */
     struct ofi_sbuf *sb;
@@ -447,6 +459,12 @@ ssize_t pt_ofi_pull(struct pt_xport *x, uint32_t peer, const struct iovec *local
 
 /* ofi_peer.c */
 void pt_ofi_mark_dead(struct pt_xport *x, uint32_t peer, uint8_t why);
+/* CE-BUMP (token holder): credits came back or a peer died: a send stalled on
+ * credits is to be retried (stall_armed answers false from now on). */
+static inline void pt_ofi_cred_bump(struct pt_xport *x)
+{
+    ST_RELEASE(&x->cred_epoch, LD_RELAXED(&x->cred_epoch) + 1);
+}
 void pt_ofi_probe_tick(struct pt_xport *x);
 
 /* ofi_open.c */

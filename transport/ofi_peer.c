@@ -38,6 +38,7 @@ void pt_ofi_mark_dead(struct pt_xport *x, uint32_t peer, uint8_t why)
     if (x->dead[peer])
         return;
     x->dead[peer] = 1;
+    pt_ofi_cred_bump(x); /* a send stalled towards it must fail now, not sleep */
     if (!x->pmix) {
         lost_peer(x, peer);
         return;

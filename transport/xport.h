@@ -237,6 +237,8 @@ struct pt_xport_ops {
      * (C-ARM, C-FENCE, C-HEAD found no room).
      * stall_clear: token holder: forget the marks armed so far (the engine
      * calls it before it retries its stalled commands).
+     * (ofi: credits come back by message, so the "mark" is an epoch the
+     * token holder raises as they arrive: docs/waiting.md, "Over ofi".)
      * stall_armed: any thread, after its full fence (the sleepers' S2/W2
      * and D3/D4 rechecks): a mark was armed since stall_clear and every
      * mark armed since is still set, so no peer has freed room since

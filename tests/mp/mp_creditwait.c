@@ -33,8 +33,6 @@
 #include "mp_util.h"
 #include "nic.h"
 
-#include "shm_region.h"
-
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +43,7 @@
 #include <unistd.h>
 
 #define PT_DATA (MP_PT_USER + 0)
+#define PT_PID (MP_PT_USER + 1)
 #define CPU_MAX_PCT 30
 
 static uint64_t cpu_us(void)
@@ -136,7 +135,14 @@ int main(int argc, char **argv)
     if (m.rank == 1)
         mp_post(&m, PT_DATA, 1, words, (uint64_t)count * 8, PTL_MD_THRESH_INF,
                 PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN, &me);
+    /* The peer's OS pid by a message (any transport: the job region of a
+     * ptlrun job, or a PMIx job's ranks on two "hosts") */
+    static uint64_t peer_pid;
+    ptl_handle_eq_t peq;
+    MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &peq));
+    mp_post(&m, PT_PID, 1, &peer_pid, sizeof peer_pid, 1, PTL_MD_OP_PUT, peq, PTL_RETAIN, NULL);
     mp_barrier(&m);
+    pid_t peer = mp_pid_swap(&m, PT_PID, 1, peq, &peer_pid);
 
     if (m.rank == 1) {
         raise(SIGSTOP); /* rank 0 continues us after its measurement */
@@ -155,10 +161,6 @@ int main(int argc, char **argv)
         mp_barrier(&m);
         MP_CHECK(PtlMEUnlink(me));
     } else {
-        char *base = mp_map_job_region();
-        struct pt_shm_rank *rec =
-            (struct pt_shm_rank *)(base + ((struct pt_shm_hdr *)base)->off_ranks) + 1;
-        pid_t peer = (pid_t)LD_RELAXED(&rec->ospid);
         uint64_t t0 = mp_now_ms();
         while (proc_state(peer) != 'T') {
             if (mp_now_ms() - t0 > 20000)
@@ -214,6 +216,7 @@ int main(int argc, char **argv)
         printf("mp_creditwait: %u words delivered once and in order after the stall\n", count);
     }
     MP_CHECK(PtlEQFree(eq));
+    MP_CHECK(PtlEQFree(peq));
     free(words);
     mp_fini(&m);
     return 0;
