@@ -30,6 +30,28 @@ struct pt_flagslot *pt_api_node_lines(ptl_handle_ni_t ni, ptl_process_id_t id)
     return l;
 }
 
+/* Has process id closed its NI in order (PtlNIFini) in memory this process
+ * shares (xport.h peer_left)? Its flag slots' last seqs are visible once
+ * this says so. False when not known (no NI, another host, no such op). */
+static int node_left(ptl_handle_ni_t ni, ptl_process_id_t id, bool *out)
+{
+    PT_API_INSIDE();
+    struct pt_nic *nic = pt_api_ni(ni);
+    if (!nic || !nic->xo->peer_left)
+        return PTL_NI_INVALID;
+    int r = nic->xo->rank_of(nic->x, id.nid, id.pid);
+    *out = r >= 0 && nic->xo->peer_left(nic->x, (uint32_t)r);
+    return PTL_OK;
+}
+
+bool pt_api_node_left(ptl_handle_ni_t ni, ptl_process_id_t id)
+{
+    bool left = false;
+    if (LD_ACQUIRE(&g_pt_inited))
+        (void)node_left(ni, id, &left);
+    return left;
+}
+
 /* How long a waiter may look at flags before it announces a sleep: the
  * waiting protocol's own choice (PTL_WAIT_SPIN_US; none when more threads
  * wait than cores run them, where a waiter yields at once). */

@@ -407,6 +407,7 @@ uint64_t pt_api_node_spin_ns(ptl_handle_ni_t ni);
 void pt_api_node_poll(ptl_handle_ni_t ni);
 int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns);
 bool pt_api_node_alive(ptl_handle_ni_t ni);
+bool pt_api_node_left(ptl_handle_ni_t ni, ptl_process_id_t id);
 
 #define BLOCKING(call)                                                                             \
     do {                                                                                           \

@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "config.h"
 #include "flagline.h"
+#include "log.h"
 #include "reduce.h"
 
 #include <stdlib.h>
@@ -311,8 +312,27 @@ static bool arrived(void *arg)
     return true;
 }
 
+/* An awaited member that has not entered call c and closed its NI in order
+ * (PtlNIFini: it can make no call of this group again), or n: none. Its
+ * close is a release after every seq it stored, so a seq read after the
+ * close was seen (A-LEFT, then A-SEQ) is its last: a member that entered the
+ * call before it left is never taken for one that did not. Asked at each
+ * nap's end (a sleeper looks again every FLAG_NAP_NS): O(n) loads. */
+static ptl_size_t member_left(const struct flwait *w)
+{
+    const struct group *g = w->g;
+    ptl_size_t lo = w->only < g->n ? w->only : w->next, hi = w->only < g->n ? w->only + 1 : g->n;
+    for (ptl_size_t i = lo; i < hi; i++)
+        if (i != g->me && pt_api_node_left(g->ni, g->ids[i]) && /* A-LEFT */
+            LD_ACQUIRE(&g->fl[i]->seq) < g->fl_base[i] + w->c)  /* A-SEQ */
+            return i;
+    return g->n;
+}
+
 /* Wait until member `only` (n: every other member) entered call c: spin
- * while it may come soon, then announce and wait. */
+ * while it may come soon, then announce and wait. PTL_FAIL when an awaited
+ * member left the job in order without entering it (it never will; a member
+ * that died fails the wait through the job's failure). */
 static int flag_wait(struct group *g, uint64_t c, ptl_size_t only)
 {
     struct flwait w = {g, c, 0, only};
@@ -339,8 +359,16 @@ static int flag_wait(struct group *g, uint64_t c, ptl_size_t only)
     /* The seqs decide; the message only wakes. A wake put that failed (no
      * room, the peer timeout) costs at most FLAG_NAP_NS, never a hang. */
     int rc;
-    while ((rc = pt_api_node_wait(g->ni, arrived, &w, FLAG_NAP_NS)) == PTL_EQ_EMPTY)
-        ;
+    while ((rc = pt_api_node_wait(g->ni, arrived, &w, FLAG_NAP_NS)) == PTL_EQ_EMPTY) {
+        ptl_size_t gone = member_left(&w);
+        if (gone < g->n) {
+            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) called "
+                                "PtlNIFini without entering this call: PTL_FAIL",
+                   (size_t)gone, (unsigned)g->ids[gone].pid);
+            rc = PTL_FAIL;
+            break;
+        }
+    }
     ST_RELAXED(&mine->sleep, 0); /* (a writer that still sees it sends one message more) */
     return rc;
 }

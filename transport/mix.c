@@ -253,6 +253,11 @@ static _Atomic uint32_t *mix_coop_word(struct pt_xport *x, uint32_t owner, uint3
 }
 
 /* Flag slots: a node peer's (shm's), none towards another host. */
+static bool mix_peer_left(struct pt_xport *x, uint32_t peer)
+{
+    return here(x, peer) && x->so->peer_left && x->so->peer_left(x->sx, x->loc[peer]);
+}
+
 static struct pt_flagslot *mix_flag_lines(struct pt_xport *x, uint32_t owner)
 {
     if (!here(x, owner) || !x->so->flag_lines)
@@ -378,6 +383,7 @@ static const struct pt_xport_ops g_mix_ops = {
     .push = mix_push,
     .coop_word = mix_coop_word,
     .flag_lines = mix_flag_lines,
+    .peer_left = mix_peer_left,
     .peer_caps = mix_peer_caps,
     .peer_alive = mix_peer_alive,
     .doorbell = mix_doorbell,

@@ -1369,6 +1369,12 @@ static struct pt_flagslot *shm_flag_lines(struct pt_xport *x, uint32_t owner)
     return owner < x->np ? pt_shm_flags(x->base, &x->l, owner) : NULL;
 }
 
+static bool shm_peer_left(struct pt_xport *x, uint32_t peer)
+{
+    /* pairs with the orderly close's ST_RELEASE(DETACHED) (R-ATT's partner) */
+    return peer < x->np && LD_ACQUIRE(&x->ranks[peer].state) == PT_SHM_R_DETACHED;
+}
+
 static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
 {
     if (peer >= x->np)
@@ -1491,6 +1497,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .push = shm_push,
     .coop_word = shm_coop_word,
     .flag_lines = shm_flag_lines,
+    .peer_left = shm_peer_left,
     .peer_alive = shm_peer_alive,
     .doorbell = shm_doorbell,
     .ring_fd = pt_shm_ring_fd,

@@ -177,6 +177,12 @@ struct pt_xport_ops {
      * it: the op unset, another host). Written by their owner only; the
      * collective library's flag path (coll/flag.c) uses them. Any thread. */
     struct pt_flagslot *(*flag_lines)(struct pt_xport *x, uint32_t owner);
+    /* Any thread, one acquire load: process `peer` (sharing flag_lines'
+     * memory) closed its NI in order (PtlNIFini) and has not attached again:
+     * what it published before (its flag slots' seqs) is visible after a
+     * true answer (the close's release). NULL or false: not known. The
+     * collective flag path's waits fail on such a member (coll/flag.c). */
+    bool (*peer_left)(struct pt_xport *x, uint32_t peer);
     /* Liveness: false once the peer is known dead (its NI must fail ops). */
     bool (*peer_alive)(struct pt_xport *x, uint32_t peer);
     /* The doorbell this rank's NIC thread sleeps on (lives where peers reach it). */

@@ -992,6 +992,49 @@ static int died(struct mp *m)
     return 0;
 }
 
+/* mp_coll departed (3 ranks): rank 2 frees the group, calls PtlNIFini and
+ * exits 0 without entering the next call (an erroneous program, but a
+ * detectable one): the blocking calls of ranks 0 and 1 on the flag path
+ * (barrier, small allreduce, a bcast whose root waits for its readers) must
+ * return PTL_FAIL within seconds, never hang (they did: an adversarial
+ * client, fifty-third session). Rank 2 enters the first call after a pause,
+ * so that a member that leaves right after a call it made is not taken for
+ * one that did not make it. */
+static int departed(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    for (int i = 0; i < 20; i++)
+        MP_CHECK(PtlCollBarrier(g));
+    if (ME == 2) {
+        struct timespec ts = {0, 300 * 1000000L};
+        nanosleep(&ts, NULL);
+        MP_CHECK(PtlCollBarrier(g)); /* the others wait for it here: then it leaves */
+        MP_CHECK(PtlCollGroupFree(g));
+        mp_fini_alone(m); /* no job barrier: rank 2 is gone */
+        return 0;
+    }
+    MP_CHECK(PtlCollBarrier(g));
+    uint64_t t0 = mp_now_ms();
+    mp_doing("a barrier whose member left");
+    int rb = PtlCollBarrier(g);
+    int64_t x = ME + 1, y = 0;
+    mp_doing("an allreduce whose member left");
+    int ra = PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM);
+    uint64_t ms = mp_now_ms() - t0;
+    if (rb != PTL_FAIL || ra != PTL_FAIL)
+        mp_die("calls with a member that left in order returned %d and %d, expected PTL_FAIL",
+               rb, ra);
+    if (ms > 15000)
+        mp_die("the calls took %llu ms", (unsigned long long)ms);
+    if (ME == 0)
+        printf("mp_coll departed: OK (PTL_FAIL after %llu ms)\n", (unsigned long long)ms);
+    fflush(NULL);
+    MP_CHECK(PtlCollGroupFree(g));
+    mp_fini_alone(m); /* no job barrier: rank 2 is gone */
+    return 0;
+}
+
 /* The end of a job: a last barrier on the group, free it, few drops, "OK". */
 /* mp_coll bcast: the pipelined path around its segment size (pt_coll_bcast_seg
  * in coll/bcast.c: groups of 3 or more, more than one segment, at most 64). */
@@ -1343,6 +1386,8 @@ int main(int argc, char **argv)
         return afterfini(&m);
     if (argc > 1 && !strcmp(argv[1], "full"))
         return full(&m);
+    if (argc > 1 && !strcmp(argv[1], "departed"))
+        return departed(&m);
     if (argc > 1 && !strcmp(argv[1], "died")) {
         int rc = died(&m); /* the NI has failed: no mp_fini, but its memory goes */
         free(m.ids);
