@@ -252,12 +252,14 @@ static _Atomic uint32_t *mix_coop_word(struct pt_xport *x, uint32_t owner, uint3
     return x->so->coop_word(x->sx, x->loc[owner], k);
 }
 
-/* Flag slots: a node peer's (shm's), none towards another host. */
+/* A node peer that closed its NI in order (the region says); not known
+ * towards another host, where no flag slot is shared. */
 static bool mix_peer_left(struct pt_xport *x, uint32_t peer)
 {
     return here(x, peer) && x->so->peer_left && x->so->peer_left(x->sx, x->loc[peer]);
 }
 
+/* Flag slots: a node peer's (shm's), none towards another host. */
 static struct pt_flagslot *mix_flag_lines(struct pt_xport *x, uint32_t owner)
 {
     if (!here(x, owner) || !x->so->flag_lines)
