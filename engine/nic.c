@@ -911,7 +911,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->cstall = false;
     nic->rx_released = false;
     if (cfg->credit_wait && nic->xo->stall_counter && nic->xo->stall_clear &&
-        nic->xo->stall_armed && nic->xo->rx_done)
+        nic->xo->stall_armed)
         nic->stall_ctr = nic->xo->stall_counter(nic->x);
     /* Whatever PTL_CREDIT_WAIT says here, peers may wait for our rings. */
     nic->rx_done = nic->xo->stall_counter && nic->xo->stall_clear && nic->xo->stall_armed

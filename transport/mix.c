@@ -345,7 +345,7 @@ static bool mix_stall_armed(struct pt_xport *x)
     return s && (!(s & MIX_ARM_SHM) || x->so->stall_armed(x->sx)) &&
            (!(s & MIX_ARM_OFI) || x->oo->stall_armed(x->ox));
 }
-/* ofi returns credits by message (its rx_done does nothing) */
+/* ofi returns credits by message (it has no rx_done) */
 static void mix_rx_done(struct pt_xport *x, bool fenced) { x->so->rx_done(x->sx, fenced); }
 /* Batched doorbells: the node region's peers only (ofi sends need none). */
 static void mix_tx_hold(struct pt_xport *x) { x->so->tx_hold(x->sx); }

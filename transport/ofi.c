@@ -559,6 +559,8 @@ static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
 {
     if (PT_UNLIKELY(peer >= x->n))
         return NULL;
+    if (PT_UNLIKELY(x->dead[peer]))
+        return NULL; /* not a stall (nothing armed): the command fails (peer_gone) */
     if (PT_UNLIKELY(x->cred[peer * 2 + cls] == 0)) {
         pt_ofi_progress(x); /* credit returns may be waiting in the CQ */
         if (x->cred[peer * 2 + cls] == 0) {
@@ -566,15 +568,13 @@ static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
              * the peer: it reaches a sleeper through the CQ's descriptor
              * (or this NI's next CQ read raises the epoch, CE-BUMP), so the
              * engine may sleep on the stall (stall_armed). */
-            if (x->dead[peer])
-                return NULL; /* not a stall: the command fails (peer_gone) */
             if (!LD_RELAXED(&x->arm))
                 ST_RELEASE(&x->arm, (1ull << 32) | LD_RELAXED(&x->cred_epoch));
             x->stall_ctr++;
             return NULL;
         }
     }
-    if (PT_UNLIKELY(!pt_ofi_peer_addr(x, peer) || x->dead[peer]))
+    if (PT_UNLIKELY(!pt_ofi_peer_addr(x, peer)))
         return NULL;
     /* A reservation the engine did not commit (it may reserve, then decide
      * otherwise) is handed out again: one outstanding at a time (xport.h). */
@@ -996,14 +996,6 @@ static bool ofi_stall_armed(struct pt_xport *x)
     uint64_t a = LD_ACQUIRE(&x->arm); /* pairs with CE-ARM's release */
     return a && (uint32_t)a == LD_ACQUIRE(&x->cred_epoch); /* pairs with CE-BUMP */
 }
-/* Our receivers return credits by message as they release (ofi_release,
- * send_credits): nothing to ring after a receive pass. */
-static void ofi_rx_done(struct pt_xport *x, bool fenced)
-{
-    (void)x;
-    (void)fenced;
-}
-
 static const struct pt_xport_ops g_ofi_ops = {
     .name = "ofi",
     .tx_needs_peek = true, /* fi_cq_read (ofi_peek) drives the provider's sends */
@@ -1029,7 +1021,8 @@ static const struct pt_xport_ops g_ofi_ops = {
     .stall_counter = ofi_stall_counter,
     .stall_clear = ofi_stall_clear,
     .stall_armed = ofi_stall_armed,
-    .rx_done = ofi_rx_done,
+    /* no rx_done: our receivers return credits by message as they release
+     * (ofi_release, send_credits), nothing to ring after a receive pass */
 };
 
 const struct pt_xport_ops *pt_ofi_ops(void) { return &g_ofi_ops; }

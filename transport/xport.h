@@ -234,9 +234,11 @@ struct pt_xport_ops {
      * rndv_iov_max; push when push and coop_word are set). Token holder. */
     uint32_t (*peer_caps)(struct pt_xport *x, uint32_t peer);
     /* The credit wait (docs/waiting.md, "Stalled on credits"; model
-     * model/credit.pml). Optional, all four or none: without them a command
-     * stalled on credits stays work for the sleepers' rechecks (the engine
-     * polls until it goes through), as before.
+     * model/credit.pml). Optional: the first three together or none;
+     * without them a command stalled on credits stays work for the
+     * sleepers' rechecks (the engine polls until it goes through), as
+     * before. rx_done may be NULL with them: a transport whose receivers
+     * return room by message (ofi) has nobody to ring.
      * stall_counter: once at open: the address of a counter (token holder
      * only, plain reads) that reserve raises each time it returns NULL
      * after arming a mark that the peer which frees the room will see
