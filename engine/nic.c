@@ -481,6 +481,19 @@ static int drain_rx(struct pt_nic *nic)
 
 static void fail_dead_peers(struct pt_nic *nic, bool all);
 
+/* Transfers with dead peers that are still in flight (token holder): their
+ * transport holds a step (an ofi pull's posted reads end only when the
+ * provider fails them or pull_drain gives them up), or the op has not been
+ * stepped since the death (its next step fails it). Their failed END events come from
+ * pt_ops_progress in a later pass; until then the NI settles (settle_until). */
+static bool dead_ops(struct pt_nic *nic)
+{
+    for (struct pt_op *op = nic->ops; op; op = op->next)
+        if (!nic->xo->peer_alive(nic->x, op->rsp_peer))
+            return true;
+    return false;
+}
+
 /* What dead or departed peers sent before they went is taken first
  * (bounded): an answer that arrived beats a failure. Then everything still
  * in flight with them fails (fail_dead_peers). */
@@ -620,6 +633,8 @@ static int poll_work(struct pt_nic *nic, bool rx)
          * dropped, and the get ended PTL_NI_PEER_DIED: mp_finireply). */
         take_arrived_then_fail(nic);
     }
+    if (PT_UNLIKELY(LD_RELAXED(&nic->settle_until)) && !dead_ops(nic))
+        ST_RELEASE(&nic->settle_until, 0); /* after the failed ENDs (pt_ops_progress) */
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     if (rx || nic->rx_self) {
         nic->rx_self = false;
@@ -714,6 +729,11 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code)
     /* Transfers with dead peers fail at their next step (the transport's pull
      * and reserve report it); make sure somebody runs them, and wake waiters. */
     nic->events_posted = true;
+    /* ... and a waiter that sees the failure (A-FAIL) sees this too: it looks
+     * for their failed ENDs, bounded, before it reports PTL_FAIL (wait.c,
+     * waiter_failed; the ofi pull tests, mp_kill late). */
+    if (dead_ops(nic))
+        ST_RELEASE(&nic->settle_until, pt_now_ns() + PT_WAIT_FAIL_SETTLE_NS);
     ST_RELEASE(&nic->failed, code); /* R-FAIL: after the failures' events; pairs with A-FAIL */
     pt_wait_wake_everyone(&nic->w);
 }

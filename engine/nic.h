@@ -405,6 +405,16 @@ struct pt_nic {
                                            * depended on the dead peers (R-FAIL), so a
                                            * waiter that LD_ACQUIREs it finds their
                                            * END events posted (A-FAIL, wait.c)         */
+    _Atomic uint64_t settle_until;        /* [A] the job failed with transfers to dead
+                                           * peers still held by the transport (an ofi
+                                           * pull's reads posted: ofi_pull.c, pull_drain
+                                           * ends them, bounded): until this time
+                                           * (pt_now_ns) waiters look for their failed
+                                           * END events before they report PTL_FAIL;
+                                           * 0: none. The token holder ST_RELEASEs it
+                                           * before R-FAIL (pt_nic_fail) and clears it
+                                           * once none is left (poll_work); any thread
+                                           * reads it (pt_nic_settling)                 */
     /* [E] written by the token holder, read by any thread (has_work): the
      * transport's count of peers that left the job in order and ended
      * (xport op departures) as the engine last acted on it (poll_once). */
@@ -903,6 +913,15 @@ static inline void pt_ev_note(struct pt_nic *nic, struct pt_eqo *e)
 static inline bool pt_nic_down(struct pt_nic *nic)
 {
     return LD_RELAXED(&nic->failed) || nic->xo->job_failed(nic->x);
+}
+
+/* The job failed but transfers with dead peers have not ended yet (their
+ * failed END events are still to come): a waiter reports PTL_FAIL only
+ * after them, or once settle_until has passed. Any thread. */
+static inline bool pt_nic_settling(struct pt_nic *nic)
+{
+    uint64_t u = LD_ACQUIRE(&nic->settle_until); /* pairs with its ST_RELEASEs (nic.c) */
+    return PT_UNLIKELY(u != 0) && pt_now_ns() < u;
 }
 
 /* D6 for what this poll posted, if anything (docs/waiting.md, "Whom D6

@@ -403,8 +403,9 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
             goto got;
         /* A spinner learns of a failed NI as a blocked waiter does (below):
          * events posted before the failure first, then PT_E_FAIL instead of
-         * PT_EQ_EMPTY for ever (mp_liveness killspin) */
-        return pt_nic_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+         * PT_EQ_EMPTY for ever (mp_liveness killspin); not while transfers
+         * with dead peers still owe their failed ENDs (settle_until) */
+        return pt_nic_down(nic) && !pt_nic_settling(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
     /* W2W: our EQs' watcher counts, so that D6 wakes us for their events
@@ -418,7 +419,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
             wt.w[wt.n++] = &e->watchers;
     }
     if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt))
-        return pt_nic_down(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+        return pt_nic_down(nic) && !pt_nic_settling(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
 got:
     if (which)
         *which = w.which;

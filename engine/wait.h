@@ -314,6 +314,11 @@ struct pt_wait {
 #define PT_WAIT_FAIL_SEEN_NS 1000000000u /* ... or until the engine took the failure
                                          * in (its failed END events), at most 1 s  */
 #define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
+#define PT_WAIT_FAIL_SETTLE_NS 3000000000ull /* ... and look at most 3 s for the failed
+                                   * ENDs of transfers the transport still holds
+                                   * (settle_until; ofi gives a dead peer's posted
+                                   * reads up after OFI_DRAIN_MS, 2 s)            */
+#define PT_WAIT_FAIL_NAP_NS 200000 /* ... between two looks while another runs it   */
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
 #define PT_WAIT_LEASE_ACTIVE 4    /* T1: after a lease was left, the NIC thread
                                    * sleeps with a timeout for this many lease
