@@ -1,7 +1,7 @@
 /*
  * mp_kill - a rank dies by SIGKILL in the middle of a 64 MiB transfer.
  *
- *   usage (under ptlrun): mp_kill target|initiator|late|pdone [size [serve_ms]]
+ *   usage (under ptlrun): mp_kill target|initiator|late|getlate|pdone [size [serve_ms]]
  *
  * target:    rank 0 puts `size` bytes to rank 1; rank 1 raises SIGKILL as
  *            soon as it sees PUT_START (its engine is pulling the data).
@@ -15,6 +15,11 @@
  *            pull_peer_lost). Rank 0 then waits for the failed PUT_END, which
  *            must come before PtlEQPoll reports the NI's failure (PTL_FAIL:
  *            exit 6 if it came first).
+ * getlate:   as late, for a get: rank 0 gets `size` bytes from rank 1, which
+ *            serves for serve_ms after GET_START and then raises SIGKILL;
+ *            rank 0's pull of the reply is under way (over ofi with
+ *            PTL_OFI_FAULT it never ends by itself), and its failed
+ *            REPLY_END must come before PTL_FAIL.
  * pdone:     as initiator, but rank 1 stops itself (SIGSTOP, NIC thread and
  *            all) at SEND_START and a child of it kills it 300 ms later: its
  *            part of the cooperative put (protocols/wire.h, PUSH) is never
@@ -49,11 +54,13 @@ int main(int argc, char **argv)
     static struct mp m;
     mp_init(&m, 2);
     if (argc < 2 || (strcmp(argv[1], "target") && strcmp(argv[1], "initiator") &&
-                     strcmp(argv[1], "late") && strcmp(argv[1], "pdone")))
-        mp_die("usage: mp_kill target|initiator|late|pdone [size [serve_ms]]");
+                     strcmp(argv[1], "late") && strcmp(argv[1], "getlate") &&
+                     strcmp(argv[1], "pdone")))
+        mp_die("usage: mp_kill target|initiator|late|getlate|pdone [size [serve_ms]]");
     bool victim_is_target = !strcmp(argv[1], "target");
     bool stop_first = !strcmp(argv[1], "pdone");
-    bool late = !strcmp(argv[1], "late");
+    bool get = !strcmp(argv[1], "getlate");
+    bool late = get || !strcmp(argv[1], "late");
     uint64_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 64ull << 20;
     uint64_t serve_ms = argc > 3 ? strtoull(argv[3], NULL, 0) : 500;
     uint8_t *buf = malloc(size);
@@ -64,7 +71,13 @@ int main(int argc, char **argv)
     MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
     unsigned receiver = victim_is_target ? 1 : 0, sender = 1 - receiver;
     ptl_handle_md_t md = PTL_INVALID_HANDLE;
-    if (m.rank == receiver)
+    if (get) { /* rank 1 serves its buffer, rank 0 gets it */
+        if (m.rank == 1)
+            mp_post(&m, PT_K, 9, buf, size, PTL_MD_THRESH_INF, PTL_MD_OP_GET, eq, PTL_RETAIN,
+                    NULL);
+        else if (m.rank == 0)
+            md = mp_bind(&m, buf, size, PTL_MD_THRESH_INF, 0, eq);
+    } else if (m.rank == receiver)
         mp_post(&m, PT_K, 9, buf, size, PTL_MD_THRESH_INF, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE,
                 eq, PTL_RETAIN, NULL);
     else if (m.rank == sender)
@@ -95,10 +108,13 @@ int main(int argc, char **argv)
     }
     mp_barrier(&m);
 
-    if (m.rank == sender)
+    if (get && m.rank == 0)
+        MP_CHECK(PtlGet(md, m.ids[1], PT_K, 0, 9, 0));
+    else if (!get && m.rank == sender)
         MP_CHECK(PtlPut(md, PTL_ACK_REQ, m.ids[receiver], PT_K, 0, 9, 0, 0));
     if (m.rank == 1) {
-        mp_expect(eq, victim_is_target ? PTL_EVENT_PUT_START : PTL_EVENT_SEND_START,
+        mp_expect(eq, get ? PTL_EVENT_GET_START
+                      : victim_is_target ? PTL_EVENT_PUT_START : PTL_EVENT_SEND_START,
                   "the transfer to start");
         if (stop_first) {
             if (write(go[1], "g", 1) != 1)
