@@ -2,7 +2,7 @@
  * mp_creditwait - a sender stalled on credits sleeps (docs/waiting.md,
  * "Stalled on credits"; issue 13 item 5).
  *
- *   usage (under ptlrun -n 2): mp_creditwait [COUNT [STOP_MS]]
+ *   usage (under ptlrun -n 2): mp_creditwait [COUNT [STOP_MS [poll|eqwait]]]
  *
  * Rank 1, the receiver, posts one ME (locally managed offsets: the buffer
  * fills in arrival order), passes a barrier and stops itself (SIGSTOP): its
@@ -22,6 +22,14 @@
  * rank 1 (SIGCONT), and rank 1 checks that every word arrived, once and in
  * order.
  *
+ * eqwait: rank 0's application thread posts the puts and then stays out of
+ * the library (it sleeps through the measurement and until the end); a
+ * second thread waits in PtlEQWait on an EQ of its own the whole time. Every
+ * put left after the stall must then go out through that thread (host
+ * matching: it runs the engine when the returned credits wake it) or the
+ * NIC thread: rank 1, once it has every word, puts to that EQ's entry, and
+ * rank 0 fails if its waiter has not returned within 20 s.
+ *
  * Also C-SKIP (docs/waiting.md): the puts that rank 0 queues behind the
  * stalled one each run the engine once, and that pass must not dispatch the
  * stalled command again while its mark stays set. The engine counts the
@@ -34,6 +42,9 @@
 #include "nic.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +55,7 @@
 
 #define PT_DATA (MP_PT_USER + 0)
 #define PT_PID (MP_PT_USER + 1)
+#define PT_WAKE (MP_PT_USER + 2)
 #define CPU_MAX_PCT 30
 
 static uint64_t cpu_us(void)
@@ -116,12 +128,25 @@ static char proc_state(pid_t pid)
     return p && p[1] == ' ' ? p[2] : 0;
 }
 
+/* eqwait: the second thread of rank 0 */
+static ptl_handle_eq_t weq;
+static int wrc = -1;
+static ptl_event_t wev;
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    wrc = PtlEQWait(weq, &wev);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     unsigned count = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 200;
     unsigned stop_ms = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 0) : 1000;
-    if (count < 1 || stop_ms < 100)
-        mp_die("usage: mp_creditwait [COUNT >= 1 [STOP_MS >= 100]]");
+    bool eqwait = argc > 3 && !strcmp(argv[3], "eqwait");
+    if (count < 1 || stop_ms < 100 || (argc > 3 && !eqwait && strcmp(argv[3], "poll")))
+        mp_die("usage: mp_creditwait [COUNT >= 1 [STOP_MS >= 100 [poll|eqwait]]]");
     struct mp m;
     mp_init(&m, 2);
     if (m.size != 2)
@@ -141,6 +166,16 @@ int main(int argc, char **argv)
     ptl_handle_eq_t peq;
     MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &peq));
     mp_post(&m, PT_PID, 1, &peer_pid, sizeof peer_pid, 1, PTL_MD_OP_PUT, peq, PTL_RETAIN, NULL);
+    static uint64_t wake_word;
+    pthread_t wt;
+    if (eqwait && m.rank == 0) {
+        MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &weq));
+        mp_post(&m, PT_WAKE, 1, &wake_word, sizeof wake_word, 1,
+                PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, weq,
+                PTL_RETAIN, NULL);
+        if (pthread_create(&wt, NULL, waiter, NULL) != 0)
+            mp_die("pthread_create failed");
+    }
     mp_barrier(&m);
     pid_t peer = mp_pid_swap(&m, PT_PID, 1, peq, &peer_pid);
 
@@ -158,6 +193,13 @@ int main(int argc, char **argv)
             if (words[i] != i + 1)
                 mp_die("word %u is %llu, expected %u (lost, twice or out of order)", i,
                        (unsigned long long)words[i], i + 1);
+        if (eqwait) { /* end rank 0's waiter */
+            static uint64_t one = 1;
+            ptl_handle_md_t wmd = mp_bind(&m, &one, sizeof one, PTL_MD_THRESH_INF,
+                                          PTL_MD_EVENT_START_DISABLE |
+                                              PTL_MD_EVENT_END_DISABLE, PTL_EQ_NONE);
+            MP_CHECK(PtlPut(wmd, PTL_NO_ACK_REQ, m.ids[0], PT_WAKE, 0, 1, 0, 0));
+        }
         mp_barrier(&m);
         MP_CHECK(PtlMEUnlink(me));
     } else {
@@ -185,13 +227,19 @@ int main(int argc, char **argv)
             mp_die("the stalled put was dispatched again %llu times while %u puts queued "
                    "behind it (C-SKIP: not while its mark is set)", (unsigned long long)fails,
                    count);
-        /* Stalled: the ring to rank 1 is full. Wait as an application does. */
+        /* Stalled: the ring to rank 1 is full. Wait as an application does
+         * (eqwait: the other thread waits; this one stays out of the library). */
         uint64_t c0 = cpu_us(), r0 = runnable_ns(), s0 = steal_us(), w0 = mp_now_ms();
-        ptl_event_t ev;
-        int which;
-        int rc = PtlEQPoll(&eq, 1, stop_ms, &ev, &which);
-        if (rc != PTL_EQ_EMPTY)
-            mp_die("PtlEQPoll while rank 1 is stopped: %s", PtlErrorStr(rc));
+        if (eqwait) {
+            struct timespec d = {stop_ms / 1000, (long)(stop_ms % 1000) * 1000000L};
+            nanosleep(&d, NULL);
+        } else {
+            ptl_event_t ev;
+            int which;
+            int rc = PtlEQPoll(&eq, 1, stop_ms, &ev, &which);
+            if (rc != PTL_EQ_EMPTY)
+                mp_die("PtlEQPoll while rank 1 is stopped: %s", PtlErrorStr(rc));
+        }
         uint64_t cpu = cpu_us() - c0, run = (runnable_ns() - r0) / 1000u;
         uint64_t stolen = steal_us() - s0, wall = (mp_now_ms() - w0) * 1000u;
         uint64_t run_own = run > stolen ? run - stolen : 0; /* see steal_us */
@@ -211,12 +259,29 @@ int main(int argc, char **argv)
             mp_die("a sender stalled on credits used %u%% of a core and was runnable %u%% of "
                    "the time while its receiver was stopped (limit %u%%)", pct, rpct,
                    CPU_MAX_PCT);
+        if (eqwait) {
+            /* Only the waiter (or the NIC thread) can send what is left: rank
+             * 1's wake put comes once it has every word. */
+            struct timespec dl;
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_sec += 20;
+            int e = pthread_timedjoin_np(wt, NULL, &dl);
+            if (e == ETIMEDOUT)
+                mp_die("the puts left after the stall were not delivered within 20 s while "
+                       "only a PtlEQWait thread was in the library");
+            if (e != 0 || wrc != PTL_OK || wev.type != PTL_EVENT_PUT_END)
+                mp_die("the waiter's PtlEQWait: %s, event %s", PtlErrorStr(wrc),
+                       PtlEventKindStr(wev.type));
+            printf("mp_creditwait: the PtlEQWait thread delivered the rest\n");
+        }
         mp_barrier(&m); /* rank 1 checked every word */
         MP_CHECK(PtlMDUnlink(md));
         printf("mp_creditwait: %u words delivered once and in order after the stall\n", count);
     }
     MP_CHECK(PtlEQFree(eq));
     MP_CHECK(PtlEQFree(peq));
+    if (eqwait && m.rank == 0)
+        MP_CHECK(PtlEQFree(weq));
     free(words);
     mp_fini(&m);
     return 0;
