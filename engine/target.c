@@ -276,9 +276,40 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
  * runs that can change what it matches, or its wait ends (pt_nic_park_note;
  * docs/waiting.md, "Parked for a match").
  */
-static bool nomatch_expired(struct pt_nic *nic, uint32_t peer)
+/* nomatch_since[sender] after a wait ended: this bit, a 31-bit key of the
+ * request dropped (its portal and match bits), and match_gen then. */
+#define NOMATCH_ENDED (1ull << 63)
+
+static uint64_t nomatch_key(const struct pt_wire_hdr *h)
 {
-    return !nic->nomatch_ns || pt_wait_patience(&nic->nomatch_since[peer], nic->nomatch_ns);
+    uint64_t k = (h->match_bits ^ (h->match_bits >> 31) ^ ((uint64_t)h->pt_index << 17)) *
+                 0x9e3779b97f4a7c15ull;
+    return (k >> 33) << 32; /* bits 32..62 */
+}
+
+static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_wire_hdr *h)
+{
+    uint64_t *since = &nic->nomatch_since[peer];
+    if (!nic->nomatch_ns)
+        return true;
+    uint64_t ended = NOMATCH_ENDED | nomatch_key(h) | LD_RELAXED(&nic->match_gen);
+    /* The sender's wait for this entry ended and no command that can change
+     * what its requests match has run since: the next request for the same
+     * portal and match bits (queued behind the dropped one, or sent in the
+     * same burst) has nothing new to wait for, and is dropped at once. Each
+     * waited PTL_NOMATCH_WAIT_US in turn before (an adversarial client: 300
+     * puts into an unlinked entry held their sender 6 s; mp_nomatch burst).
+     * A request for another entry, or one after an attach, waits as the
+     * first did: what is sent for an entry attached late still finds it. */
+    if (*since & NOMATCH_ENDED) {
+        if (*since == ended)
+            return true;
+        *since = 0;
+    }
+    if (!pt_wait_patience(since, nic->nomatch_ns))
+        return false;
+    *since = ended;
+    return true;
 }
 
 /* ---- replies awaiting their RFIN (struct pt_rfw, nic.h) -----------------
@@ -441,7 +472,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
      * up to 3,542 failed events). */
     if (h->op == PT_W_PUT && rndv && md && !pt_ops_avail(nic))
         return PT_E_AGAIN; /* no side effect yet: retried once an op is free */
-    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer))) {
+    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer, h))) {
         /* no side effect yet: matched again on a later poll, after a command
          * that can change what it matches or when its wait ends; till then
          * it is no work for a sleeper (docs/waiting.md, "Parked for a match") */

@@ -21,6 +21,16 @@
  *   a lost wake-up, not a speed check); then rank 2 attaches rank 0's
  *   entry, and that command alone must deliver the parked put (same bound).
  *
+ *   mp_nomatch burst (2 ranks; PTL_NOMATCH_WAIT_US=1000000): rank 0 puts
+ *   BURST messages to an entry rank 1 never attaches, then one to an entry
+ *   that exists. The first of the burst waits its second and is dropped;
+ *   the rest, for the same entry with no attach in between, have nothing
+ *   new to wait for and are dropped at once: the last put arrives within
+ *   8 s (each waited its own second before: BURST s), and the drop count
+ *   goes up by BURST. Then a put for an entry rank 1 attaches 100 ms later
+ *   must still find it (a request for another entry waits as the first
+ *   did). Bounds: stalls, not speed checks.
+ *
  *   mp_nomatch fini (1 rank; PTL_NOMATCH_WAIT_US and PTL_PEER_TIMEOUT_MS far
  *   beyond the bound): 100 gets to itself that match nothing (the entry's
  *   MD takes puts only), then PtlNIFini at once. Nothing can attach to a
@@ -111,6 +121,63 @@ static int park(void)
     return 0;
 }
 
+#define BURST 20u
+
+static int burst(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint8_t src[LEN], dst[LEN], late[LEN];
+    mp_fill(src, LEN, 0, 9, 0);
+    memset(dst, 0, sizeof dst);
+    memset(late, 0, sizeof late);
+    const unsigned opts = PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE;
+    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
+    ptl_sr_value_t d0 = 0;
+    if (m.rank == 0)
+        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
+    else {
+        d0 = mp_drops(&m);
+        mp_post(&m, PT_T, 2, dst, LEN, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN, NULL);
+    }
+    mp_barrier(&m);
+    if (m.rank == 0) {
+        for (unsigned i = 0; i < BURST; i++)
+            MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 99, 0, 100 + i));
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 2, 0, 2));
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 3, 0, 3));
+    } else {
+        uint64_t t0 = mp_now_ms();
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 8000))
+            mp_die("burst: the put behind %u unmatched ones did not come within 8 s", BURST);
+        uint64_t ms = mp_now_ms() - t0;
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 2)
+            mp_die("burst: %s hdr_data %llu", PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        if (mp_drops(&m) != d0 + BURST)
+            mp_die("burst: %llu drops, expected %u", (unsigned long long)(mp_drops(&m) - d0),
+                   BURST);
+        /* rank 0's put for entry 3 came right behind: attached late, it
+         * must still find the entry */
+        usleep(100000);
+        mp_post(&m, PT_T, 3, late, LEN, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN, NULL);
+        if (!mp_poll(eq, &ev, 10000))
+            mp_die("burst: the put for an entry attached 100 ms late was lost");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 3 ||
+            mp_check_pattern(late, LEN, 0, 9, 0) >= 0)
+            mp_die("burst: %s hdr_data %llu, or its data differs", PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        printf("mp_nomatch burst: %u unmatched puts dropped, the next arrived after %llu ms; "
+               "a put for a late entry delivered\n", BURST, (unsigned long long)ms);
+    }
+    mp_barrier(&m);
+    mp_fini(&m);
+    return 0;
+}
+
 #define FINI_GETS 100u /* more than a ring's credits: most wait in the command ring */
 
 static int fini_self(void)
@@ -143,6 +210,8 @@ int main(int argc, char **argv)
         return park();
     if (argc > 1 && strcmp(argv[1], "fini") == 0)
         return fini_self();
+    if (argc > 1 && strcmp(argv[1], "burst") == 0)
+        return burst();
     struct mp m;
     mp_init(&m, 2);
     const bool ini = m.rank == 0, tgt = m.rank == 1;
