@@ -70,4 +70,20 @@ static inline uint32_t pt_gen_next(uint32_t g)
     return (g == 0 || g == PT_H_GEN_MASK) ? 1 : g;
 }
 
+/* The first generation of every object slot of the NI whose own generation
+ * is ni_gen (1 .. PT_H_GENS, one more per PtlNIInit of the process). A
+ * process's NIs share the NI bit and the slot indices, so without it a
+ * handle from a closed NI named the object in the same slot of the next one
+ * (an adversarial client: an old MD handle's PtlMDUpdate read the new NI's
+ * MD; PtlMEUnlink of an old ME handle removed the new one). Consecutive
+ * NIs start PT_H_SEED_STRIDE generations apart (a prime, coprime with
+ * PT_H_GENS): an old handle names a new object only if its slot lived
+ * about that many times (with the reuse depth, some 4e7 creations) in the
+ * NI before; two NIs apart, 472 lives (1.5e7 creations). */
+#define PT_H_SEED_STRIDE 1259u
+static inline uint32_t pt_h_seed(uint32_t ni_gen)
+{
+    return 1u + (uint32_t)(((uint64_t)(ni_gen ? ni_gen - 1u : 0u) * PT_H_SEED_STRIDE) % PT_H_GENS);
+}
+
 #endif

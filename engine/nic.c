@@ -883,6 +883,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         return PT_E_NOSPACE;
     memset(nic, 0, sizeof *nic);
     nic->ni_index = ni_index;
+    nic->h_seed = pt_h_seed(gen);
     nic->iface = iface;
     nic->offload = cfg->offload;
     nic->rndv_seg = (uint32_t)cfg->rndv_seg;

@@ -423,6 +423,8 @@ struct pt_nic {
                                            * its wake-up; waiters read it after theirs */
 
     PT_ALIGNED uint32_t ni_index;
+    uint32_t h_seed;                      /* first generation of every object slot
+                                           * (pt_h_seed of the NI's generation)     */
     _Atomic uint32_t tag;                 /* [A] NI handle generation<<1|live          */
     _Atomic uint32_t fork_park;           /* fork (pt_nic_fork_prepare): non-zero (the
                                            * fork's generation) while the forking thread

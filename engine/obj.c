@@ -63,7 +63,7 @@ void pt_obj_tables_fini(struct pt_nic *nic)
         } else if ((nic)->hwm < (nic)->slots) {                                    \
             o_ = &(nic)->tab[(nic)->hwm];                                          \
             o_->idx = (nic)->hwm++;                                                \
-            ST_RELAXED(&o_->tag, 0);                                               \
+            ST_RELAXED(&o_->tag, (nic)->h_seed << 1); /* handle.h, pt_h_seed */     \
         } else {                                                                   \
             /* slots = max + PT_H_FREE_DEPTH: reached only while EQ                \
              * slots wait out a grace period (eqobj.c) */                          \

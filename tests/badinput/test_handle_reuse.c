@@ -275,6 +275,50 @@ static void ct_stale_stays_invalid(void **state)
 	ptlt_ni_fini(&env);
 }
 
+/* ---- across NIs ----------------------------------------------------------------- */
+
+#define NI_LIVES 6 /* NIs opened one after another in this process */
+
+/* Handles of an NI that was closed (PtlNIFini) name nothing on the NIs
+ * opened after it, although the new objects take the same slots: every
+ * earlier NI's MD, ME, EQ and CT handle is checked against each later NI
+ * (an adversarial client: they named the new NI's objects, and an old ME
+ * handle's PtlMEUnlink removed the new ME). */
+static void stale_across_nis(void **state)
+{
+	(void)state;
+	uint8_t buf[8] = { 0 };
+	ptl_handle_md_t md[NI_LIVES];
+	ptl_handle_me_t me[NI_LIVES];
+	ptl_handle_eq_t eq[NI_LIVES];
+	ptl_handle_ct_t ct[NI_LIVES];
+	for (unsigned k = 0; k < NI_LIVES; k++) {
+		start(4, 4, 4);
+		assert_rc(PtlEQAlloc(env.ni, 8, PTL_EQ_HANDLER_NONE, &eq[k]), PTL_OK);
+		assert_rc(PtlMEAttach(env.ni, BFX_PT, ANYID, 0, 0, PTL_RETAIN, PTL_INS_AFTER, &me[k]),
+			  PTL_OK);
+		md[k] = ptlt_bind(&env, buf, sizeof(buf), PTL_MD_THRESH_INF, 0, PTL_EQ_NONE, PTL_RETAIN);
+		assert_rc(PtlCTAlloc(env.ni, &ct[k]), PTL_OK);
+		for (unsigned j = 0; j < k; j++) {
+			ptl_md_t old;
+			ptl_event_t ev;
+			ptl_ct_event_t cev;
+			if (md[j] == md[k] || me[j] == me[k] || eq[j] == eq[k] || ct[j] == ct[k])
+				note("\n  NI %u's objects got a handle of NI %u's", k, j);
+			expect_stale(PtlMDUpdate(md[j], &old, NULL, PTL_EQ_NONE), PTL_MD_INVALID);
+			expect_stale(PtlEQGet(eq[j], &ev), PTL_EQ_INVALID);
+			expect_stale(PtlCTGet(ct[j], &cev), PTL_CT_INVALID);
+			expect_stale(PtlMEUnlink(me[j]), PTL_ME_INVALID);
+		}
+		/* the live objects are untouched */
+		ptl_md_t cur;
+		expect_stale(PtlMDUpdate(md[k], &cur, NULL, PTL_EQ_NONE), PTL_OK);
+		expect_stale(PtlMEUnlink(me[k]), PTL_OK);
+		report("NI", k + 1);
+		ptlt_ni_fini(&env);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +327,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(eq_stale_stays_invalid, ni_setup, ni_teardown),
 		cmocka_unit_test_setup_teardown(md_stale_stays_invalid_long, ni_setup, ni_teardown),
 		cmocka_unit_test_setup_teardown(ct_stale_stays_invalid, ni_setup, ni_teardown),
+		cmocka_unit_test_setup_teardown(stale_across_nis, ni_setup, ni_teardown),
 	};
 	int n;
 	if (PtlInit(&n) != PTL_OK)
