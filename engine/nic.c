@@ -633,7 +633,8 @@ static int poll_work(struct pt_nic *nic, bool rx)
          * dropped, and the get ended PTL_NI_PEER_DIED: mp_finireply). */
         take_arrived_then_fail(nic);
     }
-    if (PT_UNLIKELY(LD_RELAXED(&nic->settle_until)) && !dead_ops(nic))
+    uint64_t su = LD_RELAXED(&nic->settle_until);
+    if (PT_UNLIKELY(su) && (pt_now_ns() >= su || !dead_ops(nic)))
         ST_RELEASE(&nic->settle_until, 0); /* after the failed ENDs (pt_ops_progress) */
     int work = drain_cmds(nic);     /* what we send now, we may receive below */
     if (rx || nic->rx_self) {
