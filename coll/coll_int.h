@@ -262,6 +262,10 @@ struct req {
     const void *res;
     void *out;
     ptl_size_t bytes;
+    /* a receive-only member that passed no buffer (pt_coll_req_adopt): the
+     * scratch memory it takes part through, freed at completion, where the
+     * call reports PTL_SEGV */
+    void *scratch;
 };
 
 /* The tables, fast.c's. g_pt_coll_tab_lock: taking and releasing table
@@ -408,6 +412,11 @@ void pt_api_node_poll(ptl_handle_ni_t ni);
 int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns);
 bool pt_api_node_alive(ptl_handle_ni_t ni);
 bool pt_api_node_left(ptl_handle_ni_t ni, ptl_process_id_t id);
+
+/* A nonblocking call made with scratch memory tmp for a member that only
+ * receives and passed no buffer (rc: the call's result): the request owns
+ * tmp and reports PTL_SEGV when it completes. PTL_OK, or rc (tmp freed). */
+int pt_coll_req_adopt(int rc, ptl_handle_coll_req_t *h, void *tmp);
 
 #define BLOCKING(call)                                                                             \
     do {                                                                                           \

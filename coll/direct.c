@@ -4,6 +4,7 @@
  */
 #include "coll_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- gather, scatter, allgather, alltoall: direct puts at offsets ------- */
@@ -135,7 +136,14 @@ int PtlCollIgather(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
     if (rc != PTL_OK)
         return rc;
     struct group *g = pt_coll_group_get(h);
-    if (len && (!sendbuf || (g->me == root && !recvbuf)))
+    if (len && sendbuf && g->me == root && !recvbuf) {
+        /* the root takes part through scratch memory (README; fast.c, Ibcast) */
+        void *tmp = bytes_ok(len, g->n) ? malloc(len * g->n) : NULL;
+        if (!tmp)
+            return PTL_SEGV;
+        return pt_coll_req_adopt(PtlCollIgather(h, sendbuf, tmp, len, root, out), out, tmp);
+    }
+    if (len && !sendbuf)
         return PTL_SEGV;
     if (!bytes_ok(len, g->n))
         return PTL_ARG_INVALID;
@@ -153,6 +161,14 @@ int PtlCollIscatter(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl
     if (rc != PTL_OK)
         return rc;
     struct group *g = pt_coll_group_get(h);
+    if (len && !recvbuf && (g->me != root || sendbuf)) {
+        /* a member that only receives takes part through scratch memory (the
+         * root's own block too: README; fast.c, Ibcast) */
+        void *tmp = bytes_ok(len, g->n) ? malloc(len) : NULL;
+        if (!tmp)
+            return PTL_SEGV;
+        return pt_coll_req_adopt(PtlCollIscatter(h, sendbuf, tmp, len, root, out), out, tmp);
+    }
     if (len && (!recvbuf || (g->me == root && !sendbuf)))
         return PTL_SEGV;
     if (!bytes_ok(len, g->n))

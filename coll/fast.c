@@ -112,11 +112,33 @@ static struct req *req_take_g(struct group *g)
     return g->nrcache > 0 ? req_reset(g->rcache[--g->nrcache]) : pt_coll_req_take();
 }
 
+/* The end of an adopted call (pt_coll_req_adopt): its scratch freed, once
+ * nothing writes it; PTL_SEGV for the buffer the caller did not pass. */
+static int scratch_end(void *scratch, int rc)
+{
+    if (!scratch)
+        return rc;
+    free(scratch);
+    return PTL_SEGV;
+}
+
 static int req_finish(struct req *r)
 {
     int rc = r->rc;
-    pt_coll_req_release(r);
-    return rc;
+    void *scratch = r->scratch;
+    pt_coll_req_release(r); /* its MEs unlinked: nothing lands in scratch */
+    return scratch_end(scratch, rc);
+}
+
+int pt_coll_req_adopt(int rc, ptl_handle_coll_req_t *h, void *tmp)
+{
+    struct req *r = rc == PTL_OK ? req_get(*h) : NULL;
+    if (!r) {
+        free(tmp);
+        return rc;
+    }
+    r->scratch = tmp; /* only the caller holds the handle: nobody completes it yet */
+    return PTL_OK;
 }
 
 static int fast_wait(struct req *r);
@@ -130,10 +152,11 @@ static int fast_done(struct req *r, int rc)
     pthread_mutex_lock(&g->lock); /* one critical section: finish, out of flight, free */
     fast_finish(r, rc);
     rc = r->rc;
+    void *scratch = r->scratch; /* its result copied out (fast_finish) */
     g->inflight--;
     req_put_g(g, r); /* a persistent-path request holds no resources of its own */
     pthread_mutex_unlock(&g->lock);
-    return rc;
+    return scratch_end(scratch, rc);
 }
 
 int PtlCollTest(ptl_handle_coll_req_t h, int *done)
@@ -222,8 +245,15 @@ int PtlCollIbcast(ptl_handle_coll_t h, void *buf, ptl_size_t len, ptl_size_t roo
     int rc = check_root(h, root);
     if (rc != PTL_OK)
         return rc;
-    if (!buf && len)
-        return PTL_SEGV;
+    if (!buf && len) {
+        /* a non-root takes part through scratch memory (README): the root
+         * has moved on, and a member that left this call out would take the
+         * next call's data for this one's (an adversarial client) */
+        void *tmp = pt_coll_group_get(h)->me != root && bytes_ok(len, 1) ? malloc(len) : NULL;
+        if (!tmp)
+            return PTL_SEGV;
+        return pt_coll_req_adopt(PtlCollIbcast(h, tmp, len, root, out), out, tmp);
+    }
     if (!bytes_ok(len, 1))
         return PTL_ARG_INVALID;
     struct req *r;
@@ -866,7 +896,15 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
     if (rc != PTL_OK)
         return rc;
     struct group *g = pt_coll_group_get(h);
-    if (count && (!sendbuf || (g->me == root && !recvbuf)))
+    if (count && sendbuf && g->me == root && !recvbuf) {
+        /* the root takes part through scratch memory (README; Ibcast) */
+        void *tmp = bytes_ok(count, type_size(t)) ? malloc(count * type_size(t)) : NULL;
+        if (!tmp)
+            return PTL_SEGV;
+        return pt_coll_req_adopt(PtlCollIreduce(h, sendbuf, tmp, count, t, op, root, out), out,
+                                 tmp);
+    }
+    if (count && !sendbuf)
         return PTL_SEGV;
     if (!bytes_ok(count, type_size(t)))
         return PTL_ARG_INVALID;

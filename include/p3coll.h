@@ -29,8 +29,13 @@
  * out of range, an unknown type or op, a bitwise op on a float type, a
  * process listed twice in members, buffers that would span more than 2^47
  * bytes),
- * PTL_SEGV (a NULL pointer where data is needed), PTL_NO_SPACE (tables
- * full), PTL_FAIL (an operation of the schedule failed).
+ * PTL_SEGV (a NULL pointer where data is needed; a member that only
+ * receives in the call, such as a bcast's non-root or a reduce's, gather's
+ * or scatter's receiving member, and passes no buffer still takes part
+ * through scratch memory so that its peers' calls complete: it gets
+ * PTL_SEGV from a blocking call once done, or PTL_OK and a request whose
+ * PtlCollWait/PtlCollTest reports PTL_SEGV), PTL_NO_SPACE (tables full),
+ * PTL_FAIL (an operation of the schedule failed).
  *
  * PtlCollGroupCreate is collective: when one member has no room for the
  * group (its table of groups, or its NI's MEs, counters or MDs), every

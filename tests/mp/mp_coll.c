@@ -1317,6 +1317,56 @@ static int flags(struct mp *m)
         if (v != 77 + (int64_t)root)
             mp_die("bcast from %u after the bad one gave %lld", root, (long long)v);
     }
+    /* ... and in the nonblocking calls and the gather/scatter pair: the call
+     * returns a request, whose completion reports PTL_SEGV; the member took
+     * part through scratch memory, so the next call pairs with the others'
+     * next call (an adversarial client: Ibcast, Ireduce and the blocking
+     * gather skipped the call and took the next one's data) */
+    for (unsigned root = 0; root < N; root++) {
+        const bool rt = ME == root;
+        int64_t x = (int64_t)ME + 1, y = 0, v = rt ? 500 + (int64_t)root : 0;
+        int64_t all[N], mine = 10 * (int64_t)ME + (int64_t)root;
+        ptl_handle_coll_req_t q;
+        MP_CHECK(PtlCollIbcast(g, rt ? &v : NULL, sizeof v, root, &q));
+        int rc = PtlCollWait(q);
+        if (rc != (rt ? PTL_OK : PTL_SEGV))
+            mp_die("Ibcast from %u without the members' buffers: %s", root,
+                   PtlErrorStr((unsigned)rc));
+        MP_CHECK(PtlCollIreduce(g, &x, rt ? NULL : &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, root, &q));
+        rc = PtlCollWait(q);
+        if (rc != (rt ? PTL_SEGV : PTL_OK))
+            mp_die("Ireduce to %u without the root's recvbuf: %s", root, PtlErrorStr((unsigned)rc));
+        rc = PtlCollGather(g, &mine, rt ? NULL : all, sizeof mine, root);
+        if (rc != (rt ? PTL_SEGV : PTL_OK))
+            mp_die("gather to %u without the root's recvbuf: %s", root, PtlErrorStr((unsigned)rc));
+        for (unsigned i = 0; i < N; i++)
+            all[i] = rt ? 1000 + (int64_t)i : -1;
+        rc = PtlCollScatter(g, rt ? all : NULL, NULL, sizeof y, root); /* root too */
+        if (rc != PTL_SEGV)
+            mp_die("scatter from %u without recvbuf: %s", root, PtlErrorStr((unsigned)rc));
+        /* in step: the next calls give this round's values */
+        v = rt ? 600 + (int64_t)root : 0;
+        MP_CHECK(PtlCollIbcast(g, &v, sizeof v, root, &q));
+        MP_CHECK(PtlCollWait(q));
+        if (v != 600 + (int64_t)root)
+            mp_die("Ibcast from %u after the bad one gave %lld", root, (long long)v);
+        y = 0;
+        MP_CHECK(PtlCollIreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, root, &q));
+        MP_CHECK(PtlCollWait(q));
+        if (rt && y != (int64_t)N * (N + 1) / 2)
+            mp_die("Ireduce to %u after the bad one gave %lld", root, (long long)y);
+        mine = 20 * (int64_t)ME + (int64_t)root;
+        MP_CHECK(PtlCollGather(g, &mine, all, sizeof mine, root));
+        for (unsigned i = 0; rt && i < N; i++)
+            if (all[i] != 20 * (int64_t)i + (int64_t)root)
+                mp_die("gather to %u after the bad one: member %u gave %lld", root, i,
+                       (long long)all[i]);
+        for (unsigned i = 0; i < N; i++)
+            all[i] = 2000 + (int64_t)i;
+        MP_CHECK(PtlCollScatter(g, all, &y, sizeof y, root));
+        if (y != 2000 + (int64_t)ME)
+            mp_die("scatter from %u after the bad one gave %lld", root, (long long)y);
+    }
     enum { MANY = 40 };
     ptl_handle_coll_t many[MANY];
     for (int pass = 0; pass < 2; pass++) {
