@@ -92,6 +92,20 @@ void pt_api_node_poll(ptl_handle_ni_t ni)
         (void)node_poll(ni);
 }
 
+/* One engine pass; PTL_OK, PTL_NI_INVALID (no NI, or finalized) or PTL_FAIL
+ * (its job failed: what waits for peers will not come). */
+int pt_api_node_progress(ptl_handle_ni_t ni)
+{
+    if (!LD_ACQUIRE(&g_pt_inited))
+        return PTL_NO_INIT;
+    PT_API_INSIDE();
+    struct pt_nic *nic = pt_api_ni(ni);
+    if (!nic || LD_RELAXED(&nic->dead))
+        return PTL_NI_INVALID;
+    pt_nic_progress(nic);
+    return pt_nic_down(nic) ? PTL_FAIL : PTL_OK;
+}
+
 struct nodewait {
     struct pt_nic *nic;
     bool (*ready)(void *);

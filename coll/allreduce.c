@@ -27,9 +27,9 @@ static int r_and(struct req *r, ptl_handle_ct_t a, ptl_size_t athr, ptl_handle_c
     ptl_ct_event_t one = {1, 0};
     int rc = pt_coll_r_ct(r, &gate);
     if (rc == PTL_OK)
-        rc = PtlTriggeredCTInc(gate, one, a, athr);
+        COLL_TRIG(r->g, rc, PtlTriggeredCTInc(gate, one, a, athr));
     if (rc == PTL_OK)
-        rc = PtlTriggeredCTInc(gate, one, b, bthr);
+        COLL_TRIG(r->g, rc, PtlTriggeredCTInc(gate, one, b, bthr));
     *ct = gate;
     *thr = 2;
     return rc;
@@ -52,9 +52,9 @@ static int r_reduce_range(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl
     int rc = PTL_OK;
     for (ptl_size_t o = off; rc == PTL_OK && o < off + len; o += seg) {
         ptl_size_t l = off + len - o < seg ? off + len - o : seg;
-        rc = PtlTriggeredAtomicPut(md, o, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+        COLL_TRIG(g, rc, PtlTriggeredAtomicPut(md, o, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
                                    mbits(g->gid, K_DATA, r->seq, tag), o, 0, (ptl_op_t)op,
-                                   (ptl_datatype_t)t, trig, thr);
+                                   (ptl_datatype_t)t, trig, thr));
         if (rc == PTL_OK)
             r->nsent++;
     }

@@ -97,7 +97,7 @@ int pt_coll_sched_bcast_pipe(struct req *r, void *buf, ptl_size_t len, ptl_size_
     if (rc == PTL_OK && nk)
         rc = pt_coll_r_ct(r, &ready);
     for (int i = 0; rc == PTL_OK && i < nk; i++) {
-        rc = PtlTriggeredCTInc(ready, one, g->from[kids[i]], pt_coll_r_ready_thr(r, kids[i]));
+        COLL_TRIG(g, rc, PtlTriggeredCTInc(ready, one, g->from[kids[i]], pt_coll_r_ready_thr(r, kids[i])));
     }
     if (rc == PTL_OK)
         rc = pt_coll_r_ct(r, &all);
@@ -109,9 +109,9 @@ int pt_coll_sched_bcast_pipe(struct req *r, void *buf, ptl_size_t len, ptl_size_
         if (rc == PTL_OK)
             rc = pt_coll_r_recv(r, (char *)buf + off, l, (long)parent, (unsigned)j, got);
         if (rc == PTL_OK && nk)
-            rc = PtlTriggeredCTInc(got, one, ready, (ptl_size_t)nk);
+            COLL_TRIG(g, rc, PtlTriggeredCTInc(got, one, ready, (ptl_size_t)nk));
         if (rc == PTL_OK)
-            rc = PtlTriggeredCTInc(all, one, got, thr);
+            COLL_TRIG(g, rc, PtlTriggeredCTInc(all, one, got, thr));
         for (int i = 0; rc == PTL_OK && i < nk; i++)
             rc = pt_coll_r_put(r, md, off, l, kids[i], (unsigned)j, 0, got, thr);
     }

@@ -409,9 +409,21 @@ int pt_coll_attach_ct(struct group *g, ptl_process_id_t from, ptl_match_bits_t b
 struct pt_flagslot *pt_api_node_lines(ptl_handle_ni_t ni, ptl_process_id_t id);
 uint64_t pt_api_node_spin_ns(ptl_handle_ni_t ni);
 void pt_api_node_poll(ptl_handle_ni_t ni);
+int pt_api_node_progress(ptl_handle_ni_t ni);
 int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns);
 bool pt_api_node_alive(ptl_handle_ni_t ni);
 bool pt_api_node_left(ptl_handle_ni_t ni, ptl_process_id_t id);
+
+/* rc = call (a PtlTriggered* operation of a schedule), again while every
+ * triggered slot of the NI is armed (PTL_NO_SPACE) and pt_coll_trig_wait
+ * sees room coming (req.c). */
+#define COLL_TRIG(g, rc, call)                                                                     \
+    do {                                                                                           \
+        uint64_t t0_ = 0;                                                                          \
+        while (((rc) = (call)) == PTL_NO_SPACE && pt_coll_trig_wait((g), &t0_))                    \
+            ;                                                                                      \
+    } while (0)
+bool pt_coll_trig_wait(struct group *g, uint64_t *t0);
 
 /* A nonblocking call made with scratch memory tmp for a member that only
  * receives and passed no buffer (rc: the call's result): the request owns

@@ -5,9 +5,12 @@
  * RTRs) and, once complete, releases it all.
  */
 #include "coll_int.h"
+#include "clock.h"
+#include "log.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int grow(void **arr, int *cap, int n, size_t elt)
 {
@@ -55,6 +58,37 @@ int pt_coll_r_src(struct req *r, const void *buf, ptl_size_t len, ptl_handle_md_
         return rc;
     r->mds[r->nmds++] = *md;
     return PtlMDBindCT(*md, r->sent, PTL_CT_SEND);
+}
+
+/* Every triggered slot of the NI is armed (PTL_TRIG_SLOTS): the operations
+ * of this member's earlier calls free theirs as they fire, once the peers
+ * reach those calls. A member that gave up here would leave its peers
+ * waiting for its part of this call for ever (an adversarial client: one
+ * member started 1,000 Ialltoall at once, 584 of them filled the slots, the
+ * rest failed there with PTL_NO_SPACE and succeeded everywhere else, whose
+ * PtlCollWait never returned). So the call runs the engine and naps, up to
+ * COLL_TRIG_WAIT_NS, and gives up earlier only when its NI is gone or its
+ * job failed. *t0: 0 at the first call. true: try again. */
+#define COLL_TRIG_WAIT_NS (30ull * 1000000000u)
+#define COLL_TRIG_NAP_NS  100000
+
+bool pt_coll_trig_wait(struct group *g, uint64_t *t0)
+{
+    uint64_t now = pt_now_ns();
+    if (!*t0)
+        *t0 = now;
+    if (pt_api_node_progress(g->ni) != PTL_OK)
+        return false;
+    if (now - *t0 >= COLL_TRIG_WAIT_NS) {
+        pt_log(PT_LOG_WARN, "collective: every triggered slot of the NI (PTL_TRIG_SLOTS) "
+                            "stayed armed for %llu s: this call fails here with PTL_NO_SPACE, "
+                            "and its peers' call cannot complete",
+               (unsigned long long)(COLL_TRIG_WAIT_NS / 1000000000u));
+        return false;
+    }
+    struct timespec nap = {0, COLL_TRIG_NAP_NS};
+    nanosleep(&nap, NULL);
+    return true;
 }
 
 /* Post an ME for this call (tag) over buf, counting arrivals into ct; from is
@@ -127,9 +161,9 @@ int pt_coll_r_gate(struct req *r, ptl_size_t dst, ptl_handle_ct_t cond, ptl_size
     if (rc != PTL_OK)
         return rc;
     ptl_ct_event_t one = {1, 0};
-    rc = PtlTriggeredCTInc(gate, one, g->from[dst], r->cum[dst]);
+    COLL_TRIG(g, rc, PtlTriggeredCTInc(gate, one, g->from[dst], r->cum[dst]));
     if (rc == PTL_OK)
-        rc = PtlTriggeredCTInc(gate, one, cond, cthr);
+        COLL_TRIG(g, rc, PtlTriggeredCTInc(gate, one, cond, cthr));
     *t = gate;
     *thr = 2;
     return rc;
@@ -139,8 +173,9 @@ int pt_coll_r_put(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl_size_t 
                   unsigned tag, ptl_size_t roff, ptl_handle_ct_t t, ptl_size_t thr)
 {
     struct group *g = r->g;
-    int rc = PtlTriggeredPut(md, off, len, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-                             mbits(g->gid, K_DATA, r->seq, tag), roff, 0, t, thr);
+    int rc;
+    COLL_TRIG(g, rc, PtlTriggeredPut(md, off, len, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                             mbits(g->gid, K_DATA, r->seq, tag), roff, 0, t, thr));
     if (rc == PTL_OK)
         r->nsent++;
     return rc;

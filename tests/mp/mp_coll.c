@@ -1034,6 +1034,48 @@ static int departed(struct mp *m)
     return 0;
 }
 
+/* mp_coll trigfull (3 ranks; PTL_TRIG_SLOTS small): rank 0 starts TF_CALLS
+ * nonblocking alltoalls at once while the others start theirs 300 ms later.
+ * Rank 0's early calls arm triggered puts that wait for the others' RTRs and
+ * fill its NI's triggered slots; its later calls must wait for room (the
+ * slots free as the others catch up), not fail with PTL_NO_SPACE on rank 0
+ * alone while the same calls succeed elsewhere and never complete there (an
+ * adversarial client: 1,000 Ialltoall on 8 ranks). Every result is checked. */
+#define TF_CALLS 100
+static int finish(struct mp *m, ptl_handle_coll_t g, const char *name);
+static int trigfull(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    int64_t *in = xmalloc(sizeof *in * N * TF_CALLS), *out = xmalloc(sizeof *out * N * TF_CALLS);
+    ptl_handle_coll_req_t *q = xmalloc(sizeof *q * TF_CALLS);
+    for (unsigned c = 0; c < TF_CALLS; c++)
+        for (unsigned j = 0; j < N; j++) {
+            in[(size_t)c * N + j] = 1000000 * (int64_t)c + 1000 * (int64_t)ME + (int64_t)j;
+            out[(size_t)c * N + j] = -1;
+        }
+    if (ME != 0)
+        usleep(300000);
+    mp_doing("100 Ialltoall, rank 0 ahead");
+    for (unsigned c = 0; c < TF_CALLS; c++) {
+        int rc = PtlCollIalltoall(g, in + (size_t)c * N, out + (size_t)c * N, sizeof(int64_t),
+                                  &q[c]);
+        if (rc != PTL_OK)
+            mp_die("Ialltoall %u of %u: %s", c, TF_CALLS, PtlErrorStr((unsigned)rc));
+    }
+    for (unsigned c = 0; c < TF_CALLS; c++)
+        MP_CHECK(PtlCollWait(q[TF_CALLS - 1 - c])); /* newest first */
+    for (unsigned c = 0; c < TF_CALLS; c++)
+        for (unsigned j = 0; j < N; j++)
+            if (out[(size_t)c * N + j] != 1000000 * (int64_t)c + 1000 * (int64_t)j + (int64_t)ME)
+                mp_die("Ialltoall %u: member %u's block is %lld", c, j,
+                       (long long)out[(size_t)c * N + j]);
+    free(in);
+    free(out);
+    free(q);
+    return finish(m, g, "mp_coll trigfull");
+}
+
 /* The end of a job: a last barrier on the group, free it, few drops, "OK". */
 /* mp_coll bcast: the pipelined path around its segment size (pt_coll_bcast_seg
  * in coll/bcast.c: groups of 3 or more, more than one segment, at most 64). */
@@ -1437,6 +1479,8 @@ int main(int argc, char **argv)
         return full(&m);
     if (argc > 1 && !strcmp(argv[1], "departed"))
         return departed(&m);
+    if (argc > 1 && !strcmp(argv[1], "trigfull"))
+        return trigfull(&m);
     if (argc > 1 && !strcmp(argv[1], "died")) {
         int rc = died(&m); /* the NI has failed: no mp_fini, but its memory goes */
         free(m.ids);
