@@ -73,6 +73,7 @@ struct pt_xport {
 
 static bool g_pmix_up;     /* the NI's PMIx_Init done, not finalized (PtlNIInit's thread) */
 static bool g_pmix_opened; /* an NI was opened once in this process (never cleared) */
+static pid_t g_pmix_pid;   /* ... by this OS process (a child of fork() inherits the flag) */
 static pthread_mutex_t g_rt_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool g_rt_held;     /* the rank runtime's PMIx_Init (api/rt.c), under g_rt_mu */
 /* The job the event handler reports to: set before the handler is
@@ -551,6 +552,13 @@ const char *pt_pmix_job_key(void) { return g_job_key; }
 
 int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
 {
+    if (g_pmix_opened && g_pmix_pid != getpid()) {
+        /* A child of fork() of a rank: no guests in a PMIx job (docs/ofi.md) */
+        pt_log(PT_LOG_ERR, "PMIx job: a child of fork() of a rank cannot open an NI of its "
+                           "own (processes that join a job are supported under ptlrun "
+                           "only: docs/ofi.md)");
+        return -ENOTSUP;
+    }
     if (g_pmix_opened) {
         /* Its peers know only the first endpoint, and would not join a
          * second fence (as ofi_open.c refuses it in a ptlrun job). */
@@ -559,6 +567,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
         return -ENOTSUP;
     }
     g_pmix_opened = true;
+    g_pmix_pid = getpid();
     struct pt_xport *x = calloc(1, sizeof *x);
     if (!x)
         return -ENOMEM;

@@ -235,8 +235,13 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
             return -EINVAL;
         }
         if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: not an open job region (was this process "
-                               "started by ptlrun?)", fds);
+            pt_log(PT_LOG_ERR, "PTL_JOB_FD=%s: not an open job region. A rank's region is "
+                               "not inherited across exec (a program a rank runs with exec, "
+                               "system() or popen() sees its variables but not the region): "
+                               "to join the job from such a program, start it with PTL_MY_RID, "
+                               "PTL_JOB_FD and PTL_JOB_SIZE removed and PTL_JOB=<ptlrun's pid> "
+                               "(README, \"Behaviour worth knowing\"); else start it with "
+                               "ptlrun", fds);
             return -EBADF;
         }
         if (want && (uint64_t)st.st_size != want) {
