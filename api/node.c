@@ -75,7 +75,8 @@ uint64_t pt_api_node_spin_ns(ptl_handle_ni_t ni)
 }
 
 /* One engine pass if the engine is free (host mode: it serves the peers
- * while a flag waiter spins). */
+ * while a flag waiter spins): PTL_OK, PTL_NI_INVALID (no NI: finalized) or
+ * PTL_FAIL (its job failed: what waits for peers will not come). */
 static int node_poll(ptl_handle_ni_t ni)
 {
     PT_API_INSIDE();
@@ -83,7 +84,7 @@ static int node_poll(ptl_handle_ni_t ni)
     if (!nic)
         return PTL_NI_INVALID;
     pt_nic_progress(nic);
-    return PTL_OK;
+    return pt_nic_down(nic) ? PTL_FAIL : PTL_OK;
 }
 
 void pt_api_node_poll(ptl_handle_ni_t ni)
@@ -92,18 +93,9 @@ void pt_api_node_poll(ptl_handle_ni_t ni)
         (void)node_poll(ni);
 }
 
-/* One engine pass; PTL_OK, PTL_NI_INVALID (no NI, or finalized) or PTL_FAIL
- * (its job failed: what waits for peers will not come). */
 int pt_api_node_progress(ptl_handle_ni_t ni)
 {
-    if (!LD_ACQUIRE(&g_pt_inited))
-        return PTL_NO_INIT;
-    PT_API_INSIDE();
-    struct pt_nic *nic = pt_api_ni(ni);
-    if (!nic || LD_RELAXED(&nic->dead))
-        return PTL_NI_INVALID;
-    pt_nic_progress(nic);
-    return pt_nic_down(nic) ? PTL_FAIL : PTL_OK;
+    return LD_ACQUIRE(&g_pt_inited) ? node_poll(ni) : PTL_NO_INIT;
 }
 
 struct nodewait {

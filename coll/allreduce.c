@@ -52,9 +52,10 @@ static int r_reduce_range(struct req *r, ptl_handle_md_t md, ptl_size_t off, ptl
     int rc = PTL_OK;
     for (ptl_size_t o = off; rc == PTL_OK && o < off + len; o += seg) {
         ptl_size_t l = off + len - o < seg ? off + len - o : seg;
-        COLL_TRIG(g, rc, PtlTriggeredAtomicPut(md, o, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-                                   mbits(g->gid, K_DATA, r->seq, tag), o, 0, (ptl_op_t)op,
-                                   (ptl_datatype_t)t, trig, thr));
+        COLL_TRIG(g, rc,
+                  PtlTriggeredAtomicPut(md, o, l, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                                        mbits(g->gid, K_DATA, r->seq, tag), o, 0, (ptl_op_t)op,
+                                        (ptl_datatype_t)t, trig, thr));
         if (rc == PTL_OK)
             r->nsent++;
     }

@@ -97,7 +97,8 @@ int pt_coll_sched_bcast_pipe(struct req *r, void *buf, ptl_size_t len, ptl_size_
     if (rc == PTL_OK && nk)
         rc = pt_coll_r_ct(r, &ready);
     for (int i = 0; rc == PTL_OK && i < nk; i++) {
-        COLL_TRIG(g, rc, PtlTriggeredCTInc(ready, one, g->from[kids[i]], pt_coll_r_ready_thr(r, kids[i])));
+        COLL_TRIG(g, rc,
+                  PtlTriggeredCTInc(ready, one, g->from[kids[i]], pt_coll_r_ready_thr(r, kids[i])));
     }
     if (rc == PTL_OK)
         rc = pt_coll_r_ct(r, &all);

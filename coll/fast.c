@@ -468,8 +468,9 @@ static int fast_barrier(struct group *g, struct req *r)
     for (int k = 0; rc == PTL_OK && k < R; k++) {
         ptl_size_t dst = (me + ((ptl_size_t)1 << k)) % n;
         ptl_match_bits_t bits = mbits(g->gid, K_FAST, FSEQ_BAR, (unsigned)k);
-        COLL_TRIG(g, rc, PtlTriggeredPut(f->md, 0, 0, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0, bits, 0, 0,
-                             k ? BCOND_CT(k) : f->sent, k ? BCOND_THR(k) : 0));
+        COLL_TRIG(g, rc,
+                  PtlTriggeredPut(f->md, 0, 0, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0, bits, 0, 0,
+                                  k ? BCOND_CT(k) : f->sent, k ? BCOND_THR(k) : 0));
         if (rc == PTL_OK)
             f->sent_exp++;
     }
@@ -486,9 +487,10 @@ static int fast_atomic(struct group *g, struct fslot *f, ptl_size_t off, ptl_siz
                        ptl_coll_op_t op, ptl_handle_ct_t trig, ptl_size_t thr)
 {
     int rc;
-    COLL_TRIG(g, rc, PtlTriggeredAtomicPut(f->md, off, bytes, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
-                                   mbits(g->gid, K_FAST, s, tag), 0, 0, (ptl_op_t)op,
-                                   (ptl_datatype_t)t, trig, thr));
+    COLL_TRIG(g, rc,
+              PtlTriggeredAtomicPut(f->md, off, bytes, PTL_NO_ACK_REQ, g->ids[dst], g->pt, 0,
+                                    mbits(g->gid, K_FAST, s, tag), 0, 0, (ptl_op_t)op,
+                                    (ptl_datatype_t)t, trig, thr));
     if (rc == PTL_OK)
         f->sent_exp++;
     return rc;
@@ -571,9 +573,10 @@ static int fast_allreduce(struct group *g, struct req *r, const void *sendbuf, v
         if (rc == PTL_OK)
             COLL_TRIG(g, rc, PtlTriggeredCTInc(f->gate[R], one, g->from[me + g->p2], cum_e));
         if (rc == PTL_OK)
-            COLL_TRIG(g, rc, PtlTriggeredPut(f->md, (ptl_size_t)R * sm, bytes, PTL_NO_ACK_REQ,
-                                 g->ids[me + g->p2], g->pt, 0, mbits(g->gid, K_FAST, s, FT_RES),
-                                 0, 0, f->gate[R], 2 * u));
+            COLL_TRIG(g, rc,
+                      PtlTriggeredPut(f->md, (ptl_size_t)R * sm, bytes, PTL_NO_ACK_REQ,
+                                      g->ids[me + g->p2], g->pt, 0,
+                                      mbits(g->gid, K_FAST, s, FT_RES), 0, 0, f->gate[R], 2 * u));
         if (rc == PTL_OK)
             f->sent_exp++;
     }
@@ -632,9 +635,10 @@ static int pair_allreduce(struct group *g, struct req *r, const void *sendbuf, v
     /* R2: the partner's value of our previous pair allreduce arrived (none: at once) */
     ptl_handle_ct_t gct = g->pprev_thr ? g->pprev : f->sent;
     int rc;
-    COLL_TRIG(g, rc, PtlTriggeredPut(f->md, 0, bytes, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0,
-                             mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)r->fslot, FT_PAIR), 0,
-                             0, gct, g->pprev_thr));
+    COLL_TRIG(g, rc,
+              PtlTriggeredPut(f->md, 0, bytes, PTL_NO_ACK_REQ, g->ids[peer], g->pt, 0,
+                              mbits(g->gid, K_FAST, PSEQ_BASE + (uint64_t)r->fslot, FT_PAIR), 0, 0,
+                              gct, g->pprev_thr));
     if (rc == PTL_OK)
         f->sent_exp++;
     r->done = f->cnt[0];
@@ -744,9 +748,10 @@ static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
             thr = r->done_thr;
         }
         if (rc == PTL_OK)
-            COLL_TRIG(g, rc, PtlTriggeredPut(b->md[s], 0, len, PTL_NO_ACK_REQ, g->ids[child], g->pt, 0,
-                                 mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), 0, 0,
-                                 ct, thr));
+            COLL_TRIG(g, rc,
+                      PtlTriggeredPut(b->md[s], 0, len, PTL_NO_ACK_REQ, g->ids[child], g->pt, 0,
+                                      mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC), 0, 0,
+                                      ct, thr));
         if (rc == PTL_OK)
             b->sent_exp[s]++;
     }
@@ -804,10 +809,11 @@ static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void
     }
     ptl_match_bits_t bits = mbits(g->gid, K_FAST, PBSEQ_BASE + (uint64_t)s, FT_PBC);
     for (int j = 0; rc == PTL_OK && j < kids; j++) {
-        COLL_TRIG(g, rc, PtlTriggeredAtomicPut(b->md[s], (ptl_size_t)(1 + j) * sm, bytes, PTL_NO_ACK_REQ,
-                                   g->ids[me], g->pt, 0, bits, 0, 0, (ptl_op_t)op,
-                                   (ptl_datatype_t)t, b->cnt[s],
-                                   base + (ptl_size_t)kids + (ptl_size_t)j));
+        COLL_TRIG(g, rc,
+                  PtlTriggeredAtomicPut(b->md[s], (ptl_size_t)(1 + j) * sm, bytes, PTL_NO_ACK_REQ,
+                                        g->ids[me], g->pt, 0, bits, 0, 0, (ptl_op_t)op,
+                                        (ptl_datatype_t)t, b->cnt[s],
+                                        base + (ptl_size_t)kids + (ptl_size_t)j));
         if (rc == PTL_OK)
             b->sent_exp[s]++;
     }
@@ -826,8 +832,9 @@ static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void
         thr = need;
     }
     if (rc == PTL_OK)
-        COLL_TRIG(g, rc, PtlTriggeredPut(b->md[s], 0, bytes, PTL_NO_ACK_REQ, g->ids[parent], g->pt, 0, bits,
-                             (1 + area) * sm, 0, ct, thr));
+        COLL_TRIG(g, rc,
+                  PtlTriggeredPut(b->md[s], 0, bytes, PTL_NO_ACK_REQ, g->ids[parent], g->pt, 0,
+                                  bits, (1 + area) * sm, 0, ct, thr));
     if (rc == PTL_OK)
         b->sent_exp[s]++;
     r->nsent = b->sent_exp[s];

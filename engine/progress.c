@@ -383,6 +383,14 @@ static bool eq_ready(void *arg)
     return false;
 }
 
+/* A wait that ends without an event: PT_E_FAIL once the NI failed and the
+ * transfers with dead peers have delivered their failed ENDs (settle_until,
+ * nic.h), else PT_EQ_EMPTY. */
+static int eq_none(struct pt_nic *nic)
+{
+    return pt_nic_down(nic) && !pt_nic_settling(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+}
+
 int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
                    ptl_event_t *ev, int *which, struct pt_eq **q_p)
 {
@@ -403,9 +411,8 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
             goto got;
         /* A spinner learns of a failed NI as a blocked waiter does (below):
          * events posted before the failure first, then PT_E_FAIL instead of
-         * PT_EQ_EMPTY for ever (mp_liveness killspin); not while transfers
-         * with dead peers still owe their failed ENDs (settle_until) */
-        return pt_nic_down(nic) && !pt_nic_settling(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+         * PT_EQ_EMPTY for ever (mp_liveness killspin) */
+        return eq_none(nic);
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
     /* W2W: our EQs' watcher counts, so that D6 wakes us for their events
@@ -419,7 +426,7 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
             wt.w[wt.n++] = &e->watchers;
     }
     if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt))
-        return pt_nic_down(nic) && !pt_nic_settling(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+        return eq_none(nic);
 got:
     if (which)
         *which = w.which;

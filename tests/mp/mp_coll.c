@@ -995,10 +995,10 @@ static int died(struct mp *m)
 /* mp_coll departed (3 ranks): rank 2 frees the group, calls PtlNIFini and
  * exits 0 without entering the next call (an erroneous program, but a
  * detectable one): the blocking calls of ranks 0 and 1 on the flag path
- * (a barrier, then a small allreduce) must return PTL_FAIL within seconds, never hang (they did: an adversarial
- * client, fifty-third session). Rank 2 enters the first call after a pause,
- * so that a member that leaves right after a call it made is not taken for
- * one that did not make it. */
+ * (a barrier, then a small allreduce) must return PTL_FAIL within seconds,
+ * never hang (they did: an adversarial client, fifty-third session). Rank 2
+ * enters the first call after a pause, so that a member that leaves right
+ * after a call it made is not taken for one that did not make it. */
 static int departed(struct mp *m)
 {
     ptl_handle_coll_t g;
