@@ -37,11 +37,17 @@ enum pt_proto_kind pt_nic_choose_md(struct pt_nic *nic, uint32_t peer, uint64_t 
                                     const struct pt_md *md, uint64_t off)
 {
     enum pt_proto_kind pk = pt_nic_choose(nic, len);
-    if (pk != PT_PROTO_RNDV || md->mem.niov < 2)
+    if (pk != PT_PROTO_RNDV)
         return pk;
     uint32_t lim = nic->rndv_iov_max;
-    if (PT_UNLIKELY(nic->xo->peer_caps)) /* per peer (a PMIx job's node peers and others) */
-        lim = nic->xo->peer_caps(nic->x, peer) & PT_XPEER_IOV1 ? 1 : 0;
+    if (nic->xo->peer_caps) { /* per peer (shm: CMA; a PMIx job's node peers and others) */
+        uint32_t caps = nic->xo->peer_caps(nic->x, peer);
+        if (caps & PT_XPEER_NOCMA)
+            return PT_PROTO_COPY; /* the peer's PTL_CMA=0, or its probe failed */
+        lim = caps & PT_XPEER_IOV1 ? 1 : 0;
+    }
+    if (md->mem.niov < 2)
+        return pk;
     if (lim && md->mem.niov > lim && mem_pieces(&md->mem, off, len) > lim)
         pk = PT_PROTO_COPY; /* (an audit: ofi registered the first piece only) */
     return pk;

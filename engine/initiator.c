@@ -274,6 +274,8 @@ int pt_cmd_get(struct pt_nic *nic, const struct pt_cmd *c)
         return PT_E_AGAIN; /* replies end without us: retried later */
     hdr_init(nic, h, PT_W_GET, c);
     h->hdr_data = 0;
+    if (hold)
+        h->flags |= PT_WF_REPLY_OP; /* the target may answer by rendezvous */
     struct pt_ireq *r = ireq_new(nic, PT_IRQ_GET, (uint32_t)rank, c);
     r->op_held = hold;
     nic->ops_promised += hold;

@@ -772,6 +772,11 @@ bool pt_nic_has_work(struct pt_nic *nic)
            nic->xo->departures(nic->x) != LD_RELAXED(&nic->departed_seen);
 }
 
+uint64_t pt_nic_park_until(struct pt_nic *nic)
+{
+    return LD_RELAXED(&nic->park_until);
+}
+
 int64_t pt_nic_park_left_ns(struct pt_nic *nic)
 {
     if (PT_LIKELY(!LD_RELAXED(&nic->park_n)))

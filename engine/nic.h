@@ -685,6 +685,7 @@ bool pt_nic_has_work(struct pt_nic *nic);
  * ends (it is then work: dropped, its initiator answered), in ns; -1 when
  * nothing is parked. An engine sleeper sleeps no longer. */
 int64_t pt_nic_park_left_ns(struct pt_nic *nic);
+uint64_t pt_nic_park_until(struct pt_nic *nic); /* when the first parked wait ends */
 /* drain_rx's handlers (target.c): the request from `peer` is parked until
  * `until` (pt_now_ns) for a match. Token holder. */
 void pt_nic_park_note(struct pt_nic *nic, uint32_t peer, uint64_t until);

@@ -385,10 +385,32 @@ static bool eq_ready(void *arg)
 
 /* A wait that ends without an event: PT_E_FAIL once the NI failed and the
  * transfers with dead peers have delivered their failed ENDs (settle_until,
- * nic.h), else PT_EQ_EMPTY. */
-static int eq_none(struct pt_nic *nic)
+ * nic.h), else PT_EQ_EMPTY; or, when the transfers have just settled, the
+ * failed END they posted (true: *w holds it). Two races lie here (a spinner
+ * on PtlEQGet saw PTL_FAIL before its PUT_END, mp_kill_pull_nocompl_get_ofi):
+ * - the job's failure is visible in the transport (pt_nic_down) before the
+ *   engine has acted on it (pt_nic_fail: settle_until, then R-FAIL). A wait
+ *   with a timeout reports nothing until A-FAIL (the engine runs for it: the
+ *   NIC thread, or the spinner's next look); only a wait without one, which
+ *   waiter_failed has already made take the engine, reports on job_failed;
+ * - the last failed END may be posted, and settle_until cleared after it
+ *   (poll_work), between our last look and the settling check: the acquire
+ *   in pt_nic_settling pairs with that clear's release, so one more look
+ *   finds the event. */
+static bool eq_none(struct eqwait *w, bool forever, int *rc)
 {
-    return pt_nic_down(nic) && !pt_nic_settling(nic) ? PT_E_FAIL : PT_EQ_EMPTY;
+    struct pt_nic *nic = w->nic;
+    *rc = PT_EQ_EMPTY;
+    if (!pt_nic_down(nic))
+        return false;
+    if (!forever && !LD_ACQUIRE(&nic->failed)) /* A-FAIL: pairs with R-FAIL (nic.c) */
+        return false;
+    if (pt_nic_settling(nic))
+        return false;
+    if (eq_ready(w))
+        return true;
+    *rc = PT_E_FAIL;
+    return false;
 }
 
 int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t timeout_ms,
@@ -412,7 +434,10 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
         /* A spinner learns of a failed NI as a blocked waiter does (below):
          * events posted before the failure first, then PT_E_FAIL instead of
          * PT_EQ_EMPTY for ever (mp_liveness killspin) */
-        return eq_none(nic);
+        int rc;
+        if (eq_none(&w, false, &rc))
+            goto got;
+        return rc;
     }
     int64_t tns = timeout_ms == PTL_TIME_FOREVER ? -1 : (int64_t)timeout_ms * 1000000;
     /* W2W: our EQs' watcher counts, so that D6 wakes us for their events
@@ -425,8 +450,12 @@ int pt_nic_eq_wait(struct pt_nic *nic, const uint32_t *hs, int n, ptl_time_t tim
         if (e)
             wt.w[wt.n++] = &e->watchers;
     }
-    if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt))
-        return eq_none(nic);
+    if (!pt_wait_until_watch(nic, eq_ready, &w, tns, &wt)) {
+        int rc;
+        if (eq_none(&w, tns < 0, &rc))
+            goto got;
+        return rc;
+    }
 got:
     if (which)
         *which = w.which;

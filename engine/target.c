@@ -34,6 +34,17 @@ static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
 }
 
 /* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
+/* How a get's reply travels: our choice (pt_nic_choose_md), but by
+ * rendezvous only when the initiator promised the reply an op
+ * (PT_WF_REPLY_OP); else in copy mode, which needs no op of its. */
+static enum pt_proto_kind reply_proto(struct pt_nic *nic, const struct pt_wire_hdr *h,
+                                      uint32_t peer, uint64_t mlen, const struct pt_md *md,
+                                      uint64_t off)
+{
+    enum pt_proto_kind pk = pt_nic_choose_md(nic, peer, mlen, md, off);
+    return pk == PT_PROTO_RNDV && !(h->flags & PT_WF_REPLY_OP) ? PT_PROTO_COPY : pk;
+}
+
 static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
                                const struct pt_req *r, uint64_t *off_p, uint64_t *mlen_p)
 {
@@ -463,7 +474,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
      * not: the initiator pulls, with an op promised to it, ops_promised;
      * waiting for one here while it waits for ours, both sides' replies
      * could wait for ever). */
-    if (h->op == PT_W_GET && md && pt_nic_choose_md(nic, peer, mlen, md, off) == PT_PROTO_COPY &&
+    if (h->op == PT_W_GET && md && reply_proto(nic, h, peer, mlen, md, off) == PT_PROTO_COPY &&
         (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_RSP][peer]))
         return PT_E_AGAIN; /* no side effect yet: retried on a later poll */
     /* A rendezvous put needs an op for its pull: with PTL_MAX_OPS of them in
@@ -627,7 +638,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         rsp_init(nic, rsp, PT_W_REPLY, h);
         rsp->mlength = mlen;
         rsp->tgt_offset = off;
-        enum pt_proto_kind pk = pt_nic_choose_md(nic, peer, mlen, md, off);
+        enum pt_proto_kind pk = reply_proto(nic, h, peer, mlen, md, off);
         if (pk == PT_PROTO_EAGER) {
             pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
             pt_xmit(nic, peer, PT_CLS_RSP, rsp);

@@ -488,6 +488,30 @@ static inline bool sleeper_left(struct pt_wait *w)
     return LD_ACQUIRE(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0;
 }
 
+/* PK: no work for a sleeper, but a request parked for a match (the park
+ * rule: no work until its wait ends). An engine sleeper that went to sleep
+ * before the park existed sleeps without its bound, and nobody rings for
+ * the wait's end: the drop, and every message of that sender behind it,
+ * waited for the backstop (an adversarial client: 100 ms per unmatched put
+ * where PTL_NOMATCH_WAIT_US is 20; mp_nomatch_rounds). Ring the sleepers once
+ * per park: each wakes, finds no work (S2, W2), and sleeps again no longer
+ * than the park (pt_nic_park_left_ns). A sleeper that announces after our
+ * fence reads the park itself (the park's stores come before the holder's
+ * release and D3's fence; the sleeper's fence before its read). */
+static void park_kick(struct pt_nic *nic)
+{
+    struct pt_wait *w = &nic->w;
+    if (PT_LIKELY(pt_nic_park_left_ns(nic) < 0))
+        return;
+    uint64_t pu = pt_nic_park_until(nic);
+    if (LD_RELAXED(&w->park_rung) == pu)
+        return;
+    ST_RELAXED(&w->park_rung, pu);
+    RMW_ADD(&w->st.kicks_rung, 1);
+    PT_TRACE_WAIT(nic, PT_TR_KICK, 4);
+    pt_wait_ring(w, w->bell);
+}
+
 /* D3/D4 action, after the fence: drain the work ourselves (a few bounded
  * rounds; each ends with a release and the same check), else ring. Draining
  * spares a sleeping NIC thread a wake-up that on a shared core costs the
@@ -540,8 +564,10 @@ static void kick(struct pt_nic *nic)
          * look at every sender's rings and lanes cost an offload waiter
          * ~300 instructions at each leave, on the path to its event
          * (callgrind, 8 B ping-pong; model/wait.pml kick, MUT_KL). */
-        if (LD_RELAXED(&w->lease) ? !pt_nic_local_work(nic) : !pt_nic_has_work(nic))
+        if (LD_RELAXED(&w->lease) ? !pt_nic_local_work(nic) : !pt_nic_has_work(nic)) {
+            park_kick(nic);
             return;
+        }
         if (round == PT_WAIT_KICK_ROUNDS || !pt_wait_try_take(w)) {
             /* Not taken: whoever took it releases through D3 in turn. Ringing
              * anyway costs a spurious wake at most. */
@@ -1041,12 +1067,18 @@ void *pt_wait_nic_thread(void *arg)
         }
         /* A request parked for a match is no work until its wait ends
          * (the park rule, pt_nic_has_work): sleep no longer, then run the
-         * engine, which drops it and answers its initiator. Not while the
-         * engine is held: its holder's release looks for our work (D3). */
+         * engine, which drops it and answers its initiator. Also while the
+         * engine is held: its holder's release (D3) finds no work while
+         * the wait lasts, and a holder that leaves before its end (an
+         * offload waiter's spin, W1) rings nobody for it, so the drop and
+         * every message behind it waited for the backstop (an adversarial
+         * client: 100 ms per drop where 20 were due; mp_nomatch_heldpark).
+         * A wait already over while held: no timeout, the release finds
+         * the request as work (rx_work) and rings or drains. */
         bool parkwait = false;
-        if (!held) {
-            int64_t pl = pt_nic_park_left_ns(nic);
-            if (pl >= 0 && (tmo < 0 || pl < tmo)) {
+        int64_t pl = pt_nic_park_left_ns(nic);
+        if (pl > 0 || (pl == 0 && !held)) {
+            if (tmo < 0 || pl < tmo) {
                 tmo = pl;
                 parkwait = true;
             }
@@ -1297,7 +1329,12 @@ static bool waiter_failed(struct pt_nic *nic, struct waiter *me, pt_ready_fn rea
     for (;;) {
         if (ready(arg))
             return true;
-        if (!pt_nic_settling(nic) || pt_now_ns() >= deadline)
+        /* Settled: the last failed END was posted before settle_until's
+         * clear, which pt_nic_settling's acquire saw; look once more (it
+         * may have come after the look above). */
+        if (!pt_nic_settling(nic))
+            return ready(arg);
+        if (pt_now_ns() >= deadline)
             return false;
         if (me->holding || pt_wait_try_take(w)) {
             me->holding = true;
@@ -1421,8 +1458,9 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
                 /* A request parked for a match: sleep no longer than its
                  * wait (the park rule; the NIC thread's S3 does the same),
                  * then run the engine (W1), which drops it. */
-                int64_t pl = engine_sleeper && LD_RELAXED(&w->token) == 0
-                                 ? pt_nic_park_left_ns(nic) : -1;
+                int64_t pl = engine_sleeper ? pt_nic_park_left_ns(nic) : -1;
+                if (pl == 0 && LD_RELAXED(&w->token) != 0)
+                    pl = -1; /* over, the engine held: its release finds it (D3) */
                 if (pl >= 0 && (left < 0 || pl < left)) {
                     left = pl;
                     by_backstop = false;

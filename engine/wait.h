@@ -286,6 +286,10 @@ struct pt_wait {
     _Atomic uint32_t untimed;
     _Atomic uint32_t lease_wanted; /* a waiter took its lease back (untimed): a hint */
     uint64_t lease_ns, lease_max_ns;
+    /* PK: the park_until (nic.h) a releaser's kick last rang the engine's
+     * sleepers for (relaxed, any releaser; a hint: a second ring for the
+     * same park costs a spurious wake at most). */
+    _Atomic uint64_t park_rung;
     /* A core of its own (pt_wait_set_lease_poll; PTL_NIC_LEASE_POLL): while a
      * lease is out the NIC thread polls the engine instead of sleeping (LP),
      * and ends a lease it has seen unchanged for lease_max_ns. Private to
@@ -314,10 +318,11 @@ struct pt_wait {
 #define PT_WAIT_FAIL_SEEN_NS 1000000000u /* ... or until the engine took the failure
                                          * in (its failed END events), at most 1 s  */
 #define PT_WAIT_FAIL_POLLS   64   /* ... and drain what already arrived             */
-#define PT_WAIT_FAIL_SETTLE_NS 3000000000ull /* ... and look at most 3 s for the failed
+#define PT_WAIT_FAIL_SETTLE_NS 5000000000ull /* ... and look at most 5 s for the failed
                                    * ENDs of transfers the transport still holds
                                    * (settle_until; ofi gives a dead peer's posted
-                                   * reads up after OFI_DRAIN_MS, 2 s)            */
+                                   * reads up OFI_DRAIN_MS, 2 s, after it sees the
+                                   * death; 3 s left too little beside other jobs)  */
 #define PT_WAIT_FAIL_NAP_NS 200000 /* ... between two looks while another runs it   */
 #define PT_HOST_SPIN_YIELD  256   /* host mode: spins before sched_yield            */
 #define PT_WAIT_LEASE_ACTIVE 4    /* T1: after a lease was left, the NIC thread

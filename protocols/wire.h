@@ -77,6 +77,15 @@ enum pt_wire_flag {
                                * part of the data itself (PUSH / PDONE above);
                                * PUSH: the target takes the part back if it is
                                * not claimed in time (the initiator may leave it) */
+    /* GET: the initiator has promised its reply an op (engine/initiator.c,
+     * ops_promised): the target may answer by rendezvous. Without it the
+     * target answers eagerly or in copy mode, whatever its own choice: an
+     * initiator whose protocol tunables differ from the target's (PTL_EAGER_MAX,
+     * PTL_RNDV, PTL_RNDV_CMA_MIN, PTL_CMA) got rendezvous replies it had
+     * promised nothing to, and they waited for room in its replies' budget
+     * behind replies the budget was promised to (an adversarial client: a
+     * get's engine spun for ever). Bit 7 as PT_WF_COOP: a PUT's only. */
+    PT_WF_REPLY_OP = PT_WF_COOP,
 };
 
 struct pt_wire_hdr {

@@ -267,12 +267,17 @@ static struct pt_flagslot *mix_flag_lines(struct pt_xport *x, uint32_t owner)
     return x->so->flag_lines(x->sx, x->loc[owner]);
 }
 
-/* Node peers: CMA reads any iovec and writes (push); others: ofi's one
- * registration per descriptor, no push. */
+/* Node peers: CMA reads any iovec and writes (push), with a peer that takes
+ * part in CMA (the node region's record); others: ofi's one registration
+ * per descriptor, no push. */
 static uint32_t mix_peer_caps(struct pt_xport *x, uint32_t peer)
 {
-    if (here(x, peer))
-        return x->so->push && x->so->coop_word ? PT_XPEER_PUSH : 0;
+    if (here(x, peer)) {
+        uint32_t c = x->so->push && x->so->coop_word ? PT_XPEER_PUSH : 0;
+        if (x->so->peer_caps && (x->so->peer_caps(x->sx, x->loc[peer]) & PT_XPEER_NOCMA))
+            c = PT_XPEER_NOCMA;
+        return c;
+    }
     return PT_XPEER_IOV1;
 }
 

@@ -115,11 +115,22 @@ static ssize_t pull_drain(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 }
 
 /* The step t (in flight) or a first read (t NULL) is not done: -EAGAIN, the
- * engine asks again next pass. Every 4,096 answers: is the peer still there? */
+ * engine asks again next pass. Every 4,096 answers: is the peer still there?
+ * Once the job has failed (one relaxed load), on every answer: the drain's
+ * clock (OFI_DRAIN_MS) then starts at the death, not up to 4,096 passes
+ * later, which under load took over a second, and the failed END came after
+ * the engine's settling bound (PT_WAIT_FAIL_SETTLE_NS): PTL_FAIL first
+ * (mp_kill_pull_nocompl_wait_ofi_host, beside other jobs). */
 static ssize_t pull_again(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 {
     uint32_t n = t ? ++t->turns : ++x->post_turns[peer];
-    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]) || ((n & 0xfff) == 0 && pull_peer_lost(x, peer)))
+    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]))
+        return pull_drain(x, t, peer);
+    if (PT_UNLIKELY(x->so->job_failed(x->shm)) && !x->so->peer_alive(x->shm, peer)) {
+        pt_ofi_mark_dead(x, peer, OFI_WHY_LAUNCHER);
+        return pull_drain(x, t, peer);
+    }
+    if ((n & 0xfff) == 0 && pull_peer_lost(x, peer))
         return pull_drain(x, t, peer);
     return -EAGAIN;
 }

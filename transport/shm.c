@@ -1465,6 +1465,16 @@ void pt_shm_xport_free(struct pt_xport *x)
     free(x);
 }
 
+/* What this transport can do towards one peer (xport.h, PT_XPEER_*): push
+ * and the claim words always; CMA only with a peer that takes part in it
+ * (its record's `cma`). Cold path: a rendezvous or a cooperative offer. */
+static uint32_t shm_peer_caps(struct pt_xport *x, uint32_t peer)
+{
+    if (peer != x->me && (peer >= x->np || !LD_RELAXED(&x->ranks[peer].cma)))
+        return PT_XPEER_NOCMA;
+    return PT_XPEER_PUSH;
+}
+
 static void shm_close(struct pt_xport *x)
 {
     pt_shm_watch_stop(x); /* it reads the region */
@@ -1473,6 +1483,7 @@ static void shm_close(struct pt_xport *x)
      * parent's NI must not detach the parent (api/ni.c never does). */
     struct pt_shm_rank *rec = &x->ranks[x->me];
     if (x->ospid == getpid() && LD_RELAXED(&rec->ospid) == x->ospid) {
+        ST_RELAXED(&rec->cma, 0); /* (a guest slot's next claimer writes its own) */
         ST_RELEASE(&rec->state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
         if (x->me >= x->n)
             ST_RELEASE(&rec->ospid, 0); /* a guest slot is free again (G-CLAIM) */
@@ -1499,6 +1510,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .flag_lines = shm_flag_lines,
     .peer_left = shm_peer_left,
     .peer_alive = shm_peer_alive,
+    .peer_caps = shm_peer_caps,
     .doorbell = shm_doorbell,
     .ring_fd = pt_shm_ring_fd,
     .peer_ospid = shm_peer_ospid,

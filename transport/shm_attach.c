@@ -695,9 +695,14 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         rc = -EADDRINUSE;
         goto fail;
     }
+    /* A warning (it was an info line): a user who sets PTL_QUEUE_SLOTS or
+     * PTL_EAGER_MAX for one rank learns that the job's apply (an adversarial
+     * client took the silence for the value in force). */
     if (slot_size != id.slot_size || queue_slots != id.qslots)
-        pt_log(PT_LOG_INFO, "job region: slot %u bytes x %u (this process wanted %u x %u); "
-                            "the region's apply", id.slot_size, id.qslots, slot_size, queue_slots);
+        pt_log_once(PT_LOG_WARN, "job region: slots of %u bytes x %u per queue, as the job "
+                                 "was created (this process's PTL_EAGER_MAX and "
+                                 "PTL_QUEUE_SLOTS ask for %u x %u); the job's apply",
+                    id.slot_size, id.qslots, slot_size, queue_slots);
 
     /* Everything that can fail before we announce ourselves. */
     rc = -ENOMEM;
@@ -826,6 +831,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
      * without Yama: nothing to allow. */
     pt_cma_allow_readers(true);
     ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
+    ST_RELAXED(&rec->cma, x->cma_allowed ? 1u : 0u); /* peers: shm_peer_caps */
     ST_RELEASE(&rec->state, PT_SHM_R_ATTACHED); /* R-ATT pairs with A-ATT */
     if (!guest && !g_counted) {
         g_counted = true;
@@ -844,6 +850,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
 
     bool cma_ok;
     const char *cma_why = cma_check(x, &cma_ok);
+    if (!cma_ok)
+        ST_RELAXED(&rec->cma, 0); /* peers copy to and from us (shm_peer_caps) */
     if (!cma_ok && x->cma_allowed)
         pt_log_once(PT_LOG_WARN, "CMA unavailable (%s): rendezvous copies through the job "
                                  "region", cma_why);

@@ -311,7 +311,14 @@ struct pt_shm_rank {
      * (RMW_ADD after each claim; read at its own re-attach, which then
      * looks for them). Nobody else reads it but dumps.                     */
     _Atomic uint32_t fb_claims;
-    uint8_t pad_[PT_CACHELINE - 5 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t)];
+    /* Rank: 1 while it takes part in CMA (PTL_CMA and its probe): ST_RELAXED
+     * before R-ATT (its PTL_CMA), 0 again after a failed probe and at its
+     * orderly close. Peers read it LD_RELAXED when they choose a rendezvous
+     * with it (shm_peer_caps; 0, never attached: they copy). Ranks whose
+     * PTL_CMA differed failed every rendezvous into the one without CMA
+     * (an adversarial client: PTL_NI_FAIL, the data never written).       */
+    _Atomic uint32_t cma;
+    uint8_t pad_[PT_CACHELINE - 6 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t)];
 
     /* Lines 2-3: the rank's network endpoint name, for transports that
      * address peers by name (ofi; shm.h pt_shm_ep_publish/lookup). Written

@@ -64,6 +64,9 @@ enum pt_cls { PT_CLS_REQ = 0, PT_CLS_RSP = 1, PT_CLS_NR = 2 };
 /* peer_caps bits */
 #define PT_XPEER_PUSH 1u /* push and coop_word work towards it          */
 #define PT_XPEER_IOV1 2u /* its pulls read rendezvous descriptors of one piece */
+#define PT_XPEER_NOCMA 4u /* it takes no part in CMA (its PTL_CMA=0, or its probe
+                           * failed): a rendezvous it would pull, or whose
+                           * memory it would serve, copies through the queues */
 
 struct pt_xport;   /* opaque per-transport state */
 

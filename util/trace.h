@@ -99,7 +99,9 @@ enum pt_trace_site {
     PT_TR_KICK,         /* W val: 1: rang the bell for a sleeper left with work [D3]
                          * (a kick that drains the work itself records nothing);
                          * 2: the descriptor hand-over (D5); 3: a command posted
-                         * for a sleeping NIC thread (PTL_CMD_INLINE 0) */
+                         * for a sleeping NIC thread (PTL_CMD_INLINE 0); 4: a
+                         * request parked for a match, for the sleepers to
+                         * bound their sleep by its wait (PK) */
     PT_TR_MISSED,       /* W val: backstop found work nobody rang for (a fault)   */
     PT_TR_LATE,         /* W val: ... its producer still runnable: done, no fault */
     PT_TR_NSITES

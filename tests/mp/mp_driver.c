@@ -9,6 +9,11 @@
  *                     it is killed and the check fails
  *   --stderr-has STR  its stderr must contain STR
  *   --stdout-has STR  its stdout must contain STR
+ *   --stderr-lacks STR  its stderr must not contain STR (e.g. "exited with
+ *                     status": ptlrun's line for a rank that exited non-zero,
+ *                     which a job whose status is another rank's death does
+ *                     not show in its own exit status)
+ *   --stdout-lacks STR  its stdout must not contain STR
  *   --no-residue      afterwards no /dev/shm/ptl-<uid>-<pid>* entry may exist
  *                     (pid: the command's, which is ptlrun's job id) and no
  *                     process it started may be left (mp_driver is a child
@@ -243,7 +248,7 @@ int main(int argc, char **argv)
     bool nonzero = false, residue = false, px_residue = false, fault_ok = false;
     double settle = 0;
     double within = 100;
-    const char *err_has = NULL, *out_has = NULL;
+    const char *err_has = NULL, *out_has = NULL, *err_lacks = NULL, *out_lacks = NULL;
     int i;
     for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
         if (!strcmp(argv[i], "--exit") && i + 1 < argc)
@@ -256,6 +261,10 @@ int main(int argc, char **argv)
             err_has = argv[++i];
         else if (!strcmp(argv[i], "--stdout-has") && i + 1 < argc)
             out_has = argv[++i];
+        else if (!strcmp(argv[i], "--stderr-lacks") && i + 1 < argc)
+            err_lacks = argv[++i];
+        else if (!strcmp(argv[i], "--stdout-lacks") && i + 1 < argc)
+            out_lacks = argv[++i];
         else if (!strcmp(argv[i], "--no-residue"))
             residue = true;
         else if (!strcmp(argv[i], "--no-px-residue"))
@@ -401,6 +410,14 @@ int main(int argc, char **argv)
     }
     if (!skipped && out_has && (!o || !strstr(o, out_has))) {
         fprintf(stderr, "mp_driver: stdout does not contain \"%s\"\n", out_has);
+        bad++;
+    }
+    if (!skipped && err_lacks && e && strstr(e, err_lacks)) {
+        fprintf(stderr, "mp_driver: stderr contains \"%s\"\n", err_lacks);
+        bad++;
+    }
+    if (!skipped && out_lacks && o && strstr(o, out_lacks)) {
+        fprintf(stderr, "mp_driver: stdout contains \"%s\"\n", out_lacks);
         bad++;
     }
     if (residue) {

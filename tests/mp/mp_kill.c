@@ -20,6 +20,9 @@
  *            rank 0's pull of the reply is under way (over ofi with
  *            PTL_OFI_FAULT it never ends by itself), and its failed
  *            REPLY_END must come before PTL_FAIL.
+ * MP_KILL_WAIT (environment): how rank 0 waits in target, initiator, late and
+ * getlate: poll (default: PtlEQPoll, 1 s timeout), wait (PtlEQWait) or get
+ * (spinning on PtlEQGet). The failed END must come before PTL_FAIL in each.
  * pdone:     as initiator, but rank 1 stops itself (SIGSTOP, NIC thread and
  *            all) at SEND_START and a child of it kills it 300 ms later: its
  *            part of the cooperative put (protocols/wire.h, PUSH) is never
@@ -47,6 +50,23 @@
 
 #define PT_K (MP_PT_USER + 5)
 
+enum wait_style { W_POLL, W_WAIT, W_GET };
+
+/* The next event of eq by the chosen style: PTL_OK, PTL_EQ_DROPPED,
+ * PTL_EQ_EMPTY (nothing yet) or the NI's failure. */
+static int next_event(enum wait_style ws, ptl_handle_eq_t eq, ptl_event_t *ev)
+{
+    int which;
+    switch (ws) {
+    case W_WAIT:
+        return PtlEQWait(eq, ev);
+    case W_GET:
+        return PtlEQGet(eq, ev);
+    default:
+        return PtlEQPoll(&eq, 1, 1000, ev, &which);
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* static: the survivor returns without mp_fini (its NI failed), and LeakSanitizer
@@ -63,6 +83,14 @@ int main(int argc, char **argv)
     bool late = get || !strcmp(argv[1], "late");
     uint64_t size = argc > 2 ? strtoull(argv[2], NULL, 0) : 64ull << 20;
     uint64_t serve_ms = argc > 3 ? strtoull(argv[3], NULL, 0) : 500;
+    const char *wenv = getenv("MP_KILL_WAIT");
+    enum wait_style ws = W_POLL;
+    if (wenv && !strcmp(wenv, "wait"))
+        ws = W_WAIT;
+    else if (wenv && !strcmp(wenv, "get"))
+        ws = W_GET;
+    else if (wenv && *wenv && strcmp(wenv, "poll"))
+        mp_die("MP_KILL_WAIT: poll, wait or get, not %s", wenv);
     uint8_t *buf = malloc(size);
     if (!buf)
         mp_die("out of memory");
@@ -107,6 +135,7 @@ int main(int argc, char **argv)
         fflush(stderr);
     }
     mp_barrier(&m);
+    uint64_t tb = mp_now_ms(); /* both ranks' times below count from here */
 
     if (get && m.rank == 0)
         MP_CHECK(PtlGet(md, m.ids[1], PT_K, 0, 9, 0));
@@ -128,7 +157,8 @@ int main(int argc, char **argv)
             for (uint64_t t0 = mp_now_ms(), t; (t = mp_now_ms() - t0) < serve_ms;)
                 (void)mp_poll(eq, &ev, (unsigned)(serve_ms - t));
         }
-        fprintf(stderr, "rank 1: raising SIGKILL mid-transfer\n");
+        fprintf(stderr, "rank 1: raising SIGKILL mid-transfer (%llu ms after the barrier)\n",
+                (unsigned long long)(mp_now_ms() - tb));
         fflush(stderr);
         raise(SIGKILL);
     }
@@ -138,14 +168,16 @@ int main(int argc, char **argv)
         ptl_event_t ev;
         bool ni_failed = false;
         while (mp_now_ms() - t0 < 60000) {
-            int which, rc = PtlEQPoll(&eq, 1, 1000, &ev, &which);
+            int rc = next_event(ws, eq, &ev);
             if (rc == PTL_EQ_EMPTY)
                 continue;
             if (rc != PTL_OK && rc != PTL_EQ_DROPPED) {
                 /* e.g. PTL_FAIL: the NI knows the job failed. Reported: good
                  * (late: the pull must still end, with its PUT_END). */
                 if (!ni_failed)
-                    fprintf(stderr, "rank 0: PtlEQPoll: %s\n", PtlErrorStr((unsigned)rc));
+                    fprintf(stderr, "rank 0: %s: %s (%llu ms into its wait)\n",
+                            ws == W_WAIT ? "PtlEQWait" : ws == W_GET ? "PtlEQGet" : "PtlEQPoll",
+                            PtlErrorStr((unsigned)rc), (unsigned long long)(mp_now_ms() - t0));
                 ni_failed = true;
                 if (!late)
                     return 0;

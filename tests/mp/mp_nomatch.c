@@ -31,6 +31,18 @@
  *   must still find it (a request for another entry waits as the first
  *   did). Bounds: stalls, not speed checks.
  *
+ *   mp_nomatch rounds (2 ranks; PTL_NOMATCH_WAIT_US=20000, the default, and
+ *   PTL_WAKE_BACKSTOP_MS=30000): ROUNDS times, rank 0 puts to an entry rank
+ *   1 never attaches, then to one that exists, and waits in PtlEQWait for
+ *   rank 1's echo, which rank 1 sends when it sees the second put (its own
+ *   PtlEQWait). The unmatched put parks at rank 1 for 20 ms, and the put
+ *   behind it waits with it; then the engine must run by itself (the park's
+ *   end bounds every sleep of rank 1's engine, docs/waiting.md "Parked for a
+ *   match"). Before, in offload mode the NIC thread went to sleep while the
+ *   application's wait held the engine, and nobody woke it at the park's end:
+ *   each round waited for the backstop (here 30 s). Bound: each echo within
+ *   5 s, a lost wake-up, not a speed check.
+ *
  *   mp_nomatch fini (1 rank; PTL_NOMATCH_WAIT_US and PTL_PEER_TIMEOUT_MS far
  *   beyond the bound): 100 gets to itself that match nothing (the entry's
  *   MD takes puts only), then PtlNIFini at once. Nothing can attach to a
@@ -178,6 +190,52 @@ static int burst(void)
     return 0;
 }
 
+#define ROUNDS 10u
+
+static int rounds(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint8_t src[LEN], dst[LEN];
+    mp_fill(src, LEN, 0, 11, m.rank);
+    memset(dst, 0, sizeof dst);
+    const unsigned opts = PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE;
+    mp_post(&m, PT_T, 5, dst, LEN, PTL_MD_THRESH_INF, opts, eq, PTL_RETAIN, NULL);
+    ptl_handle_md_t imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF,
+                                  PTL_MD_EVENT_START_DISABLE | PTL_MD_EVENT_END_DISABLE,
+                                  PTL_EQ_NONE);
+    ptl_sr_value_t d0 = mp_drops(&m);
+    mp_barrier(&m);
+    uint64_t worst = 0;
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        ptl_event_t ev;
+        uint64_t t0 = mp_now_ms();
+        if (m.rank == 0) {
+            MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 6, 0, 1000 + r));
+            MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 5, 0, r));
+        }
+        eqwait(eq, &ev, m.rank == 0 ? "rank 1's echo" : "the put behind an unmatched one");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != r || ev.ni_fail_type != PTL_NI_OK)
+            mp_die("rounds: round %u: %s hdr_data %llu", r, PtlEventKindStr(ev.type),
+                   (unsigned long long)ev.hdr_data);
+        if (m.rank == 1)
+            MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[0], PT_T, 0, 5, 0, r));
+        uint64_t ms = mp_now_ms() - t0;
+        worst = ms > worst ? ms : worst;
+    }
+    if (m.rank == 1 && mp_drops(&m) != d0 + ROUNDS)
+        mp_die("rounds: %llu drops, expected %u", (unsigned long long)(mp_drops(&m) - d0),
+               ROUNDS);
+    if (m.rank == 0)
+        printf("mp_nomatch rounds: %u rounds of an unmatched put and an echo, the slowest "
+               "%llu ms: every park's end ran the engine\n", ROUNDS, (unsigned long long)worst);
+    mp_barrier(&m);
+    mp_fini(&m);
+    return 0;
+}
+
 #define FINI_GETS 100u /* more than a ring's credits: most wait in the command ring */
 
 static int fini_self(void)
@@ -212,6 +270,8 @@ int main(int argc, char **argv)
         return fini_self();
     if (argc > 1 && strcmp(argv[1], "burst") == 0)
         return burst();
+    if (argc > 1 && strcmp(argv[1], "rounds") == 0)
+        return rounds();
     struct mp m;
     mp_init(&m, 2);
     const bool ini = m.rank == 0, tgt = m.rank == 1;
