@@ -1072,7 +1072,7 @@ void *pt_wait_nic_thread(void *arg)
          * the wait lasts, and a holder that leaves before its end (an
          * offload waiter's spin, W1) rings nobody for it, so the drop and
          * every message behind it waited for the backstop (an adversarial
-         * client: 100 ms per drop where 20 were due; mp_nomatch_heldpark).
+         * client: 100 ms per drop where 20 were due; mp_nomatch_rounds).
          * A wait already over while held: no timeout, the release finds
          * the request as work (rx_work) and rings or drains. */
         bool parkwait = false;
