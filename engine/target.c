@@ -33,7 +33,6 @@ static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
     r->req = h->req;
 }
 
-/* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
 /* How a get's reply travels: our choice (pt_nic_choose_md), but by
  * rendezvous only when the initiator promised the reply an op
  * (PT_WF_REPLY_OP); else in copy mode, which needs no op of its. */
@@ -45,6 +44,7 @@ static enum pt_proto_kind reply_proto(struct pt_nic *nic, const struct pt_wire_h
     return pk == PT_PROTO_RNDV && !(h->flags & PT_WF_REPLY_OP) ? PT_PROTO_COPY : pk;
 }
 
+/* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
 static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
                                const struct pt_req *r, uint64_t *off_p, uint64_t *mlen_p)
 {

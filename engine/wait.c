@@ -488,6 +488,16 @@ static inline bool sleeper_left(struct pt_wait *w)
     return LD_ACQUIRE(&w->bell->sleepers) && LD_RELAXED(&w->token) == 0;
 }
 
+/* How long a request parked for a match bounds an engine sleeper's sleep,
+ * in ns; -1: not at all (nothing parked, or its wait is over while another
+ * holds the engine: that holder's release finds the request as work, D3).
+ * The NIC thread's S3 and a host-mode waiter's W3 (the park rule). */
+static int64_t park_bound_ns(struct pt_nic *nic, bool held)
+{
+    int64_t pl = pt_nic_park_left_ns(nic);
+    return pl == 0 && held ? -1 : pl;
+}
+
 /* PK: no work for a sleeper, but a request parked for a match (the park
  * rule: no work until its wait ends). An engine sleeper that went to sleep
  * before the park existed sleeps without its bound, and nobody rings for
@@ -1076,12 +1086,10 @@ void *pt_wait_nic_thread(void *arg)
          * A wait already over while held: no timeout, the release finds
          * the request as work (rx_work) and rings or drains. */
         bool parkwait = false;
-        int64_t pl = pt_nic_park_left_ns(nic);
-        if (pl > 0 || (pl == 0 && !held)) {
-            if (tmo < 0 || pl < tmo) {
-                tmo = pl;
-                parkwait = true;
-            }
+        int64_t pl = park_bound_ns(nic, held);
+        if (pl >= 0 && (tmo < 0 || pl < tmo)) {
+            tmo = pl;
+            parkwait = true;
         }
         /* [S3] sleep until rung: peers (D1), token releasers (D3/D4), stop.
          * If the token is held, its holder checks for us when it releases.
@@ -1458,9 +1466,8 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
                 /* A request parked for a match: sleep no longer than its
                  * wait (the park rule; the NIC thread's S3 does the same),
                  * then run the engine (W1), which drops it. */
-                int64_t pl = engine_sleeper ? pt_nic_park_left_ns(nic) : -1;
-                if (pl == 0 && LD_RELAXED(&w->token) != 0)
-                    pl = -1; /* over, the engine held: its release finds it (D3) */
+                int64_t pl = engine_sleeper ? park_bound_ns(nic, LD_RELAXED(&w->token) != 0)
+                                            : -1;
                 if (pl >= 0 && (left < 0 || pl < left)) {
                     left = pl;
                     by_backstop = false;

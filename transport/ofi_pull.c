@@ -30,6 +30,15 @@
  * probe_tick, and the peer is lost when it is marked dead (a probe not
  * completed within OFI_PROBE_LATE periods, a failed send), gone, or the job
  * region says so. */
+/* The job region (the launcher's word) says the peer is gone: mark it dead. */
+static bool launcher_lost(struct pt_xport *x, uint32_t peer)
+{
+    if (x->so->peer_alive(x->shm, peer))
+        return false;
+    pt_ofi_mark_dead(x, peer, OFI_WHY_LAUNCHER);
+    return true;
+}
+
 static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
 {
     if (x->tfd >= 0) {
@@ -37,13 +46,7 @@ static bool pull_peer_lost(struct pt_xport *x, uint32_t peer)
         if (read(x->tfd, &v, sizeof v) == (ssize_t)sizeof v)
             pt_ofi_probe_tick(x);
     }
-    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]))
-        return true;
-    if (!x->so->peer_alive(x->shm, peer)) {
-        pt_ofi_mark_dead(x, peer, OFI_WHY_LAUNCHER);
-        return true;
-    }
-    return false;
+    return x->dead[peer] || LD_RELAXED(&x->gone[peer]) || launcher_lost(x, peer);
 }
 
 /* One read of a pull step. PTL_OFI_FAULT, for tests only (docs/ofi.md),
@@ -124,13 +127,9 @@ static ssize_t pull_drain(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 static ssize_t pull_again(struct pt_xport *x, struct ofi_step *t, uint32_t peer)
 {
     uint32_t n = t ? ++t->turns : ++x->post_turns[peer];
-    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]))
-        return pull_drain(x, t, peer);
-    if (PT_UNLIKELY(x->so->job_failed(x->shm)) && !x->so->peer_alive(x->shm, peer)) {
-        pt_ofi_mark_dead(x, peer, OFI_WHY_LAUNCHER);
-        return pull_drain(x, t, peer);
-    }
-    if ((n & 0xfff) == 0 && pull_peer_lost(x, peer))
+    if (x->dead[peer] || LD_RELAXED(&x->gone[peer]) ||
+        (PT_UNLIKELY(x->so->job_failed(x->shm)) && launcher_lost(x, peer)) ||
+        ((n & 0xfff) == 0 && pull_peer_lost(x, peer)))
         return pull_drain(x, t, peer);
     return -EAGAIN;
 }

@@ -20,9 +20,6 @@
  *            rank 0's pull of the reply is under way (over ofi with
  *            PTL_OFI_FAULT it never ends by itself), and its failed
  *            REPLY_END must come before PTL_FAIL.
- * MP_KILL_WAIT (environment): how rank 0 waits in target, initiator, late and
- * getlate: poll (default: PtlEQPoll, 1 s timeout), wait (PtlEQWait) or get
- * (spinning on PtlEQGet). The failed END must come before PTL_FAIL in each.
  * pdone:     as initiator, but rank 1 stops itself (SIGSTOP, NIC thread and
  *            all) at SEND_START and a child of it kills it 300 ms later: its
  *            part of the cooperative put (protocols/wire.h, PUSH) is never
@@ -31,6 +28,9 @@
  *            part and then waits for a PDONE that never comes, until its
  *            engine sees the job failed and the initiator dead
  *            (engine/target.c, coop_lost): PUT_END with PEER_DIED.
+ * MP_KILL_WAIT (environment): how rank 0 waits in target, initiator, late and
+ * getlate: poll (default: PtlEQPoll, 1 s timeout), wait (PtlEQWait) or get
+ * (spinning on PtlEQGet). The failed END must come before PTL_FAIL in each.
  * The survivor waits (bounded) for its events and reports what it got: it
  * exits 0 as soon as an event reports the failure (a line on stdout names
  * the event), else it is terminated by
