@@ -42,15 +42,19 @@
 
 /* ---- address exchange on one host: the job region's rank records --------- */
 
+/* ctx: the ofi transport; its region is x->shm. The provider goes into the
+ * record before the name (pt_shm_wire_check, after ofi_setup). */
 static int region_publish(void *ctx, const void *name, size_t len)
 {
-    return pt_shm_ep_publish(ctx, name, len);
+    struct pt_xport *x = ctx;
+    pt_shm_wire_provider(x->shm, x->prov);
+    return pt_shm_ep_publish(x->shm, name, len);
 }
 
 static int region_lookup(void *ctx, uint32_t rank, void *name, size_t *len)
 {
     uint32_t gen;
-    return pt_shm_ep_lookup(ctx, rank, name, len, &gen);
+    return pt_shm_ep_lookup(((struct pt_xport *)ctx)->shm, rank, name, len, &gen);
 }
 
 static void ofi_free(struct pt_xport *x)
@@ -757,6 +761,10 @@ static int ofi_setup(struct pt_xport *x)
         log_fi("fi_getname", rc);
         return rc;
     }
+#ifdef PTL_WITH_PMIX
+    if (x->pmix)
+        pt_pmix_wire_provider(x->ax.ctx, x->prov); /* (the region's: region_publish) */
+#endif
     rc = x->ax.publish(x->ax.ctx, name, len);
     if (rc && rc != -EIO) /* -EIO: the exchange said why (the PMIx fence, its timeout) */
         pt_log(PT_LOG_ERR, "ofi: cannot publish the endpoint name (%zu bytes): %s", len,
@@ -808,9 +816,11 @@ int pt_ofi_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     info_p->ranks_here = 0;            /* a network transport: not told */
     x->slot = info_p->slot_size;
     x->qslots = pt_shm_queue_depth(shm);
-    x->ax = (struct ofi_addrx){shm, region_publish, region_lookup};
+    x->ax = (struct ofi_addrx){x, region_publish, region_lookup};
     x->ev_fd = -1;
     rc = ofi_setup(x);
+    if (rc == 0 && pt_shm_wire_check(shm) != 0)
+        rc = -EPROTO; /* another provider's names: refused, not left to hang */
     if (rc) {
         ofi_free(x);
         so->close(shm);

@@ -50,6 +50,7 @@
 #define PMIX_EP_KEY "ptl.ofi.ep"
 #define PMIX_NID_KEY "ptl.nid"
 #define PMIX_BOOT_KEY "ptl.boot" /* the machine's boot id, hashed: mix.c's check */
+#define PMIX_WIRE_KEY "ptl.wire" /* "<PTL_TRANSPORT> <provider>": wire_check */
 
 struct pt_xport {
     pmix_proc_t me;
@@ -69,6 +70,7 @@ struct pt_xport {
      * engine sleeps on, in the node region; the handler rings it after a
      * death (set before the NI runs, never changed). */
     struct pt_waitword *_Atomic wake;
+    char prov[64];                 /* our libfabric provider (pt_pmix_wire_provider) */
 };
 
 static bool g_pmix_up;     /* the NI's PMIx_Init done, not finalized (PtlNIInit's thread) */
@@ -343,14 +345,19 @@ static int fence_bounded(struct pt_xport *x)
         pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u of %u: the fence of PtlNIInit did not "
                            "complete within PTL_PMIX_TIMEOUT_S (%d s): a rank of the job did "
                            "not reach PtlNIInit (stuck or slow before it, or it left the job "
-                           "without calling it); PtlNIInit fails",
+                           "without calling it, or it runs with another PTL_TRANSPORT: a job "
+                           "all on one machine joins no fence without ofi); PtlNIInit fails",
                x->rank, x->n, timeout_s);
         return -EIO;
     }
     if (rc != PMIX_SUCCESS) {
         /* (PMIX_ERR_PARTIAL_SUCCESS: a rank of the job left without it) */
-        pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u of %u: the fence of PtlNIInit failed: %s",
-               x->rank, x->n, PMIx_Error_string(rc));
+        pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u of %u: the fence of PtlNIInit failed: %s%s",
+               x->rank, x->n, PMIx_Error_string(rc),
+               rc == PMIX_ERR_PARTIAL_SUCCESS
+                   ? " (a rank of the job left without joining it: it failed before, or it "
+                     "runs with another PTL_TRANSPORT)"
+                   : "");
         return -EIO;
     }
     return 0;
@@ -419,6 +426,65 @@ bool pt_pmix_same_machine(uint32_t a, uint32_t b)
     return x->boots[a] == x->boots[b];
 }
 
+/* PtlNIInit's thread, before pj_publish (ofi_setup). */
+void pt_pmix_wire_provider(void *ctx, const char *prov)
+{
+    struct pt_xport *x = ctx;
+    snprintf(x->prov, sizeof x->prov, "%s", prov);
+}
+
+static const char *transport_word(void)
+{
+    int64_t t = pt_config()->transport;
+    return t == PT_TRANSPORT_OFI ? "ofi" : t == PT_TRANSPORT_SHM ? "shm" : "auto";
+}
+
+/* Every rank that fenced says how it reaches its peers (PMIX_WIRE_KEY). A
+ * provider that differs cannot parse the other's names or messages; a rank
+ * over ofi alone beside a rank of its machine that uses the node's region
+ * never reads that region's rings. Both hung without a word (an adversarial
+ * client); now every rank's PtlNIInit fails saying so. A rank of an older
+ * library says nothing: not checked. 0 or -EIO (logged). */
+static int wire_check(struct pt_xport *x, const pmix_info_t *info, uint32_t myboot)
+{
+    const char *mine = transport_word();
+    for (uint32_t r = 0; r < x->n; r++) {
+        if (r == x->rank)
+            continue;
+        pmix_proc_t p;
+        PMIX_LOAD_PROCID(&p, x->me.nspace, r);
+        pmix_value_t *pv = NULL;
+        char theirs[96] = "";
+        if (PMIx_Get(&p, PMIX_WIRE_KEY, info, 1, &pv) == PMIX_SUCCESS && pv &&
+            pv->type == PMIX_STRING && pv->data.string)
+            snprintf(theirs, sizeof theirs, "%s", pv->data.string);
+        if (pv)
+            PMIX_VALUE_RELEASE(pv);
+        char *prov = strchr(theirs, ' ');
+        if (!prov)
+            continue;
+        *prov++ = '\0';
+        if (strcmp(prov, x->prov) != 0) {
+            pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u uses the libfabric provider %s, but rank %u "
+                               "uses %s: every rank of a job must use the same PTL_OFI_PROVIDER "
+                               "(README, \"Tunables\"); PtlNIInit fails",
+                   x->rank, x->prov, r, prov);
+            return -EIO;
+        }
+        bool ofi_here = !strcmp(mine, "ofi"), ofi_there = !strcmp(theirs, "ofi");
+        if (ofi_here != ofi_there && myboot && x->boots[r] == myboot) {
+            pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u runs with PTL_TRANSPORT=%s, but rank %u on "
+                               "the same machine with %s: one of them would send through the "
+                               "node's region, which the other never reads; every rank of a job "
+                               "must use the same PTL_TRANSPORT (README, \"Tunables\"); PtlNIInit "
+                               "fails",
+                   x->rank, mine, r, theirs);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
 static int pj_publish(void *ctx, const void *name, size_t len)
 {
     struct pt_xport *x = ctx;
@@ -444,6 +510,14 @@ static int pj_publish(void *ctx, const void *name, size_t len)
     bv.data.uint32 = boot_hash();
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Put(PMIX_GLOBAL, PMIX_BOOT_KEY, &bv);
+    char wire[96];
+    snprintf(wire, sizeof wire, "%s %s", transport_word(), x->prov[0] ? x->prov : "-");
+    pmix_value_t wv;
+    PMIX_VALUE_CONSTRUCT(&wv);
+    wv.type = PMIX_STRING;
+    wv.data.string = wire;
+    if (rc == PMIX_SUCCESS)
+        rc = PMIx_Put(PMIX_GLOBAL, PMIX_WIRE_KEY, &wv);
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Commit();
     if (rc != PMIX_SUCCESS) {
@@ -461,6 +535,8 @@ static int pj_publish(void *ctx, const void *name, size_t len)
     PMIX_INFO_LOAD(&local, PMIX_OPTIONAL, &yes, PMIX_BOOL);
     for (uint32_t r = 0; ret == 0 && r < x->n; r++)
         ret = read_rank(x, r, &local);
+    if (ret == 0)
+        ret = wire_check(x, &local, bv.data.uint32);
     PMIX_INFO_DESTRUCT(&local);
     return ret;
 }

@@ -55,6 +55,9 @@ int pt_ofi_serve(struct pt_xport *x, const uint8_t *others);
  * engine's bell) after it marks the job failed. x: the sub from
  * pt_pmix_open. 0 or -errno. */
 int pt_pmix_node_only(struct pt_xport *x, struct pt_waitword *wake);
+/* The ofi transport's provider, for the wire check of the fence (ctx: the
+ * exchange's, pt_pmix_sub.ax.ctx); before it publishes. */
+void pt_pmix_wire_provider(void *ctx, const char *prov);
 /* A PMIx job's transport chosen per peer (mix.c): libfabric opened as
  * pt_ofi_open_pmix, then the node region (shm.h, pt_shm_open_node) for the
  * ranks on this host. shm_only: PTL_TRANSPORT=shm, refused (-EHOSTUNREACH,

@@ -96,6 +96,17 @@ const struct pt_xport_ops *pt_shm_ops(void);
 #define PT_SHM_EP_NAME_MAX (2u * 64u - 8u)
 int pt_shm_ep_publish(struct pt_xport *x, const void *name, size_t len);
 int pt_shm_ep_lookup(struct pt_xport *x, uint32_t rank, void *name, size_t *len, uint32_t *gen);
+
+/* Every process of a job must reach the others the same way (shm_region.h,
+ * pt_shm_rank.wire). provider: the ofi transport names its libfabric
+ * provider in this rank's record; before it publishes its endpoint name
+ * (the owner only). wire_check: this process against every peer attached
+ * so far; -EPROTO, logged with both sides' words, when one differs (the
+ * caller closes and PtlNIInit fails). Each side checks after its own R-ATT
+ * (and R-EP) and a full fence, so of two processes that attach at once at
+ * least one sees the other. Control path; no syscall. */
+void pt_shm_wire_provider(struct pt_xport *x, const char *prov);
+int pt_shm_wire_check(struct pt_xport *x);
 /* Queue depth of the job (the region's), and whether rank is attached now
  * (not yet or no longer: false). For transports built on the region. */
 uint32_t pt_shm_queue_depth(struct pt_xport *x);

@@ -832,6 +832,10 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     pt_cma_allow_readers(true);
     ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
     ST_RELAXED(&rec->cma, x->cma_allowed ? 1u : 0u); /* peers: shm_peer_caps */
+    ST_RELAXED(&rec->wire, pt_config()->transport == PT_TRANSPORT_OFI ? PT_SHM_WIRE_OFI
+                                                                      : PT_SHM_WIRE_SHM);
+    ST_RELAXED(&rec->prov_hash, 0); /* an earlier holder's (a guest slot's) */
+    memset(rec->prov, 0, sizeof rec->prov);
     ST_RELEASE(&rec->state, PT_SHM_R_ATTACHED); /* R-ATT pairs with A-ATT */
     if (!guest && !g_counted) {
         g_counted = true;
@@ -904,6 +908,65 @@ bool pt_shm_named_ident(char *name, size_t len, dev_t *dev_p, ino_t *ino_p)
     return ok;
 }
 
+/* ---- the same transport on every rank (shm.h) ----------------------------- */
+
+static const char *wire_name(uint32_t w)
+{
+    return w == PT_SHM_WIRE_OFI ? "libfabric (PTL_TRANSPORT=ofi)"
+                                : "the job region (PTL_TRANSPORT=shm or auto)";
+}
+
+void pt_shm_wire_provider(struct pt_xport *x, const char *prov)
+{
+    struct pt_shm_rank *rec = &x->ranks[x->me];
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *c = prov; *c; c++)
+        h = (h ^ (uint8_t)*c) * 16777619u;
+    snprintf(rec->prov, sizeof rec->prov, "%s", prov);
+    ST_RELAXED(&rec->prov_hash, h ? h : 1u); /* before R-EP (the caller's publish) */
+}
+
+int pt_shm_wire_check(struct pt_xport *x)
+{
+    const struct pt_shm_rank *me = &x->ranks[x->me];
+    /* W-FENCE: our R-ATT (and R-EP) before the peers' words: of two processes
+     * that attach at once, at least one sees the other's (store buffering). */
+    FENCE_FULL();
+    uint32_t w = LD_RELAXED(&me->wire), ph = LD_RELAXED(&me->prov_hash);
+    for (uint32_t p = 0; p < x->np; p++) {
+        struct pt_shm_rank *rec = &x->ranks[p];
+        uint32_t st = p == x->me ? PT_SHM_R_NONE : LD_ACQUIRE(&rec->state); /* A-ATT */
+        /* Detached peers too: a rank that sent its messages and left before
+         * we came (ofi's start-up is slow) sent them where we do not look. */
+        if (st != PT_SHM_R_ATTACHED && st != PT_SHM_R_DETACHED)
+            continue;
+        uint32_t pw = LD_RELAXED(&rec->wire);
+        if (pw != PT_SHM_WIRE_NONE && pw != w) {
+            pt_log(PT_LOG_ERR, "this process (%s %u) reaches its peers over %s, but %s %u "
+                               "over %s: every process of a job must use the same "
+                               "PTL_TRANSPORT (README, \"Tunables\")",
+                   x->me < x->n ? "rank" : "guest", x->me, wire_name(w),
+                   p < x->n ? "rank" : "guest", p, wire_name(pw));
+            return -EPROTO;
+        }
+        if (w != PT_SHM_WIRE_OFI || ph == 0 || LD_ACQUIRE(&rec->ep_len) == 0) /* A-EP */
+            continue;
+        uint32_t q = LD_RELAXED(&rec->prov_hash);
+        if (q != 0 && q != ph) {
+            char theirs[PT_SHM_PROV_BYTES];
+            memcpy(theirs, rec->prov, sizeof theirs);
+            theirs[sizeof theirs - 1] = '\0';
+            pt_log(PT_LOG_ERR, "this process (rank %u) uses the libfabric provider %s, but "
+                               "rank %u uses %s%s: every rank of a job must use the same "
+                               "PTL_OFI_PROVIDER (README, \"Tunables\")",
+                   x->me, me->prov, p, theirs,
+                   strlen(theirs) == sizeof theirs - 1 ? "..." : "");
+            return -EPROTO;
+        }
+    }
+    return 0;
+}
+
 int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t queue_slots,
                      uint32_t pid_hint, const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                      struct pt_xport_info *info_p)
@@ -921,6 +984,11 @@ int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t 
     int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     g_over = NULL;
     pthread_mutex_unlock(&g_lock);
+    if (rc == 0 && pt_shm_wire_check(*x_p) != 0) {
+        (*ops_p)->close(*x_p);
+        *x_p = NULL;
+        return -EPROTO;
+    }
     if (rc == 0 && nd->ring_prefix) {
         int e = pt_shm_ring_socket(*x_p, nd->ring_prefix);
         if (e) {
@@ -941,5 +1009,10 @@ int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     pthread_mutex_lock(&g_lock);
     int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     pthread_mutex_unlock(&g_lock);
+    if (rc == 0 && pt_shm_wire_check(*x_p) != 0) {
+        (*ops_p)->close(*x_p);
+        *x_p = NULL;
+        return -EPROTO;
+    }
     return rc;
 }

@@ -210,6 +210,11 @@
 enum { PT_SHM_R_NONE = 0, PT_SHM_R_ATTACHED = 1, PT_SHM_R_DETACHED = 2,
        PT_SHM_R_CLAIMING = 3 /* guests: claimed, not yet attached */ };
 
+/* How a rank reaches its peers (pt_shm_rank.wire): the region's queues, or
+ * libfabric with the region only for identity, liveness and names. */
+enum { PT_SHM_WIRE_NONE = 0, PT_SHM_WIRE_SHM = 1, PT_SHM_WIRE_OFI = 2 };
+#define PT_SHM_PROV_BYTES 12u /* pt_shm_rank.prov: a provider name's first 11 */
+
 /* Region flags (pt_shm_hdr.flags). */
 enum { PT_SHM_F_NAMED = 1u << 0 };   /* a POSIX shm name exists until all attached */
 
@@ -318,7 +323,19 @@ struct pt_shm_rank {
      * PTL_CMA differed failed every rendezvous into the one without CMA
      * (an adversarial client: PTL_NI_FAIL, the data never written).       */
     _Atomic uint32_t cma;
-    uint8_t pad_[PT_CACHELINE - 6 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t)];
+    /* Rank: how it reaches its peers (PT_SHM_WIRE_*, its PTL_TRANSPORT),
+     * ST_RELAXED before R-ATT; peers read it LD_RELAXED after A-ATT
+     * (pt_shm_wire_check). Over ofi, its libfabric provider too: prov_hash
+     * (FNV-1a of the name, never 0) and the name's first bytes for the
+     * message, written before R-EP and read after A-EP; 0 until then. A job
+     * whose ranks differed in either hung without a word (an adversarial
+     * client: the region's rings towards a rank that reads only libfabric;
+     * names in a format the other provider cannot parse).                  */
+    _Atomic uint32_t wire;
+    _Atomic uint32_t prov_hash;
+    char prov[PT_SHM_PROV_BYTES];
+    uint8_t pad_[PT_CACHELINE - 8 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t) -
+                 PT_SHM_PROV_BYTES];
 
     /* Lines 2-3: the rank's network endpoint name, for transports that
      * address peers by name (ofi; shm.h pt_shm_ep_publish/lookup). Written

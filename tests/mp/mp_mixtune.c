@@ -21,6 +21,19 @@
  *     rank 1's engine spun for ever (an adversarial client). Now a get that
  *     promised no op is answered eagerly or in copy mode (PT_WF_REPLY_OP).
  *     Bound: every REPLY_END within MP_WAIT_MS.
+ *
+ *   mp_mixtune transport (2 ranks): rank 1 runs with PTL_TRANSPORT=ofi (on
+ *     loopback), rank 0 on the job region. mp_mixtune provider: both over
+ *     ofi, rank 1 with PTL_OFI_PROVIDER=net, rank 0 with "tcp;ofi_rxm".
+ *     Before, every message between them waited for ever without a word
+ *     (an adversarial client: the region's rings towards a rank that reads
+ *     only libfabric; endpoint names the other provider cannot parse). Now
+ *     PtlNIInit fails (PTL_FAIL, saying why) on the rank that attaches last
+ *     (on both, when they attach at once): it prints "refused" and exits 3.
+ *     A rank whose PtlNIInit passed puts to the other and must see the put
+ *     end (failed: the job fails with the refused rank) within 8 s. Under
+ *     mpirun (provider): every rank compares what the others said in the
+ *     PMIx fence, and each refuses.
  */
 #include "mp_util.h"
 
@@ -133,11 +146,70 @@ static int replies(void)
     return 0;
 }
 
+static int wire(bool provider)
+{
+    const char *rid = getenv("PTL_MY_RID");
+    if (!rid)
+        rid = getenv("PMIX_RANK"); /* under mpirun */
+    bool one = rid && !strcmp(rid, "1");
+    if (provider) {
+        setenv("PTL_OFI_PROVIDER", one ? "net" : "tcp;ofi_rxm", 1);
+        setenv("FI_NET_IFACE", "lo", 1);
+    } else if (one) {
+        setenv("PTL_TRANSPORT", "ofi", 1);
+        setenv("FI_TCP_IFACE", "lo", 1);
+    }
+    unsigned rank, size;
+    mp_rank_init(2, &rank, &size);
+    ptl_handle_ni_t ni;
+    int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni);
+    if (rc != PTL_OK) {
+        printf("rank %u: PtlNIInit refused: %s\n", rank, PtlErrorStr(rc));
+        PtlFini();
+        return rc == PTL_FAIL ? 3 : 1;
+    }
+    ptl_process_id_t peer;
+    MP_CHECK(PtlGetRankId(ni, 1 - rank, &peer));
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    static char src[8] = "mixwire";
+    ptl_handle_md_t md;
+    ptl_md_t d = {.start = src, .length = 8, .threshold = 1,
+                  .options = PTL_MD_EVENT_START_DISABLE, .eq_handle = eq};
+    MP_CHECK(PtlMDBind(ni, d, PTL_UNLINK, &md));
+    MP_CHECK(PtlPut(md, PTL_NOACK_REQ, peer, MP_PT_USER, 0, 1, 0, 0));
+    /* SEND_END (failed once the other rank's refusal failed the job), or the
+     * wait's own PTL_FAIL: either way, not for ever */
+    for (uint64_t t0 = mp_now_ms();;) {
+        ptl_event_t ev;
+        int which;
+        rc = PtlEQPoll(&eq, 1, 100, &ev, &which);
+        if ((rc == PTL_OK || rc == PTL_EQ_DROPPED) && ev.type == PTL_EVENT_SEND_END) {
+            printf("rank %u: told: its put ended (ni_fail_type %u)\n", rank, ev.ni_fail_type);
+            break;
+        }
+        if (rc == PTL_FAIL) {
+            printf("rank %u: told: PtlEQPoll failed (the job failed)\n", rank);
+            break;
+        }
+        if (mp_now_ms() - t0 > 8000) {
+            printf("rank %u: STUCK: no end of its put in 8 s (last rc %s)\n", rank,
+                   PtlErrorStr(rc));
+            return 1;
+        }
+    }
+    PtlNIFini(ni);
+    PtlFini();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && (!strcmp(argv[1], "transport") || !strcmp(argv[1], "provider")))
+        return wire(!strcmp(argv[1], "provider"));
     if (argc > 1 && !strcmp(argv[1], "cma"))
         return cma();
     if (argc > 1 && !strcmp(argv[1], "replies"))
         return replies();
-    mp_die("usage: mp_mixtune cma|replies");
+    mp_die("usage: mp_mixtune cma|replies|transport|provider");
 }
