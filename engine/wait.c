@@ -114,7 +114,7 @@ int pt_wait_set_fd(struct pt_wait *w, int xfd, int cfd, int rfd)
 {
     if (xfd < 0)
         return 0;
-    int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int e = pt_fd_above_std(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (e < 0)
         return -errno;
     w->efd = e;

@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -248,6 +249,30 @@ static const char *g_dump_file;
 static unsigned g_dump_records = 40;
 
 /* Print (and save) a dump of the job; why: a line for its header. */
+/* Our stderr may be a pipe nobody drains (a stalled log reader): a write
+ * would block, and with it the loop that ends the job, --timeout included
+ * (an adversarial environment: ranks of a 3 s timeout ran 20 s). So what the
+ * wait loop does between two polls is bounded (STUCK_S): past it, fd 2
+ * becomes /dev/null, the blocked write returns (EINTR: no SA_RESTART), and
+ * the rest of our words are lost, not the job's end. The ranks hold their
+ * own descriptions of the pipe: theirs are not touched. */
+#define STUCK_S 5
+static void on_stderr_stuck(int sig)
+{
+    (void)sig;
+    int fd = open("/dev/null", O_WRONLY | O_CLOEXEC); /* async-signal-safe, as dup2 */
+    if (fd >= 0 && fd != 2) {
+        dup2(fd, 2);
+        close(fd);
+    }
+}
+
+static void stuck_bound(bool on)
+{
+    struct itimerval it = {{0, 0}, {on ? STUCK_S : 0, 0}};
+    (void)setitimer(ITIMER_REAL, &it, NULL);
+}
+
 static void job_dump(const char *why)
 {
     pid_t *pids = calloc(g_n, sizeof *pids);
@@ -330,8 +355,8 @@ static int map_job(const char *job, void **base_p, uint64_t *size_p)
 
 static int dump_running_job(const char *job)
 {
-    void *base;
-    uint64_t size;
+    void *base = NULL; /* (gcc 12 thinks map_job may leave them unset) */
+    uint64_t size = 0;
     int rc = map_job(job, &base, &size);
     if (rc) {
         fprintf(stderr, "%s: --dump %s: no job region found (%s)\n", g_prog, job, strerror(-rc));
@@ -744,6 +769,10 @@ int main(int argc, char **argv)
         pt_shm_set_ospid(&g_reg, r, p);
     }
 
+    struct sigaction sa_stuck = {.sa_handler = on_stderr_stuck}; /* no SA_RESTART */
+    sigemptyset(&sa_stuck.sa_mask);
+    sigaction(SIGALRM, &sa_stuck, NULL);
+
     /* Wait. Phases: running -> (failure) grace -> term -> kill. */
     enum { RUNNING, GRACE, TERM, KILL } phase = RUNNING;
     uint64_t t0 = now_ns();
@@ -764,7 +793,9 @@ int main(int argc, char **argv)
         if (nguests && (ms < 0 || ms > GUEST_POLL_MS))
             ms = GUEST_POLL_MS; /* guests are not our children: look at them */
         struct pollfd pfd = {sfd, POLLIN, 0};
+        stuck_bound(false);
         int prc = poll(&pfd, 1, ms);
+        stuck_bound(true); /* until the next poll (on_stderr_stuck) */
         if (prc < 0 && errno != EINTR) {
             fprintf(stderr, "%s: poll: %s\n", g_prog, strerror(errno));
             break;
@@ -888,6 +919,7 @@ int main(int argc, char **argv)
         }
     }
 
+    stuck_bound(false);
     close(sfd);
     end_leftovers(self);
     if (dump_on_fail && (first_code || undetached_code || timed_out))

@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "proc.h"
 #include "thread.h"
 
 #include <errno.h>
@@ -78,6 +79,11 @@ static void *watch(void *arg)
             int n = poll(p, g_stopfd >= 0 ? 2 : 1, g_stopfd >= 0 ? -1 : 100);
             if (n > 0 && (p[0].revents & POLLIN))
                 launcher_gone(); /* readable: the process has exited */
+            if (n > 0 && (p[1].revents & POLLIN)) {
+                eventfd_t v; /* drained: a count without g_stop (a stray write
+                              * into the descriptor) must not spin the poll */
+                (void)!eventfd_read(g_stopfd, &v);
+            }
             if (n < 0 && errno != EINTR)
                 break; /* fall back to asking */
         }
@@ -100,7 +106,7 @@ static void start(void)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || v <= 1 || v != (pid_t)v) {
+    if (errno || *end || v < 1 || v != (pid_t)v) { /* 1: ptlrun as a container's init */
         pt_log(PT_LOG_WARN, "PTL_LAUNCHER_PID=%s is not a process id: not watching the launcher",
                s);
         return;
@@ -110,8 +116,8 @@ static void start(void)
         close(g_pidfd); /* our parent's (fork): its thread is not ours */
     if (g_stopfd >= 0)
         close(g_stopfd);
-    g_pidfd = (int)syscall(SYS_pidfd_open, g_launcher, 0);
-    g_stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); /* -1: the poll looks every 100 ms */
+    g_pidfd = pt_fd_above_std((int)syscall(SYS_pidfd_open, g_launcher, 0));
+    g_stopfd = pt_fd_above_std(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)); /* -1: the poll looks every 100 ms */
     ST_RELAXED(&g_stop, 0);
     /* Gone already (or the pid is unknown): the job is over for us. */
     if (kill(g_launcher, 0) != 0 && errno == ESRCH)

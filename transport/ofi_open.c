@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "proc.h"
 #include "pt_atomic.h"
 #include "shm.h"
 #ifdef PTL_WITH_PMIX
@@ -676,7 +677,7 @@ static int ofi_setup(struct pt_xport *x)
      * the set (cq_fd), since a descriptor inside an epoll set runs the set's
      * callback at each of its wake-ups, and the CQ's wakes at every
      * completion (xport.h). */
-    x->epfd = epoll_create1(EPOLL_CLOEXEC);
+    x->epfd = pt_fd_above_std(epoll_create1(EPOLL_CLOEXEC));
     if (x->epfd < 0)
         return -errno;
     if (x->ev_fd >= 0) {
@@ -714,7 +715,7 @@ static int ofi_setup(struct pt_xport *x)
             if (!x->conn)
                 return -ENOMEM;
         }
-        x->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        x->tfd = pt_fd_above_std(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
         if (x->tfd < 0)
             return -errno;
         x->probe_ns = (uint64_t)probe_ms * 1000000u;
@@ -741,7 +742,7 @@ static int ofi_setup(struct pt_xport *x)
         pid_t pid = p == x->me ? 0 : x->so->peer_ospid(x->shm, p);
         if (pid <= 0)
             continue;
-        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        int fd = pt_fd_above_std((int)syscall(SYS_pidfd_open, pid, 0));
         if (fd < 0)
             continue; /* gone already, or an old kernel: the launcher's flag still works */
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);

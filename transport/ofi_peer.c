@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "proc.h"
 #include "pt_atomic.h"
 #include "shm.h"
 
@@ -161,7 +162,7 @@ static void chk_start(struct pt_xport *x, uint32_t peer)
         chk_answer(x, peer, EAFNOSUPPORT);
         return;
     }
-    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = pt_fd_above_std(socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (fd < 0) {
         chk_answer(x, peer, errno);
         return;

@@ -33,6 +33,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "proc.h"
 #include "pt_atomic.h"
 
 #include <p3api/misc.h>
@@ -675,7 +676,7 @@ int pt_pmix_open(struct pt_xport_info *info_p, struct pt_pmix_sub *sub_p)
     x->names = calloc(x->n, PT_PMIX_NAME_MAX);
     x->name_len = calloc(x->n, sizeof *x->name_len);
     x->dead = calloc(x->n, sizeof *x->dead);
-    x->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    x->evfd = pt_fd_above_std(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!x->nids || !x->names || !x->name_len || !x->dead || x->evfd < 0) {
         pj_free(x);
         return -ENOMEM;

@@ -399,7 +399,7 @@ int pt_shm_ring_socket(struct pt_xport *x, const char *prefix)
     x->rname.sun_path[0] = '\0'; /* abstract: nothing in the file system, gone with us */
     memcpy(x->rname.sun_path + 1, prefix, pl);
     x->rname_len = (uint32_t)(1 + pl);
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = pt_fd_above_std(socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (fd < 0)
         return -errno;
     struct sockaddr_un me = x->rname;

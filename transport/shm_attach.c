@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -199,7 +200,7 @@ static int adopt_region(int fd, const struct stat *st, const char *job, void **b
         return rc;
     }
     rc = pt_shm_region_check(*base_p, *size_p, &id, &l, &why);
-    if (!rc && !pt_shm_region_in_use(*base_p, *size_p)) {
+    if (!rc && !pt_shm_region_in_use(*base_p, *size_p, fd)) {
         why = "the job has ended";
         rc = -ENOENT;
     }
@@ -290,7 +291,7 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
                 return rc;
             }
             rc = pt_shm_region_check(*base_p, *size_p, &id, &l, &why);
-            if (!rc && pt_shm_region_in_use(*base_p, *size_p)) {
+            if (!rc && pt_shm_region_in_use(*base_p, *size_p, fd)) {
                 *fd_p = fd;
                 g_named = true;
                 return 0;
@@ -323,6 +324,20 @@ static int find_region(uint32_t slot_size, uint32_t qslots, int *fd_p, void **ba
                 *fd_p = pfd;
                 return 0;
             }
+        }
+        const char *lp = jenv("PTL_LAUNCHER_PID");
+        if (lp && *lp && jenv("PTL_NRANKS")) {
+            /* ptlrun --named made the region before it started us: gone, it
+             * was removed under the job. A region of our own would hold this
+             * rank alone, waiting for peers that are in the old one, until
+             * the launcher's timeout (an adversarial environment: 8 of 8). */
+            pt_log(PT_LOG_ERR, "%s%s: " SHM_DIR "%s is gone: the launcher (pid %s) created it "
+                               "before it started this rank, and something removed it (another "
+                               "ptlrun --named in another PID namespace that took it for stale, "
+                               "systemd-logind's RemoveIPC, a /dev/shm cleaner): this rank "
+                               "cannot join its job",
+                   jpfx(), job, g_name, lp);
+            return -ENOENT;
         }
         struct pt_shm_region reg;
         rc = create_named(job, slot_size, qslots, &reg);
@@ -862,6 +877,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
 
     if (fresh) {
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* programs we exec do not inherit it */
+        if (g_named)
+            (void)flock(fd, LOCK_SH); /* in use while we live (pt_shm_region_held) */
         g_fd = fd;
     }
     *ops_p = pt_shm_ops();

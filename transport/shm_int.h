@@ -228,7 +228,15 @@ struct pt_xport {
 bool pt_shm_pid_alive(pid_t p);
 int pt_shm_region_check(void *base, uint64_t size, struct pt_shm_hdr *id,
                         struct pt_shm_layout *l, const char **why);
-bool pt_shm_region_in_use(void *base, uint64_t size);
+/* A named region is in use while a process of its job lives: its creator
+ * and every process that opened it by name hold a shared flock(2) on the
+ * file for as long as they live (pt_shm_region_held: someone does), and its
+ * records name live pids. The lock is what a launcher in another PID
+ * namespace (a container sharing /dev/shm) can see: by pids alone it took a
+ * running job's region for a dead one's and removed it (an adversarial
+ * environment). fd: the region's file, or -1 (pids only). */
+bool pt_shm_region_held(int fd);
+bool pt_shm_region_in_use(void *base, uint64_t size, int fd);
 int pt_shm_open_nb(const char *name, int flags, struct stat *st);
 int pt_shm_map_fd(int fd, uint64_t size, void **base_p);
 /* The name of the region this process opened by name, and the file's

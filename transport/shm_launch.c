@@ -178,7 +178,7 @@ int pt_shm_clean_stale(bool verbose)
                 if (p != MAP_FAILED) {
                     const struct pt_shm_hdr *h = p;
                     if (h->magic == PT_SHM_MAGIC)
-                        stale = !pt_shm_region_in_use(p, want);
+                        stale = !pt_shm_region_in_use(p, want, fd);
                     else
                         stale = old && !pt_shm_pid_alive(h->owner_pid);
                     munmap(p, want);

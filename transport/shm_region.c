@@ -4,14 +4,17 @@
 #include "shm_int.h"
 
 #include "config.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,7 +121,7 @@ int pt_shm_open_nb(const char *name, int flags, struct stat *st)
     int w = snprintf(path, sizeof path, SHM_DIR "%s", name);
     if (w < 0 || (size_t)w >= sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = pt_fd_above_std(open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (fd < 0)
         return -errno;
     if (fstat(fd, st) != 0) {
@@ -152,20 +155,6 @@ const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len)
     return buf;
 }
 
-/* A region descriptor is never 0, 1 or 2: a launcher started with a standard
- * descriptor closed would otherwise hand its ranks the region as their
- * stdout (every printf written over the region's header) or stdin. */
-static int fd_above_std(int fd)
-{
-    if (fd < 0 || fd > 2)
-        return fd;
-    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return hi; /* -1 with errno set, as the call that made fd */
-}
-
 int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm_region *r)
 {
     memset(r, 0, sizeof *r);
@@ -177,7 +166,7 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
     char tmp[sizeof r->name + 16] = "";
     int fd;
     if (!job) {
-        fd = fd_above_std(memfd_create("ptl-job", MFD_CLOEXEC));
+        fd = pt_fd_above_std(memfd_create("ptl-job", MFD_CLOEXEC));
         if (fd < 0)
             return -errno;
         (void)fchmod(fd, 0600); /* best effort: memfds are not reachable by name anyway */
@@ -192,8 +181,14 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
         if (fd < 0)
             return -errno;
         r->named = true;
-        fd = fd_above_std(fd);
+        fd = pt_fd_above_std(fd);
         if (fd < 0) {
+            rc = -errno;
+            goto fail;
+        }
+        /* 0600 whatever the umask: under 0277 every rank's open was refused
+         * (an adversarial environment; the memfd's fchmod is above) */
+        if (fchmod(fd, 0600) != 0) {
             rc = -errno;
             goto fail;
         }
@@ -201,6 +196,19 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
     if (ftruncate(fd, (off_t)r->l.total) != 0) {
         rc = -errno;
         goto fail;
+    }
+    if (job) {
+        /* The file is sparse: a /dev/shm without room for it let ptlrun
+         * start the job, and ranks died of SIGBUS mid-run at the first page
+         * tmpfs could not give (an adversarial environment). Refused here
+         * (-ENOSPC: the callers print it with the region's size); room taken
+         * by others later is still theirs to take. */
+        struct statvfs v;
+        if (fstatvfs(fd, &v) == 0 && v.f_frsize &&
+            (uint64_t)v.f_bavail * v.f_frsize < r->l.total) {
+            rc = -ENOSPC;
+            goto fail;
+        }
     }
     rc = pt_shm_map_fd(fd, r->l.total, &r->base);
     if (rc)
@@ -210,6 +218,8 @@ int pt_shm_create(const struct pt_shm_spec *spec, const char *job, struct pt_shm
     r->nranks = spec->nranks;
     region_init(r->base, &r->l, spec, job ? PT_SHM_F_NAMED : 0);
     if (job) {
+        /* held while we live, before the name exists (pt_shm_region_held) */
+        (void)flock(fd, LOCK_SH);
         char from[sizeof tmp + sizeof SHM_DIR], to[sizeof r->name + sizeof SHM_DIR];
         snprintf(from, sizeof from, SHM_DIR "%s", tmp);
         snprintf(to, sizeof to, SHM_DIR "%s", r->name);
@@ -309,9 +319,20 @@ bool pt_shm_pid_alive(pid_t p)
 }
 
 /* Can any process still use this region? (the owner or any rank alive) */
-bool pt_shm_region_in_use(void *base, uint64_t size)
+bool pt_shm_region_held(int fd)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        (void)flock(fd, LOCK_UN);
+        return false;
+    }
+    return errno == EWOULDBLOCK;
+}
+
+bool pt_shm_region_in_use(void *base, uint64_t size, int fd)
 {
     struct pt_shm_hdr *h = base;
+    if (fd >= 0 && pt_shm_region_held(fd))
+        return true;
     if (pt_shm_pid_alive(h->owner_pid))
         return true;
     /* read once: the bound below must hold for the loop */

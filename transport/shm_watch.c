@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "proc.h"
 #include "thread.h"
 
 #include <p3api/misc.h>
@@ -172,7 +173,7 @@ static void *watch_main(void *arg)
                     missing = true;
                     continue;
                 }
-                w->pfd[i] = (int)syscall(SYS_pidfd_open, pid, 0);
+                w->pfd[i] = pt_fd_above_std((int)syscall(SYS_pidfd_open, pid, 0));
                 if (w->pfd[i] < 0) {
                     if (errno == ESRCH) { /* gone already */
                         w->done[i] = true;
@@ -230,7 +231,7 @@ int pt_shm_watch_start(struct pt_xport *x)
     w->slot = calloc(w->n, sizeof *w->slot);
     w->pfd = calloc(w->n, sizeof *w->pfd);
     w->done = calloc(w->n, sizeof *w->done);
-    w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    w->stop_fd = pt_fd_above_std(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     x->exited = calloc(x->np, sizeof *x->exited);
     int rc = 0;
     if (!w->slot || !w->pfd || !w->done || w->stop_fd < 0 || !x->exited) {

@@ -2,6 +2,7 @@
 #include "proc.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -99,4 +100,15 @@ pid_t pt_proc_live_thread(pid_t pid, pid_t except)
     int seen;
     pid_t t = tasks_find(pid, except, alive, &seen);
     return t > 0 ? t : 0;
+}
+
+int pt_fd_above_std(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return hi;
 }

@@ -25,4 +25,13 @@ pid_t pt_proc_parent(pid_t pid);
 /* The calling thread's id (gettid). */
 pid_t pt_proc_tid(void);
 
+/* fd itself, or (fd 0, 1 or 2) a close-on-exec duplicate of it at 3 or
+ * above, fd closed: -1 with errno set as the call that made fd. Every
+ * descriptor the library keeps goes through it. An application that closed
+ * its standard descriptors before PtlInit would otherwise find ours there:
+ * its printf into the job region's memfd, or, with the launcher's pidfd and
+ * eventfd on 1 and 2, an 8-byte write to stderr raising the watch thread's
+ * eventfd, which then polled for ever at full CPU (an adversarial client). */
+int pt_fd_above_std(int fd);
+
 #endif

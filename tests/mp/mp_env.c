@@ -1,0 +1,194 @@
+/*
+ * mp_env - the process environment an application brings (an adversarial
+ * tester's findings, 2026-12-05):
+ *
+ *   mp_env stdfd (any ranks): the application closed its standard
+ *     descriptors 0, 1 and 2 before PtlInit, as a daemon does. Before, the
+ *     library's launcher-watch pidfd and eventfd landed on 1 and 2: an
+ *     8-byte write to "stderr" raised the eventfd, and the watch thread then
+ *     polled for ever at full CPU (the job region's memfd was already kept
+ *     off them). Each rank puts to its right neighbour and to itself, waits
+ *     for both, and checks that 0, 1 and 2 are still closed: the library
+ *     took none of them. Reports through a descriptor it kept (dup of 2).
+ *
+ *   mp_env vanish (2 ranks, ptlrun --named): rank 0 attaches, then removes
+ *     the job's name from /dev/shm, as another launcher in another PID
+ *     namespace or a cleaner did; rank 1 waits for that and calls
+ *     PtlNIInit. Before, it made a region of its own under the job's name
+ *     and waited in it alone until the launcher's timeout. Now its
+ *     PtlNIInit fails saying the region is gone ("refused", exit 3), and
+ *     rank 0 learns of the failed job within 8 s.
+ *
+ *   mp_env mode600 (2 ranks, ptlrun --named under umask 0277): the region
+ *     file is 0600 whatever the umask (before: 0400, and as any user but
+ *     root every rank's open was refused). Rank 0 looks before it attaches
+ *     (the last rank to attach unlinks the name).
+ */
+#include "mp_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REPORT 100 /* the descriptor stdfd reports through */
+
+static int stdfd(void)
+{
+    if (dup2(2, REPORT) != REPORT)
+        return 2;
+    close(0);
+    close(1);
+    close(2);
+    struct mp m; /* (its failures go to the closed stderr; the exit status says) */
+    mp_init(&m, 1);
+    unsigned right = (m.rank + 1) % m.size;
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    static char in[2][8], out[8] = "stdfd!";
+    const unsigned o = PTL_MD_EVENT_START_DISABLE;
+    mp_post(&m, MP_PT_USER, 7, in, sizeof in, PTL_MD_THRESH_INF,
+            PTL_MD_OP_PUT | PTL_MD_MAX_SIZE | o, eq, PTL_RETAIN, NULL);
+    mp_barrier(&m);
+    ptl_handle_md_t src = mp_bind(&m, out, 8, PTL_MD_THRESH_INF, o, eq);
+    MP_CHECK(PtlPut(src, PTL_NOACK_REQ, m.ids[right], MP_PT_USER, 0, 7, 0, 0));
+    MP_CHECK(PtlPut(src, PTL_NOACK_REQ, m.ids[m.rank], MP_PT_USER, 0, 7, 0, 0));
+    int sends = 0, puts = 0;
+    uint64_t t0 = mp_now_ms();
+    while (sends < 2 || puts < 2) {
+        ptl_event_t ev;
+        int rc = PtlEQGet(eq, &ev);
+        if (rc == PTL_OK || rc == PTL_EQ_DROPPED) {
+            if (ev.ni_fail_type != PTL_NI_OK) {
+                dprintf(REPORT, "stdfd: rank %u: %s failed (%u)\n", m.rank,
+                        PtlEventKindStr(ev.type), ev.ni_fail_type);
+                return 1;
+            }
+            sends += ev.type == PTL_EVENT_SEND_END;
+            puts += ev.type == PTL_EVENT_PUT_END;
+        } else if (rc != PTL_EQ_EMPTY) {
+            dprintf(REPORT, "stdfd: PtlEQGet: %s\n", PtlErrorStr(rc));
+            return 1;
+        } else if (mp_now_ms() - t0 > 10000) {
+            dprintf(REPORT, "stdfd: rank %u: STUCK (%d SEND_END, %d PUT_END)\n", m.rank, sends,
+                    puts);
+            return 1;
+        }
+    }
+    if (memcmp(in[0], out, 8) || memcmp(in[1], out, 8)) {
+        dprintf(REPORT, "stdfd: rank %u: the data differs\n", m.rank);
+        return 1;
+    }
+    int bad = 0;
+    for (int fd = 0; fd <= 2; fd++) {
+        errno = 0;
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) {
+            char l[256] = "";
+            char p[32];
+            snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+            ssize_t n = readlink(p, l, sizeof l - 1);
+            l[n > 0 ? n : 0] = '\0';
+            dprintf(REPORT, "stdfd: rank %u: descriptor %d is open (%s): the library took it\n",
+                    m.rank, fd, l);
+            bad = 1;
+        }
+    }
+    mp_barrier(&m);
+    mp_fini(&m);
+    if (!bad)
+        dprintf(REPORT, "stdfd: rank %u: the library took none of 0, 1, 2\n", m.rank);
+    return bad;
+}
+
+static void region_path(char *buf, size_t len)
+{
+    const char *job = getenv("PTL_JOB");
+    if (!job)
+        mp_die("run me with ptlrun --named (no PTL_JOB)");
+    snprintf(buf, len, "/dev/shm/ptl-%u-%s", (unsigned)getuid(), job);
+}
+
+static int vanish(void)
+{
+    char path[256];
+    region_path(path, sizeof path);
+    const char *rid = getenv("PTL_MY_RID");
+    bool zero = rid && !strcmp(rid, "0");
+    unsigned rank, size;
+    mp_rank_init(2, &rank, &size);
+    if (!zero) {
+        uint64_t t0 = mp_now_ms();
+        while (access(path, F_OK) == 0) { /* rank 0 removes it */
+            if (mp_now_ms() - t0 > 10000)
+                mp_die("rank %u: %s still there after 10 s", rank, path);
+            usleep(10000);
+        }
+    }
+    ptl_handle_ni_t ni;
+    int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni);
+    if (rc != PTL_OK) {
+        printf("rank %u: PtlNIInit refused: %s\n", rank, PtlErrorStr(rc));
+        fflush(stdout);
+        PtlFini();
+        return 3;
+    }
+    if (!zero) {
+        printf("rank %u: STUCK: PtlNIInit passed without the job's region\n", rank);
+        return 1;
+    }
+    if (unlink(path) != 0)
+        mp_die("unlink %s: %s", path, strerror(errno));
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    for (uint64_t t0 = mp_now_ms();;) {
+        ptl_event_t ev;
+        int which;
+        rc = PtlEQPoll(&eq, 1, 100, &ev, &which);
+        if (rc == PTL_FAIL) {
+            printf("rank %u: told: the job failed\n", rank);
+            break;
+        }
+        if (mp_now_ms() - t0 > 8000) {
+            printf("rank %u: STUCK: no word of the job's failure in 8 s\n", rank);
+            return 1;
+        }
+    }
+    PtlNIFini(ni);
+    PtlFini();
+    return 0;
+}
+
+static int mode600(void)
+{
+    char path[256];
+    region_path(path, sizeof path);
+    /* before our own attach: the last rank to attach unlinks the name */
+    const char *rid = getenv("PTL_MY_RID");
+    bool zero = rid && !strcmp(rid, "0");
+    struct stat st;
+    if (zero && stat(path, &st) != 0)
+        mp_die("stat %s: %s", path, strerror(errno));
+    if (zero && (st.st_mode & 07777) != 0600)
+        mp_die("%s has mode %04o, not 0600", path, (unsigned)(st.st_mode & 07777));
+    struct mp m;
+    mp_init(&m, 2);
+    mp_barrier(&m);
+    if (m.rank == 0)
+        printf("mode600: the region file is 0600\n");
+    mp_fini(&m);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "stdfd"))
+        return stdfd();
+    if (argc > 1 && !strcmp(argv[1], "vanish"))
+        return vanish();
+    if (argc > 1 && !strcmp(argv[1], "mode600"))
+        return mode600();
+    mp_die("usage: mp_env stdfd|vanish|mode600");
+}
