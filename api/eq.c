@@ -117,9 +117,10 @@ static int eq_take(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout, ptl_eve
  * handles eq_take must judge). With START events on, a client's read of an
  * END finds it there, posted in the same engine pass as its START: eq_take's
  * way cost ~330 instructions per event, this one ~170 (callgrind, 8 B
- * ping-pong, host). */
-static int eq_first(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout, ptl_event_t *event,
-                    int *which_eq, ptl_eq_handler_t *handler)
+ * ping-pong, host). Inlined, as eq_next and the ring's read (eq.h): the
+ * three calls of a PtlEQWait that finds its event were about 85 of them. */
+PT_HOT_INLINE int eq_first(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout,
+                           ptl_event_t *event, int *which_eq, ptl_eq_handler_t *handler)
 {
     PT_API_INSIDE();
     struct pt_nic *nic = pt_api_nic_of(hs[0]);
@@ -169,7 +170,7 @@ PTL_API int PtlEQPoll(ptl_handle_eq_t *eq_handles, int size, ptl_time_t timeout,
 
 /* PtlEQGet (timeout 0) and PtlEQWait (forever): the next event of one EQ.
  * Only a blocking wait counts in the initiator's stage timing (eq_take). */
-static int eq_next(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t timeout)
+PT_HOT_INLINE int eq_next(ptl_handle_eq_t eq_handle, ptl_event_t *event, ptl_time_t timeout)
 {
     PT_CHECK_INIT();
     ptl_eq_handler_t handler = NULL;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pt_cmd_put(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_cmd_get(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_cmd_getput(struct pt_nic *nic, const struct pt_cmd *c);
 int pt_me_cmd_attach(struct pt_nic *nic, const struct pt_cmd_me *a, uint32_t *h_p, uint32_t *pt_p);

@@ -62,7 +62,9 @@ ptl_seq_t pt_ev_start_link(struct pt_nic *nic, const struct pt_md *md, ptl_event
     return e ? (ptl_seq_t)LD_RELAXED(&e->q->write_count) : 0;
 }
 
-void pt_ev_post(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev)
+/* pt_ev_post's body (nic.h: it calls this only when there is something to
+ * do). */
+void pt_ev_deliver(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, ptl_event_t *ev)
 {
     if (PT_UNLIKELY(md->ct_opts)) /* PtlMDBindCT: counted whether or not an event is posted */
         pt_ct_count(nic, md, kind, ev->ni_fail_type != PTL_NI_OK);

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
-                     const struct pt_cmd *c)
+/* Inlined (PT_HOT_INLINE), as cmd_source and peer_gone: every put runs them. */
+PT_HOT_INLINE void hdr_init(struct pt_nic *nic, struct pt_wire_hdr *h, uint8_t op,
+                            const struct pt_cmd *c)
 {
     pt_wire_clear(h);
     h->op = op;
@@ -142,7 +143,7 @@ static struct pt_ireq *ireq_of(struct pt_nic *nic, const struct pt_wire_hdr *h, 
 
 /* Is the target of a command known dead, or gone after leaving the job in
  * order? Two relaxed loads while the job has not failed and no peer left. */
-static bool peer_gone(struct pt_nic *nic, int rank)
+PT_HOT_INLINE bool peer_gone(struct pt_nic *nic, int rank)
 {
     return PT_UNLIKELY(LD_RELAXED(&nic->failed) || LD_RELAXED(&nic->departed_seen)) &&
            !nic->xo->peer_alive(nic->x, (uint32_t)rank);
@@ -160,7 +161,8 @@ static int cmd_dropped(struct pt_nic *nic)
 
 /* The MD a data command starts from, if still live and active, and the rank
  * of its target; NULL when the command is to be dropped. */
-static struct pt_md *cmd_source(struct pt_nic *nic, const struct pt_cmd *c, uint32_t h, int *rank_p)
+PT_HOT_INLINE struct pt_md *cmd_source(struct pt_nic *nic, const struct pt_cmd *c, uint32_t h,
+                                       int *rank_p)
 {
     struct pt_md *md = pt_md_lookup(nic, h);
     if (!md || !pt_md_active(md))
@@ -209,7 +211,10 @@ int pt_cmd_put(struct pt_nic *nic, const struct pt_cmd *c)
         (uint32_t)rank != nic->xi.rank && c->op != PT_CMD_ATOMIC && pt_nic_push_ok(nic, (uint32_t)rank))
         h->flags |= PT_WF_COOP; /* (a reduction is combined by the target alone) */
     uint64_t first = pk == PT_PROTO_COPY && len > pt_slot_room(nic) ? pt_slot_room(nic) : len;
-    pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
+    if (PT_LIKELY(pk == PT_PROTO_EAGER)) /* the table's entry, without its indirect call */
+        pt_eager_pack(h, &md->mem, c->u.mv.local_offset, first);
+    else
+        pt_proto_table[pk]->pack(h, &md->mem, c->u.mv.local_offset, first);
     if (PT_UNLIKELY(c->op == PT_CMD_ATOMIC)) {
         h->flags |= PT_WF_ATOMIC;
         h->tgt_link = (uint32_t)(c->u.mv.atype << 8 | c->u.mv.aop);
@@ -230,7 +235,7 @@ int pt_cmd_put(struct pt_nic *nic, const struct pt_cmd *c)
     }
     if (pk == PT_PROTO_RNDV)
         md->pending++; /* the target reads our memory until its FIN */
-    pt_xmit(nic, (uint32_t)rank, PT_CLS_REQ, h);
+    pt_xmit_inline(nic, (uint32_t)rank, PT_CLS_REQ, h);
     nic->sr[PTL_SR_SEND_COUNT]++;
     nic->sr[PTL_SR_SEND_LENGTH] += len;
     ptl_event_t ev;

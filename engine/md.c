@@ -75,7 +75,8 @@ void pt_md_destroy(struct pt_nic *nic, struct pt_md *md)
     pt_md_release(nic, md);
 }
 
-void pt_md_check_unlink(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause)
+/* pt_md_check_unlink's (nic.h) when the MD is due. */
+void pt_md_unlink_due(struct pt_nic *nic, struct pt_md *md, const ptl_event_t *cause)
 {
     if (!md->unlink_due || !(LD_RELAXED(&md->tag) & 1u))
         return; /* not due, or already unlinked by an earlier step of this message */

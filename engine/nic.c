@@ -117,7 +117,7 @@ static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
         if (!b && nic->tx_batch && q->ring.cons_cached_head - LD_RELAXED(&q->ring.tail) >= 2)
             tx_hold(nic);
         uint32_t arms = *nic->stall_ctr;
-        if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
+        if (pt_cmd_run(nic, c) == PT_E_AGAIN) {
             /* head-of-line: retried next poll, order kept. Stalled on
              * credits with a mark armed (the counter moved): recorded for
              * has_work (the credit wait, docs/waiting.md). */
@@ -256,7 +256,7 @@ static int drain_merged(struct pt_nic *nic)
             }
         }
         uint32_t arms = *nic->stall_ctr;
-        if (pt_cmd_dispatch(nic, c) == PT_E_AGAIN) {
+        if (pt_cmd_run(nic, c) == PT_E_AGAIN) {
             rs.held[at] = true;
             if (PT_UNLIKELY(*nic->stall_ctr != arms))
                 rs.stall[at] = stall_record(nic, q);

@@ -213,7 +213,7 @@ int pt_nic_submit(struct pt_nic *nic, const struct pt_cmd *cmd)
          * engine is free: pt_wait_progress_cmd). Taken, the token is ours:
          * no D2 to pair with (model/wait.pml, submit). The handlers only
          * read the command (const), so it runs from the caller's copy. */
-        if (pt_cmd_dispatch(nic, cmd) != PT_E_AGAIN) {
+        if (pt_cmd_run(nic, cmd) != PT_E_AGAIN) {
             pt_wait_cmd_done(nic); /* as pt_wait_progress_cmd, then D3 */
             return PT_OK;
         }

@@ -33,6 +33,7 @@
 #include "pt_atomic.h"
 #include <portals3.h>
 #include <stdbool.h>
+#include <string.h>
 
 #define PT_EV_WORDS ((sizeof(ptl_event_t) + 7) / 8)
 
@@ -63,8 +64,71 @@ void pt_eq_destroy(struct pt_eq *eq);
  * Overwrites the oldest unread event when full. Never blocks. */
 void pt_eq_post(struct pt_eq *eq, ptl_event_t *ev);
 
+/* The reader's copy goes straight into the caller's event; it is only
+ * returned once the stamp check below says it is whole (on a failed check
+ * the next try overwrites it). */
+static inline void pt_eq_load_words(ptl_event_t *ev, const uint64_t *src)
+{
+#pragma GCC unroll 32
+    for (size_t i = 0; i < PT_EV_WORDS; i++) {
+        uint64_t x = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+        memcpy((char *)ev + 8 * i, &x, 8);
+    }
+}
+
+_Static_assert(sizeof(ptl_event_t) % 8 == 0, "events are copied in whole words");
+
+/* Any thread: the oldest available event, removed (consume) or not. Inline:
+ * a reader's PtlEQGet/Wait reads one event per call, and the calls down to
+ * it were about 20 instructions of each (callgrind). */
+static inline enum pt_eq_rc pt_eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)
+{
+    for (;;) {
+        uint64_t r = LD_ACQUIRE(&eq->read_count);
+        /* The slot of event r says by its stamp whether r is there (2r+2),
+         * not yet whole (2r+1, or an older event's: empty) or overwritten by
+         * a later lap (above 2r+2: some events were lost). Only the last
+         * needs write_count (A2): a reader that looks at the slot alone
+         * leaves the writer's write_count line alone, which in offload mode
+         * the NIC thread would otherwise fetch back from the reader's core
+         * at every post (and wait for at its next fence). */
+        struct pt_eq_slot *s = &eq->slots[r & eq->mask];
+        uint64_t s1 = LD_ACQUIRE(&s->stamp); /* A1 pairs with R1 */
+        uint64_t want = r;
+        bool dropped = false;
+        if (PT_UNLIKELY(s1 != 2 * r + 2)) {
+            if (s1 <= 2 * r + 1)
+                return PT_EQ_EMPTY; /* event r not posted whole yet */
+            /* Lapped: events were lost iff the oldest survivor lies past our
+             * read position. Decided afresh on every try: a reader that loses
+             * the claim below must not carry a drop another reader will
+             * report. */
+            uint64_t wc = LD_ACQUIRE(&eq->write_count); /* A2 pairs with R2 */
+            if (wc - r > eq->size)
+                want = wc - eq->size; /* oldest survivor */
+            dropped = want != r;
+            s = &eq->slots[want & eq->mask];
+            s1 = LD_ACQUIRE(&s->stamp); /* A1 pairs with R1 */
+            if (s1 != 2 * want + 2) {
+                CPU_RELAX(); /* being written, or overwritten since we looked: look again */
+                continue;
+            }
+        }
+        pt_eq_load_words(ev, s->words);
+        FENCE_ACQUIRE(); /* A3 pairs with W1 */
+        if (LD_RELAXED(&s->stamp) != s1)
+            continue; /* overwritten while we copied: the next try skips ahead */
+        if (consume && !RMW_CAS(&eq->read_count, &r, want + 1))
+            continue; /* another reader took it (and reports any drop it skipped) */
+        return dropped ? PT_EQ_DROPPED : PT_EQ_OK;
+    }
+}
+
 /* Any thread. Removes the oldest available event. */
-enum pt_eq_rc pt_eq_get(struct pt_eq *eq, ptl_event_t *ev);
+static inline enum pt_eq_rc pt_eq_get(struct pt_eq *eq, ptl_event_t *ev)
+{
+    return pt_eq_read(eq, ev, true);
+}
 /* Any thread. Like get, without removing. */
 enum pt_eq_rc pt_eq_peek(struct pt_eq *eq, ptl_event_t *ev);
 /* Any thread: no unread events (PtlMDUpdate's test). */

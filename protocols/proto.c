@@ -70,8 +70,7 @@ int pt_mem_slice(const struct pt_mem *m, uint64_t off, uint64_t n, struct iovec 
 static void eager_pack(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t off,
                        uint64_t len)
 {
-    h->inline_len = (uint32_t)pt_mem_read(src, off, pt_wire_payload(h), (size_t)len);
-    h->niov = 0;
+    pt_eager_pack(h, src, off, len);
 }
 
 static void rndv_pack(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t off,

@@ -75,6 +75,14 @@ struct pt_proto_ops {
 };
 
 extern const struct pt_proto_ops *const pt_proto_table[PT_PROTO_NR];
+/* The eager protocol's pack (its table entry's body): inline for a sender
+ * that knows it chose eager, without the table's indirect call. */
+static inline void pt_eager_pack(struct pt_wire_hdr *h, const struct pt_mem *src, uint64_t off,
+                                 uint64_t len)
+{
+    h->inline_len = (uint32_t)pt_mem_read(src, off, pt_wire_payload(h), (size_t)len);
+    h->niov = 0;
+}
 
 /* Which protocol carries a payload of len bytes.
  *   eager  len <= eager_max: inline in one slot

@@ -43,6 +43,9 @@
 #define PT_WIRE_H
 
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum pt_wire_op {
     PT_W_PUT = 1,
@@ -145,7 +148,20 @@ _Static_assert(__builtin_offsetof(struct pt_wire_hdr, match_bits) == 48,
  * (xord is cleared or copied: the transport rewrites it at commit). */
 static inline void pt_wire_clear(struct pt_wire_hdr *h)
 {
+#if defined(__SSE2__)
+    /* Eight 16-byte stores, the first at PT_WIRE_BODY_OFF and overlapping
+     * the second: gcc's memset of the 124 unaligned bytes was a loop of
+     * 8-byte stores, about 30 instructions of every message sent. */
+    _Static_assert(PT_WIRE_HDR_SIZE == 128 && PT_WIRE_BODY_OFF == 4, "pt_wire_clear's stores");
+    const __m128i z = _mm_setzero_si128();
+    char *p = (char *)h;
+    _mm_storeu_si128((__m128i *)(p + PT_WIRE_BODY_OFF), z);
+#pragma GCC unroll 8
+    for (unsigned o = 16; o < PT_WIRE_HDR_SIZE; o += 16)
+        _mm_storeu_si128((__m128i *)(p + o), z);
+#else
     __builtin_memset((char *)h + PT_WIRE_BODY_OFF, 0, PT_WIRE_HDR_SIZE - PT_WIRE_BODY_OFF);
+#endif
 }
 static inline void pt_wire_copy(struct pt_wire_hdr *d, const struct pt_wire_hdr *s)
 {

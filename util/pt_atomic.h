@@ -77,6 +77,11 @@ extern _Atomic uint32_t g_pt_tsan_fence;
 
 #define PT_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define PT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* PT_HOT_INLINE: a static helper of a hot path inlined into each caller even
+ * where gcc's size heuristics would keep one shared copy (a call there costs
+ * its argument moves, prologue and epilogue: a put's 14 arguments spilled to
+ * the stack, about 40 instructions). Only for helpers with a few callers. */
+#define PT_HOT_INLINE static inline __attribute__((always_inline))
 
 /* Copy n 8-byte words, each a relaxed atomic access (seqlock payloads). */
 static inline void copy_words_relaxed(uint64_t *dst, const uint64_t *src, size_t n)
