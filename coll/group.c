@@ -579,6 +579,8 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     memset(g, 0, sizeof *g);
     g->gen = gen;
     g->used = 1;
+    if (pt_wrap_n()) /* PTL_TEST_WRAP: the call sequence's 30 bits in the match bits */
+        g->seq = (1ull << 30) - (pt_wrap_n() < 8 ? pt_wrap_n() : 8);
     state_set(&g_pt_coll_gstate[idx], gen, 1);
     g->gid = gid;
     pthread_mutex_unlock(&g_pt_coll_tab_lock);

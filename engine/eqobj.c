@@ -38,7 +38,7 @@ int pt_eq_cmd_alloc(struct pt_nic *nic, struct pt_eq *q, uint32_t *h_p)
     if (!e)
         return PT_E_NOSPACE;
     e->q = q;
-    e->rd_cached = 0;
+    e->rd_cached = LD_RELAXED(&q->read_count); /* 0, or PTL_TEST_WRAP's start */
     e->room_since = 0;
     e->rd_gave_up = UINT64_MAX;
     e->owed = 0;

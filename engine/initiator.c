@@ -5,6 +5,7 @@
  * pt_ireq): when its target dies, the answer is made up here, failed.
  * Engine-owned; token holder only.
  */
+#include "config.h"
 #include "nic.h"
 #include "log.h"
 #include "pages.h"
@@ -56,6 +57,8 @@ static void ireq_grow(struct pt_nic *nic)
                                                                 : nic->ireq_n;
     for (uint32_t i = end; i-- > nic->ireq_hwm;) {
         nic->ireqs[i].id = i; /* the first life's id is i + n: never 0 */
+        if (pt_wrap_n()) /* PTL_TEST_WRAP: 4 lives before the slot's ids wrap */
+            nic->ireqs[i].id = i - 4u * nic->ireq_n;
         nic->ireqs[i].next = nic->ireq_free;
         nic->ireq_free = i + 1;
     }

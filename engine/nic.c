@@ -52,7 +52,7 @@ static const uint32_t g_no_stalls = 0;
 /* A ring's bookkeeping after a poll took what it could from it: the credit
  * wait's record (stall: 1 + the consumer index of a head stalled with a mark
  * armed, or 0) and the room wait. */
-static void ring_after(struct pt_nic *nic, struct pt_cmdq *q, uint32_t stall)
+static void ring_after(struct pt_nic *nic, struct pt_cmdq *q, uint64_t stall)
 {
     if (PT_UNLIKELY(stall != LD_RELAXED(&q->stall_at)))
         ST_RELAXED(&q->stall_at, stall);
@@ -67,10 +67,15 @@ static void ring_after(struct pt_nic *nic, struct pt_cmdq *q, uint32_t stall)
 /* The head of ring q returned PT_E_AGAIN after the transport armed a credit
  * mark (the stall counter moved): counted, and its record for ring_after
  * (stall_at: 1 + its consumer index). */
-static uint32_t stall_record(struct pt_nic *nic, struct pt_cmdq *q)
+static inline uint64_t stall_mark(const struct pt_cmdq *q)
+{
+    return (uint64_t)LD_RELAXED(&q->ring.tail) + 1; /* never 0, also at tail 2^32 - 1 */
+}
+
+static uint64_t stall_record(struct pt_nic *nic, struct pt_cmdq *q)
 {
     ST_RELAXED(&nic->cstall_fails, LD_RELAXED(&nic->cstall_fails) + 1);
-    return LD_RELAXED(&q->ring.tail) + 1;
+    return stall_mark(q);
 }
 
 /* Batched doorbells (nic.h tx_batch; docs/waiting.md, "D1 after a batch"):
@@ -103,7 +108,7 @@ static inline void tx_flush(struct pt_nic *nic, int work)
 static int drain_one(struct pt_nic *nic, struct pt_cmdq *q, bool *merge)
 {
     int work = 0;
-    uint32_t stall = 0;
+    uint64_t stall = 0;
     for (int b = 0; b < PT_CMD_BATCH; b++) {
         struct pt_cmd *c = spsc_peek(&q->ring, q->slots);
         if (!c)
@@ -163,7 +168,7 @@ static inline bool cmd_to_target(const struct pt_cmd *c)
 struct ring_set {
     uint32_t n;
     struct pt_cmdq *q[PT_MAX_CMDQ];
-    uint32_t stall[PT_MAX_CMDQ]; /* for ring_after                          */
+    uint64_t stall[PT_MAX_CMDQ]; /* for ring_after                          */
     bool held[PT_MAX_CMDQ];      /* its head stalled, or waits behind an older
                                   * command to its target: not for this poll */
 };
@@ -236,7 +241,8 @@ static int drain_merged(struct pt_nic *nic)
     if (nic->tx_batch)
         tx_hold(nic); /* several rings: drain_cmds rings once at its end */
     ptl_process_id_t blocked[PT_ORDER_BLOCKED];
-    uint32_t blocked_stall[PT_ORDER_BLOCKED], nblocked = 0;
+    uint64_t blocked_stall[PT_ORDER_BLOCKED];
+    uint32_t nblocked = 0;
     int work = 0;
     for (uint32_t budget = PT_CMD_BATCH * rs.n; budget; budget--) {
         uint32_t at = 0;
@@ -251,7 +257,7 @@ static int drain_merged(struct pt_nic *nic)
                 b++;
             if (b < nblocked) { /* behind an older command to the same target */
                 rs.held[at] = true;
-                rs.stall[at] = blocked_stall[b] ? LD_RELAXED(&q->ring.tail) + 1 : 0;
+                rs.stall[at] = blocked_stall[b] ? stall_mark(q) : 0;
                 continue;
             }
         }
@@ -297,8 +303,8 @@ static int drain_merged(struct pt_nic *nic)
 
 static bool stall_holds(struct pt_nic *nic, struct pt_cmdq *q)
 {
-    uint32_t st = LD_RELAXED(&q->stall_at);
-    if (!st || st != LD_RELAXED(&q->ring.tail) + 1 || nic->stall_skips >= PT_STALL_SKIPS ||
+    uint64_t st = LD_RELAXED(&q->stall_at);
+    if (!st || st != stall_mark(q) || nic->stall_skips >= PT_STALL_SKIPS ||
         LD_RELAXED(&nic->failed) || LD_RELAXED(&nic->departed_seen) ||
         !nic->xo->stall_armed(nic->x)) {
         nic->stall_skips = 0;
@@ -803,8 +809,8 @@ bool pt_nic_local_work(struct pt_nic *nic)
              * mark armed for it is still set: the peer that frees room
              * clears its mark and rings us (the caller fenced after
              * announcing itself). */
-            uint32_t st = LD_RELAXED(&q->stall_at);
-            if (PT_LIKELY(!st) || st != LD_RELAXED(&q->ring.tail) + 1 ||
+            uint64_t st = LD_RELAXED(&q->stall_at);
+            if (PT_LIKELY(!st) || st != stall_mark(q) ||
                 !nic->xo->stall_armed(nic->x))
                 return true;
         }
@@ -966,6 +972,11 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
                         ? (uint64_t)cfg->rndv_coop_min : 0;
     nic->coop_takeback = cfg->rndv_coop_takeback != 0;
     nic->coop_free = PT_XPORT_COOP_WORDS >= 64 ? ~0ull : (1ull << PT_XPORT_COOP_WORDS) - 1;
+    if (pt_wrap_n()) { /* PTL_TEST_WRAP: claim-word lives 4 before OPEN's wrap (gen << 2, 30 bits) */
+        for (uint32_t k = 0; k < PT_XPORT_COOP_WORDS; k++)
+            nic->coop_gen[k] = (1u << 30) - 4u;
+        ST_RELAXED(&nic->cmd_seq, pt_wrap32()); /* the command stamps */
+    }
     /* Per-peer stream state, sized by the job's process slots (ranks and
      * guests): one anonymous mapping, off the application's heap (whose
      * layout a client may depend on: transport/shm_attach.c, open_locked). */

@@ -372,7 +372,7 @@ struct pt_cmdq {
      * holder (drain_cmds, ST_RELAXED), read by any thread (has_work's
      * C-RECHECK, LD_RELAXED after its fence): a ring whose head is that
      * command is no work while the marks stay set. */
-    _Atomic uint32_t stall_at;
+    _Atomic uint64_t stall_at; /* 64 bits: 1 + 0xffffffff is not "none" */
     /* The room wait (wait.h RW): the producer asleep on its full ring, the
      * engine holder that takes half of it rings (drain_cmds). */
     struct pt_roomwait room;

@@ -89,6 +89,12 @@ static struct pt_cmdq *ring_new(struct pt_nic *nic)
     }
     memset(q, 0, sizeof *q);
     spsc_init(&q->ring, nic->cmdq_slots, PT_CMD_SLOT);
+    if (pt_wrap_n()) { /* PTL_TEST_WRAP: the ring's indexes */
+        uint32_t wb = pt_wrap32();
+        ST_RELAXED(&q->ring.head, wb);
+        ST_RELAXED(&q->ring.tail, wb);
+        q->ring.prod_cached_tail = q->ring.cons_cached_head = wb;
+    }
     pt_waitword_init(&q->room.ww, false);
     q->slots = slots;
     q->nic = nic;

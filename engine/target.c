@@ -5,6 +5,7 @@
  * Engine-owned; token holder only. No malloc, syscalls (except the transport's
  * CMA pull), locks or logging on this path.
  */
+#include "config.h"
 #include "match.h"
 #include "nic.h"
 #include "pages.h"
@@ -719,6 +720,8 @@ void pt_ops_grow(struct pt_nic *nic)
     uint32_t end = nic->ops_hwm + PT_LAZY_CHUNK < nic->ops_n ? nic->ops_hwm + PT_LAZY_CHUNK
                                                               : nic->ops_n;
     for (uint32_t i = end; i-- > nic->ops_hwm;) {
+        if (pt_wrap_n()) /* PTL_TEST_WRAP: 4 lives before idx + gen wraps */
+            nic->ops_pool[i].gen = 0u - 4u * nic->ops_n;
         nic->ops_pool[i].next = nic->ops_free;
         nic->ops_free = &nic->ops_pool[i];
     }

@@ -1,4 +1,5 @@
 /* eq.c - see eq.h for the protocol and who may call what. */
+#include "config.h"
 #include "eq.h"
 
 #include <stdlib.h>
@@ -21,8 +22,10 @@ struct pt_eq *pt_eq_create(uint64_t count, ptl_eq_handler_t handler)
     eq->size = size;
     eq->mask = size - 1;
     eq->handler = handler;
-    ST_RELAXED(&eq->write_count, 0);
-    ST_RELAXED(&eq->read_count, 0);
+    /* PTL_TEST_WRAP: the 32-bit event sequence (and START links) wrap soon;
+     * the 64-bit counts themselves do not */
+    ST_RELAXED(&eq->write_count, (uint64_t)pt_wrap32());
+    ST_RELAXED(&eq->read_count, (uint64_t)pt_wrap32());
     /* Every stamp is 0 (never written) from calloc: the pages of a large
      * ring are touched only as events arrive. */
     return eq;

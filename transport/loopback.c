@@ -4,6 +4,7 @@
  * the shared-memory transport uses between ranks, so every message travels
  * the full engine path. Memory is private; the doorbell is process-private.
  */
+#include "config.h"
 #include "xport.h"
 #include "spsc.h"
 
@@ -170,6 +171,11 @@ int pt_loopback_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid,
     uint32_t nslots[PT_CLS_NR] = {queue_slots, queue_slots};
     for (int c = 0; c < PT_CLS_NR; c++) {
         spsc_init(&x->q[c], nslots[c], slot_size);
+        if (pt_wrap_n()) { /* PTL_TEST_WRAP (at least queue_slots: a zero slot is
+                            * "published" at index 2^32 - 1 in its first lap) */
+            ST_RELAXED(&x->q[c].head, pt_wrap32());
+            ST_RELAXED(&x->q[c].tail, pt_wrap32());
+        }
         x->slots[c] = aligned_alloc(PT_CACHELINE, (size_t)nslots[c] * slot_size);
         if (!x->slots[c]) {
             free(x->slots[0]);

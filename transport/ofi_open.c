@@ -152,6 +152,14 @@ static void close_wait(struct pt_xport *x)
 
 void pt_ofi_close(struct pt_xport *x)
 {
+    if (pt_wrap_n()) /* PTL_TEST_WRAP: where the counters ended */
+        for (uint32_t p = 0; p < x->n; p++)
+            if (p != x->me)
+                pt_log(PT_LOG_INFO,
+                       "PTL_TEST_WRAP: ofi to %u: stamps sent %u; from %u: next stamp %u, "
+                       "rings %u %u; credit epoch %u, flush pass %u",
+                       p, x->sent[p], p, x->rxo[p].next, x->in[p * 2].tail, x->in[p * 2 + 1].tail,
+                       LD_RELAXED(&x->cred_epoch), x->flush_pass);
     /* Sends still queued or in flight: give them a moment to leave (an answer
      * the peer waits for), then tear down; the region records the detach. */
     for (int i = 0; i < 1000 && (x->pend_head != x->pend_tail || (x->nsb && x->sfree == UINT32_MAX)); i++)
@@ -647,6 +655,17 @@ static int ofi_setup(struct pt_xport *x)
         x->pidfd[p] = -1;
         for (int c = 0; c < 2; c++)
             x->in[p * 2 + c].slots = x->inmem + ((size_t)p * 2 + c) * x->qslots * x->slot;
+        if (pt_wrap_n()) { /* PTL_TEST_WRAP: order stamps (both sides), inbound rings */
+            x->sent[p] = x->rxo[p].next = pt_wrap32();
+            for (int c = 0; c < 2; c++)
+                x->in[p * 2 + c].head = x->in[p * 2 + c].tail = pt_wrap32();
+        }
+    }
+    if (pt_wrap_n()) {
+        ST_RELAXED(&x->cred_epoch, pt_wrap32());
+        x->flush_pass = pt_wrap32();
+        for (uint32_t k = 0; k < OFI_STEPS; k++)
+            x->st[k].gen = (1u << 28) - 4u; /* OFI_RD_IDX keeps 28 bits of it */
     }
     x->rr[0] = x->rr[1] = n - 1;
     x->sfree = UINT32_MAX;

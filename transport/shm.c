@@ -15,6 +15,7 @@
  * one error logged when a sender's ring is found corrupt (rx_faulty).
  */
 #include "shm_int.h"
+#include "config.h"
 #include "shm_fbcode.h"
 
 #include "clock.h"
@@ -1478,6 +1479,20 @@ static uint32_t shm_peer_caps(struct pt_xport *x, uint32_t peer)
 static void shm_close(struct pt_xport *x)
 {
     pt_shm_watch_stop(x); /* it reads the region */
+    if (pt_wrap_n()) /* PTL_TEST_WRAP: where the counters ended (a run crossed 0?) */
+        for (uint32_t p = 0; p < x->n; p++) {
+            if (p == x->me)
+                continue;
+            const struct shm_tx *t = &x->out[p * 2];
+            const struct shm_fbtx *f = &x->fbtx[p];
+            const struct shm_rx *q = &x->in[p * 2];
+            pt_log(PT_LOG_INFO,
+                   "PTL_TEST_WRAP: to %u: tails %u %u, box %s lanes %u %u count %u; from %u: "
+                   "heads %u %u, next stamp %u; bell seq %u",
+                   p, t[0].tail, t[1].tail, f->state == 1 ? "yes" : "no",
+                   f->state == 1 ? f->tail[0] : 0, f->state == 1 ? f->tail[1] : 0, f->cnt, p,
+                   q[0].head, q[1].head, x->rxo[p].next, LD_RELAXED(&x->ranks[x->me].bell.seq));
+        }
     /* Orderly finish: detached, not dead. The launcher judges the exit status.
      * Only by the process that attached: a child of fork() that closes its
      * parent's NI must not detach the parent (api/ni.c never does). */

@@ -583,7 +583,10 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, bool fresh, uint16_t *ma
             t->hd = pt_shm_rxhead(x->base, l, me, p, c);
             t->map = maps + ((size_t)p * 2 + c) * D;
             if (fresh) {
-                t->tail = t->rec = 0;
+                t->tail = t->rec = pt_wrap32(); /* PTL_TEST_WRAP: the region's start */
+                t->want_at = t->tail;
+                /* the stamps a fresh sender starts at: both tails (+ its box's 0) */
+                x->rxo[p].next = 2u * pt_wrap32();
                 continue;
             }
             t->tail = LD_RELAXED(&t->ring->tail); /* written by this slot only */

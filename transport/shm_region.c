@@ -100,6 +100,23 @@ static void region_init(void *base, const struct pt_shm_layout *l, const struct 
     }
     /* Rings, heads and bitmaps start zeroed (fresh memory): nothing to touch,
      * so creating a large job writes only the header and the records. */
+    uint32_t wb = pt_wrap32(); /* PTL_TEST_WRAP: tails, heads, lane positions */
+    if (wb) {
+        for (uint32_t p = 0; p < l->nprocs; p++) {
+            for (uint32_t q = 0; q < l->nprocs; q++)
+                for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+                    ST_RELAXED(&pt_shm_ring(base, l, q, p, c)->tail, wb);
+                    ST_RELAXED(&pt_shm_ring(base, l, q, p, c)->want_at, wb);
+                    ST_RELAXED(pt_shm_rxhead(base, l, q, p, c), wb);
+                }
+            for (uint32_t k = 0; k < PT_SHM_FBOXES; k++)
+                for (uint32_t c = 0; c < PT_CLS_NR; c++) {
+                    struct pt_shm_fbox *b = pt_shm_fbox(base, l, p, k);
+                    ST_RELAXED(&b->tx_tail[c], wb);
+                    ST_RELAXED(&b->rx_head[c], wb);
+                }
+        }
+    }
     ST_RELEASE(&h->ready, 1); /* R-READY pairs with A-READY in pt_shm_region_check() */
 }
 

@@ -61,6 +61,7 @@ struct pt_config {
     int64_t coll_small_max; /* PTL_COLL_SMALL_MAX: allreduce bytes on the persistent path */
     int64_t coll_flags;     /* PTL_COLL_FLAGS: blocking small collectives on flag slots */
     int64_t coll_large_min; /* PTL_COLL_LARGE_MIN: allreduce bytes for reduce-scatter + allgather */
+    int64_t test_wrap;      /* PTL_TEST_WRAP (tests only): counters start this close to their wrap */
     int64_t coll_bcast_seg; /* PTL_COLL_BCAST_SEG: segment of the pipelined large bcast */
     int64_t coll_red_seg;   /* PTL_COLL_RED_SEG: bytes per reduction put of a collective */
     int64_t trig_slots;     /* PTL_TRIG_SLOTS: triggered operations armed per NI     */
@@ -99,4 +100,14 @@ int pt_tunables(const struct pt_tunable **table_p);
 /* Re-read the environment (tests and benchmarks that switch modes in-process). */
 void pt_config_reload(void);
 
+/* PTL_TEST_WRAP=N (tests only; 0 off): every free-running counter that
+ * advances per message, event, command, wake-up or credit starts N steps
+ * before its wrap instead of at 0, consistently on both sides of the job
+ * region (the region's creator and every rank read the same environment),
+ * so that a short run carries traffic across the wrap. 32-bit counters
+ * start at 2^32 - N; counters masked to fewer bits (the collectives' 30-bit
+ * call sequence) at 2^bits - N; per-slot generations a few lives before
+ * theirs. */
+static inline uint32_t pt_wrap_n(void) { return (uint32_t)pt_config()->test_wrap; }
+static inline uint32_t pt_wrap32(void) { return 0u - pt_wrap_n(); }
 #endif

@@ -1,5 +1,6 @@
 /* futex.c - thin wrappers over futex(2); see futex.h for the protocol. */
 #include "futex.h"
+#include "config.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,7 +15,7 @@ _Atomic uint32_t g_pt_tsan_fence; /* see pt_atomic.h */
 
 void pt_waitword_init(struct pt_waitword *w, bool process_shared)
 {
-    ST_RELAXED(&w->seq, 0);
+    ST_RELAXED(&w->seq, pt_wrap32()); /* PTL_TEST_WRAP */
     ST_RELAXED(&w->sleepers, 0);
     ST_RELAXED(&w->polled, 0);
     ST_RELAXED(&w->rung, 0);
