@@ -4,8 +4,21 @@
  */
 #include "nic.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Memory no process can have: more than half the address space, or past its
+ * end (start + length wraps). PtlMDBind took a length of 2^64 - 1, or a
+ * region from 2^64 - 4096, and a transfer then ran off the end (an
+ * adversarial client). Whether the pages are mapped is not asked here: a
+ * transfer's copy or pull says so (README, "Behaviour worth knowing"). */
+static bool region_fits(const void *start, ptl_size_t length)
+{
+    uintptr_t s = (uintptr_t)start;
+    return length <= (ptl_size_t)PTRDIFF_MAX && s + (uintptr_t)length >= s;
+}
 
 int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_unlink_t op)
 {
@@ -30,16 +43,20 @@ int pt_md_build(struct pt_nic *nic, struct pt_md *md, const ptl_md_t *umd, ptl_u
             if (!iov)
                 return PT_E_NOSPACE;
             const ptl_md_iovec_t *src = umd->start;
+            ptl_size_t total = 0;
             for (ptl_size_t i = 0; i < umd->length; i++) {
-                if (!src[i].iov_base && src[i].iov_len) {
+                if ((!src[i].iov_base && src[i].iov_len) ||
+                    !region_fits(src[i].iov_base, src[i].iov_len) ||
+                    total + src[i].iov_len < total) {
                     free(iov);
                     return PT_E_ILLEGAL;
                 }
+                total += src[i].iov_len;
                 iov[i].iov_base = src[i].iov_base;
                 iov[i].iov_len = src[i].iov_len;
             }
         }
-    } else if (!umd->start && umd->length) {
+    } else if ((!umd->start && umd->length) || !region_fits(umd->start, umd->length)) {
         return PT_E_ILLEGAL;
     }
     free(md->iov);

@@ -7,6 +7,9 @@ int pt_thread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
 {
     sigset_t all, old;
     sigfillset(&all);
+    static const int fault[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (unsigned i = 0; i < sizeof fault / sizeof fault[0]; i++)
+        sigdelset(&all, fault[i]); /* thread.h: a fault's signal stays open */
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(t, a, fn, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -12,7 +12,13 @@
  * it: a library thread with signals open takes the application's, and the
  * default action then runs there (a client that blocked SIGUSR1 after
  * PtlNIInit, to read it with sigwait or a signalfd, was killed by it in the
- * NIC thread). Returns pthread_create's code. */
+ * NIC thread). The synchronous signals of a fault (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGTRAP, SIGSYS) stay open: they go to the faulting thread
+ * whatever its mask, and a blocked one kills the process without running
+ * the application's handler (an adversarial client: an eager put into its
+ * PROT_READ receive MD faulted in the NIC thread, and its SIGSEGV handler,
+ * which ran when the application thread faulted, never did). Returns
+ * pthread_create's code. */
 int pt_thread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 
 #endif

@@ -185,6 +185,41 @@ static int a_getput_put_md_too_long(bfx_t *f)
 	free(buf);
 	return rc;
 }
+/* Regions no process can have (an adversarial client: PtlMDBind took them,
+ * and a transfer then ran off the end of the address space): PTL_MD_ILLEGAL. */
+static int bind_rc(bfx_t *f, ptl_md_t d)
+{
+	ptl_handle_md_t m;
+	int rc = PtlMDBind(f->env.ni, d, PTL_RETAIN, &m);
+	if (rc == PTL_OK)
+		assert_rc(PtlMDUnlink(m), PTL_OK);
+	return rc;
+}
+static int a_mdbind_len_huge(bfx_t *f) { return bind_rc(f, bfx_md(f->xbuf, UINT64_MAX, 0, PTL_EQ_NONE)); }
+static int a_mdbind_len_half(bfx_t *f)
+{
+	return bind_rc(f, bfx_md(f->xbuf, (ptl_size_t)1 << 63, 0, PTL_EQ_NONE));
+}
+static int a_mdbind_wraps(bfx_t *f)
+{
+	return bind_rc(f, bfx_md((void *)(uintptr_t)-4096, 8192, 0, PTL_EQ_NONE));
+}
+static int a_mdbind_iov_entry_wraps(bfx_t *f)
+{
+	ptl_md_iovec_t v[2] = { { f->xbuf, 8 }, { (void *)(uintptr_t)-4096, 8192 } };
+	return bind_rc(f, bfx_md(v, 2, PTL_MD_IOVEC, PTL_EQ_NONE));
+}
+static int a_mdbind_iov_total_wraps(bfx_t *f)
+{
+	ptl_md_iovec_t v[3] = { { f->xbuf, 8 }, { (void *)4096, (ptl_size_t)1 << 62 },
+				{ (void *)4096, (ptl_size_t)3 << 62 } };
+	return bind_rc(f, bfx_md(v, 3, PTL_MD_IOVEC, PTL_EQ_NONE));
+}
+static int a_mdbind_len_zero_top(bfx_t *f)
+{
+	return bind_rc(f, bfx_md((void *)(uintptr_t)-4096, 0, 0, PTL_EQ_NONE));
+}
+
 static int a_mdattach_twice(bfx_t *f)
 {
 	ptl_handle_md_t m;
@@ -348,6 +383,12 @@ static const arow_t rows[] = {
 	R(a_putregion_offset_beyond, PTL_MD_ILLEGAL),
 	R(a_putregion_too_long, PTL_MD_ILLEGAL),
 	R(a_putregion_wraps, PTL_MD_ILLEGAL),
+	R(a_mdbind_len_huge, PTL_MD_ILLEGAL),
+	R(a_mdbind_len_half, PTL_MD_ILLEGAL),
+	R(a_mdbind_wraps, PTL_MD_ILLEGAL),
+	R(a_mdbind_iov_entry_wraps, PTL_MD_ILLEGAL),
+	R(a_mdbind_iov_total_wraps, PTL_MD_ILLEGAL),
+	R(a_mdbind_len_zero_top, PTL_OK),
 	R(a_getregion_past_end, PTL_MD_ILLEGAL),
 	R(a_getregion_offset_beyond, PTL_MD_ILLEGAL),
 	R(a_getregion_wraps, PTL_MD_ILLEGAL),

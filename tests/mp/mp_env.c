@@ -19,6 +19,13 @@
  *     PtlNIInit fails saying the region is gone ("refused", exit 3), and
  *     rank 0 learns of the failed job within 8 s.
  *
+ *   mp_env segv (2 ranks): rank 1 installs a SIGSEGV handler and attaches
+ *     a receive MD over read-only memory (its own fault); rank 0 puts 8 B
+ *     into it. The copy faults in whichever thread of rank 1 runs it: its
+ *     handler must run (exit 42). Before, the library's threads blocked
+ *     every signal, and a fault in the NIC thread (about half the offload
+ *     runs) killed the process without the handler.
+ *
  *   mp_env mode600 (2 ranks, ptlrun --named under umask 0277): the region
  *     file is 0600 whatever the umask (before: 0400, and as any user but
  *     root every rank's open was refused). Rank 0 looks before it attaches
@@ -31,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,13 +191,63 @@ static int mode600(void)
     return 0;
 }
 
+/* The fault's handler: async-signal-safe words, then the status the test
+ * expects (the default action would be 139). */
+static void on_segv(int sig)
+{
+    (void)sig;
+    static const char msg[] = "segv: the application's SIGSEGV handler ran\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(42);
+}
+
+static int segv(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    if (m.rank == 1) {
+        /* the client's fault: a receive MD over read-only memory */
+        char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (ro == MAP_FAILED)
+            mp_die("mmap: %s", strerror(errno));
+        struct sigaction sa = {.sa_handler = on_segv};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, NULL);
+        mp_post(&m, MP_PT_USER, 5, ro, 4096, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN, NULL);
+    }
+    mp_barrier(&m);
+    if (m.rank == 0) {
+        static char out[8] = "fault!";
+        ptl_handle_md_t src = mp_bind(&m, out, 8, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
+        MP_CHECK(PtlPut(src, PTL_NOACK_REQ, m.ids[1], MP_PT_USER, 0, 5, 0, 0));
+    }
+    /* rank 1 faults (in whichever of its threads copies the put) and exits
+     * 42 from its handler; rank 0 waits to hear that the job failed */
+    for (uint64_t t0 = mp_now_ms();;) {
+        ptl_event_t ev;
+        int which;
+        if (PtlEQPoll(&eq, 1, 100, &ev, &which) == PTL_FAIL)
+            break;
+        if (mp_now_ms() - t0 > 8000) {
+            printf("rank %u: STUCK: no fault and no failed job in 8 s\n", m.rank);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "segv"))
+        return segv();
     if (argc > 1 && !strcmp(argv[1], "stdfd"))
         return stdfd();
     if (argc > 1 && !strcmp(argv[1], "vanish"))
         return vanish();
     if (argc > 1 && !strcmp(argv[1], "mode600"))
         return mode600();
-    mp_die("usage: mp_env stdfd|vanish|mode600");
+    mp_die("usage: mp_env stdfd|vanish|mode600|segv");
 }
