@@ -600,6 +600,35 @@ static void *ofi_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
  * (mr_iov_limit 1), and the peer's reads past it failed (an audit: every
  * rendezvous from an iovec MD). The registration is then exactly the range
  * the peer's table (rkey_add) holds. */
+/* Whether every page of [p, p + len) can be read, asked of the kernel one
+ * byte per page (process_vm_readv on ourselves: EFAULT, no signal). Over
+ * libfabric the peer reads registered memory with fi_read, and the tcp
+ * provider that serves the read from unreadable memory fails it inside
+ * ("Bad address") and tells nobody: the puller's read never completed, and
+ * the healthy peer waited for ever (an adversarial client: a send MD, or a
+ * get's target MD, over PROT_NONE memory; shm's CMA pull says EFAULT and both
+ * sides end PTL_NI_FAIL). Memory protected after this look is still the
+ * client's to lose. One call per 1,024 pages. */
+static bool readable(const void *p, size_t len)
+{
+    enum { PAGES = 1024 };
+    static _Thread_local struct iovec rv[PAGES];
+    static _Thread_local char sink[PAGES];
+    const size_t pg = 4096;
+    uintptr_t a = (uintptr_t)p, end = a + len;
+    while (a < end) {
+        uint32_t n = 0;
+        for (; n < PAGES && a < end; n++) {
+            rv[n] = (struct iovec){(void *)a, 1};
+            a = (a & ~(uintptr_t)(pg - 1)) + pg;
+        }
+        struct iovec lv = {sink, n};
+        if (process_vm_readv(getpid(), &lv, 1, rv, n, 0) != (ssize_t)n)
+            return errno == ENOSYS || errno == EPERM; /* no answer: not refused */
+    }
+    return true;
+}
+
 static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
 {
     uint32_t niov = W_NIOV(h);
@@ -619,6 +648,13 @@ static uint64_t reg_desc(struct pt_xport *x, uint32_t peer, const void *h)
         v[i].iov_base = (void *)(uintptr_t)w[i].addr;
         v[i].iov_len = w[i].len;
     }
+    for (uint32_t i = 0; i < niov; i++)
+        if (!readable(v[i].iov_base, v[i].iov_len)) {
+            pt_log_once(PT_LOG_WARN, "ofi: rendezvous memory at %p (%zu bytes) cannot be read: "
+                                     "not registered (its transfer fails, PTL_NI_FAIL)",
+                        v[i].iov_base, v[i].iov_len);
+            return 0;
+        }
     struct fid_mr *mr = NULL;
     int rc = fi_mr_regv(x->domain, v, niov, FI_REMOTE_READ, 0, ++x->next_key, 0, &mr, NULL);
     if (rc == 0 && (x->info->domain_attr->mr_mode & FI_MR_ENDPOINT)) {

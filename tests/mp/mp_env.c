@@ -26,6 +26,11 @@
  *     every signal, and a fault in the NIC thread (about half the offload
  *     runs) killed the process without the handler.
  *
+ *   mp_env unreadable (2 ranks): a 64 KiB put from a send MD over PROT_NONE
+ *     memory, then a 64 KiB get served from a target MD over PROT_NONE
+ *     memory: both sides' END (and the ACK) fail PTL_NI_FAIL within 10 s.
+ *     Before, over ofi, the healthy rank waited for ever.
+ *
  *   mp_env mode600 (2 ranks, ptlrun --named under umask 0277): the region
  *     file is 0600 whatever the umask (before: 0400, and as any user but
  *     root every rank's open was refused). Rank 0 looks before it attaches
@@ -239,8 +244,78 @@ static int segv(void)
     return 0;
 }
 
+/* The next event of kind k, within 10 s, failed (PTL_NI_FAIL). */
+static void expect_failed(ptl_handle_eq_t eq, ptl_event_kind_t k, unsigned rank)
+{
+    uint64_t t0 = mp_now_ms();
+    for (;;) {
+        ptl_event_t e;
+        int which, rc = PtlEQPoll(&eq, 1, 100, &e, &which);
+        if (rc == PTL_EQ_EMPTY && mp_now_ms() - t0 < 10000)
+            continue;
+        if (rc == PTL_EQ_EMPTY)
+            mp_die("unreadable: STUCK: no %s within 10 s", PtlEventKindStr(k));
+        if (rc != PTL_OK)
+            mp_die("unreadable: PtlEQPoll: %s", PtlErrorStr(rc));
+        if (e.type != k)
+            continue;
+        if (e.ni_fail_type != PTL_NI_FAIL)
+            mp_die("unreadable: %s ni_fail_type %u, want PTL_NI_FAIL", PtlEventKindStr(k),
+                   e.ni_fail_type);
+        printf("rank %u: %s failed, as it must\n", rank, PtlEventKindStr(k));
+        return;
+    }
+}
+
+/* A rendezvous whose source the faulty rank cannot read (PROT_NONE: the
+ * client's fault): a put from it, and a get served from it. Both sides end
+ * PTL_NI_FAIL. Over ofi the puller's read never completed before (the
+ * provider failed it inside and told nobody): the healthy rank waited for
+ * ever (an adversarial client). */
+static int unreadable(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    const size_t L = 65536;
+    for (int get = 0; get < 2; get++) {
+        char *mem = mmap(NULL, L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            mp_die("mmap: %s", strerror(errno));
+        memset(mem, 1, L);
+        bool faulty = get ? m.rank == 1 : m.rank == 0;
+        if (faulty)
+            mprotect(mem, L, PROT_NONE);
+        const ptl_match_bits_t bits = 20u + (unsigned)get;
+        ptl_handle_md_t h = PTL_INVALID_HANDLE;
+        if (m.rank == 1)
+            mp_post(&m, MP_PT_USER, bits, mem, L, PTL_MD_THRESH_INF,
+                    PTL_MD_OP_PUT | PTL_MD_OP_GET | PTL_MD_EVENT_START_DISABLE, eq, PTL_RETAIN,
+                    NULL);
+        else
+            h = mp_bind(&m, mem, L, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
+        mp_barrier(&m);
+        if (m.rank == 0 && get) {
+            MP_CHECK(PtlGet(h, m.ids[1], MP_PT_USER, 0, bits, 0));
+            expect_failed(eq, PTL_EVENT_REPLY_END, m.rank);
+        } else if (m.rank == 0) {
+            MP_CHECK(PtlPut(h, PTL_ACK_REQ, m.ids[1], MP_PT_USER, 0, bits, 0, 0));
+            expect_failed(eq, PTL_EVENT_ACK, m.rank);
+        } else {
+            expect_failed(eq, get ? PTL_EVENT_GET_END : PTL_EVENT_PUT_END, m.rank);
+        }
+        mp_barrier(&m);
+    }
+    printf("rank %u: unreadable: every transfer ended PTL_NI_FAIL\n", m.rank);
+    mp_fini(&m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "unreadable"))
+        return unreadable();
     if (argc > 1 && !strcmp(argv[1], "segv"))
         return segv();
     if (argc > 1 && !strcmp(argv[1], "stdfd"))
@@ -249,5 +324,5 @@ int main(int argc, char **argv)
         return vanish();
     if (argc > 1 && !strcmp(argv[1], "mode600"))
         return mode600();
-    mp_die("usage: mp_env stdfd|vanish|mode600|segv");
+    mp_die("usage: mp_env stdfd|vanish|mode600|segv|unreadable");
 }
