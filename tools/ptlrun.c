@@ -687,6 +687,10 @@ int main(int argc, char **argv)
     char *nidmap = join_map(n, false), *pidmap = join_map(n, true);
     if (!g_ranks || !nidmap || !pidmap) {
         fprintf(stderr, "%s: out of memory\n", g_prog);
+        free(path);
+        free(nidmap);
+        free(pidmap);
+        free(g_ranks);
         return 1;
     }
 
@@ -715,6 +719,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: cannot create the job region (%u ranks, %llu bytes): %s\n",
                 g_prog, n, (unsigned long long)pt_shm_region_bytes(n, nguests, slot, qslots, preq, prsp),
                 strerror(-rc));
+        free(path); /* (LeakSanitizer: the refused --named job of mp_env_ns) */
+        free(nidmap);
+        free(pidmap);
+        free(g_ranks);
         return 1;
     }
     if (g_verbose)

@@ -465,7 +465,7 @@ static int wire_check(struct pt_xport *x, const pmix_info_t *info, uint32_t mybo
         if (!prov)
             continue;
         *prov++ = '\0';
-        if (strcmp(prov, x->prov) != 0) {
+        if (strcmp(prov, "-") != 0 && x->prov[0] && strcmp(prov, x->prov) != 0) {
             pt_log(PT_LOG_ERR, "PMIx wire-up: rank %u uses the libfabric provider %s, but rank %u "
                                "uses %s: every rank of a job must use the same PTL_OFI_PROVIDER "
                                "(README, \"Tunables\"); PtlNIInit fails",

@@ -22,6 +22,16 @@
 
 #define PT_W (MP_PT_USER + 9)
 
+/* Buffers bound in MDs live until PtlNIFini (main frees them after mp_fini). */
+static void *g_keep[4];
+static void *keep(void *p)
+{
+    for (unsigned i = 0; i < sizeof g_keep / sizeof g_keep[0]; i++)
+        if (!g_keep[i])
+            return g_keep[i] = p;
+    mp_die("keep: no room");
+}
+
 /* With PTL_TEST_WRAP on, a run whose EQ sequence never wrapped checked
  * nothing across the wrap (the hook off, or too few events): a failure. */
 static void must_wrap(uint32_t wraps, const char *what)
@@ -97,7 +107,7 @@ static void pingpong(struct mp *m, long iters, const long *sizes, int ns, int ac
     long maxs = 0;
     for (int k = 0; k < ns; k++)
         maxs = sizes[k] > maxs ? sizes[k] : maxs;
-    unsigned char *sb = malloc((size_t)maxs + 1), *rb = malloc((size_t)maxs + 1);
+    unsigned char *sb = keep(malloc((size_t)maxs + 1)), *rb = keep(malloc((size_t)maxs + 1));
     ptl_handle_eq_t req, seq;
     MP_CHECK(PtlEQAlloc(m->ni, 64, PTL_EQ_HANDLER_NONE, &req));
     MP_CHECK(PtlEQAlloc(m->ni, 64, PTL_EQ_HANDLER_NONE, &seq));
@@ -148,7 +158,8 @@ static void pingpong(struct mp *m, long iters, const long *sizes, int ns, int ac
 static void stream(struct mp *m, long count, long size, long win)
 {
     unsigned n = m->size, to = (m->rank + 1) % n, from = (m->rank + n - 1) % n;
-    unsigned char *sb = malloc((size_t)(count * size) + 1), *rb = malloc((size_t)(count * size) + 1);
+    unsigned char *sb = keep(malloc((size_t)(count * size) + 1)),
+                  *rb = keep(malloc((size_t)(count * size) + 1));
     if (!sb || !rb)
         mp_die("out of memory");
     ptl_handle_eq_t req, seq;
@@ -251,7 +262,7 @@ static void get(struct mp *m, long iters, const long *sizes, int ns)
     for (int k = 0; k < ns; k++)
         maxs = sizes[k] > maxs ? sizes[k] : maxs;
     const long span = maxs * 4;
-    unsigned char *src = malloc((size_t)span), *dst = malloc((size_t)maxs + 1);
+    unsigned char *src = keep(malloc((size_t)span)), *dst = keep(malloc((size_t)maxs + 1));
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m->ni, 64, PTL_EQ_HANDLER_NONE, &eq));
     struct seqchk c = {0};
@@ -303,5 +314,7 @@ int main(int argc, char **argv)
         mp_die("usage: mp_wrap pp|stream|get ...");
     }
     mp_fini(&m);
+    for (unsigned i = 0; i < sizeof g_keep / sizeof g_keep[0]; i++)
+        free(g_keep[i]);
     return 0;
 }
