@@ -203,13 +203,7 @@ static const struct pt_xport_ops g_pj_ops = {
 
 /* ---- the address exchange (ofi.h, struct ofi_addrx) ----------------------- */
 
-static uint32_t hash32(const char *s)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h & 0x7fffffffu;
-}
+static uint32_t hash32(const char *s) { return pt_fnv1a32(s) & 0x7fffffffu; }
 
 static uint32_t node_of(struct pt_xport *x, uint32_t rank)
 {

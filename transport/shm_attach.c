@@ -939,9 +939,7 @@ static const char *wire_name(uint32_t w)
 void pt_shm_wire_provider(struct pt_xport *x, const char *prov)
 {
     struct pt_shm_rank *rec = &x->ranks[x->me];
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const char *c = prov; *c; c++)
-        h = (h ^ (uint8_t)*c) * 16777619u;
+    uint32_t h = pt_fnv1a32(prov);
     snprintf(rec->prov, sizeof rec->prov, "%s", prov);
     ST_RELAXED(&rec->prov_hash, h ? h : 1u); /* before R-EP (the caller's publish) */
 }
@@ -987,6 +985,18 @@ int pt_shm_wire_check(struct pt_xport *x)
     return 0;
 }
 
+/* After an open: rc, or -EPROTO with the transport closed when this process
+ * reaches its peers differently from one of them (pt_shm_wire_check). */
+static int wire_checked(int rc, const struct pt_xport_ops **ops_p, struct pt_xport **x_p)
+{
+    if (rc == 0 && pt_shm_wire_check(*x_p) != 0) {
+        (*ops_p)->close(*x_p);
+        *x_p = NULL;
+        return -EPROTO;
+    }
+    return rc;
+}
+
 int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t queue_slots,
                      uint32_t pid_hint, const struct pt_xport_ops **ops_p, struct pt_xport **x_p,
                      struct pt_xport_info *info_p)
@@ -1004,11 +1014,9 @@ int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t 
     int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     g_over = NULL;
     pthread_mutex_unlock(&g_lock);
-    if (rc == 0 && pt_shm_wire_check(*x_p) != 0) {
-        (*ops_p)->close(*x_p);
-        *x_p = NULL;
-        return -EPROTO;
-    }
+    rc = wire_checked(rc, ops_p, x_p);
+    if (rc)
+        return rc;
     if (rc == 0 && nd->ring_prefix) {
         int e = pt_shm_ring_socket(*x_p, nd->ring_prefix);
         if (e) {
@@ -1029,10 +1037,8 @@ int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     pthread_mutex_lock(&g_lock);
     int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     pthread_mutex_unlock(&g_lock);
-    if (rc == 0 && pt_shm_wire_check(*x_p) != 0) {
-        (*ops_p)->close(*x_p);
-        *x_p = NULL;
-        return -EPROTO;
-    }
+    rc = wire_checked(rc, ops_p, x_p);
+    if (rc)
+        return rc;
     return rc;
 }

@@ -357,6 +357,16 @@ static inline uint64_t pt_xport_desc_id(const void *h)
 }
 #define PT_XPORT_IOV_MAX      65u   /* PT_MAX_IOV + 1                            */
 uint32_t pt_slot_size_for(uint32_t eager_max);
+
+/* FNV-1a of a string: names turned into words that processes compare (a
+ * PMIx namespace's job id, a boot id, a libfabric provider's name). */
+static inline uint32_t pt_fnv1a32(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
 /* Queue depth from PTL_QUEUE_SLOTS: the next power of two, at least 4. */
 uint32_t pt_queue_slots_for(uint32_t want);
 
