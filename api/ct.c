@@ -96,7 +96,11 @@ static bool ct_ready(void *arg)
     return false;
 }
 
-PTL_API int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event)
+/* PtlCTWait, bounded by timeout_ns (-1: none): PTL_EQ_EMPTY when it passed
+ * without the count. Internal: also the collective library's wait
+ * (coll/coll_int.h), which looks for members that left between naps. */
+int pt_api_ct_wait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event,
+                   int64_t timeout_ns)
 {
     PT_CHECK_INIT();
     PT_API_INSIDE();
@@ -108,11 +112,17 @@ PTL_API int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t
     struct ctwait w = {nic, ct_handle, test, {0, 0}, PTL_OK};
     /* The waiting protocol of PtlEQWait: run the engine when free, then sleep
      * on the event word; the engine's D6 wake follows every counter change. */
-    if (!pt_wait_until(nic, ct_ready, &w, -1))
-        return PTL_FAIL; /* the job failed (a peer died) before the count was reached */
+    if (!pt_wait_until(nic, ct_ready, &w, timeout_ns))
+        /* the job failed (a peer died) before the count was reached, or the time passed */
+        return timeout_ns < 0 || pt_nic_down(nic) ? PTL_FAIL : PTL_EQ_EMPTY;
     if (w.rc == PTL_OK)
         *event = w.ev;
     return w.rc;
+}
+
+PTL_API int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event)
+{
+    return pt_api_ct_wait(ct_handle, test, event, -1);
 }
 
 /* The command of PtlCTSet (set) and PtlCTInc, direct or triggered. */

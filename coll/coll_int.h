@@ -171,6 +171,11 @@ struct group {
     ptl_size_t *expect;  /* [n] RTRs from each peer up to this call  */
     ptl_handle_md_t nmd; /* 0-byte source of RTRs                    */
     int inflight;
+    /* Calls of the group entered here, on every path, numbered alike by
+     * every member (each makes the group's calls in one order):
+     * pt_coll_enter. Atomic: the flag path counts under fl_lock, the
+     * others under lock. */
+    _Atomic uint64_t calls;
     /* persistent path (set up at create, used by barrier and small allreduce) */
     struct fslot *fs;                  /* [COLL_SLOTS]                          */
     /* 2 members: small allreduce without RTR on its own slots (pair_*) */
@@ -239,6 +244,7 @@ struct req {
     uint32_t gen;
     struct group *g;
     uint64_t seq;
+    uint64_t call; /* its number among the group's calls (pt_coll_enter) */
     ptl_handle_ct_t *cts;
     int ncts, capcts;
     ptl_handle_md_t *mds;
@@ -413,6 +419,26 @@ int pt_api_node_progress(ptl_handle_ni_t ni);
 int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns);
 bool pt_api_node_alive(ptl_handle_ni_t ni);
 bool pt_api_node_left(ptl_handle_ni_t ni, ptl_process_id_t id);
+
+/* api/ct.c: PtlCTWait bounded by timeout_ns (-1: none); PTL_EQ_EMPTY when
+ * it passed first (internal, not exported). */
+int pt_api_ct_wait(ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev, int64_t timeout_ns);
+
+/* A call of g begins here: its number (every path counts it, req.c). With
+ * flag slots it goes to ours (util/flagline.h, calls), where the members
+ * that wait for this call look when they see us leave. */
+static inline uint64_t pt_coll_enter(struct group *g)
+{
+    uint64_t c = RMW_ADD(&g->calls, 1) + 1;
+    /* ordered before our close's release (A-LEFT's partner); after
+     * PtlNIFini the slots are unmapped (the call then fails) */
+    if (g->fl_on && pt_api_node_alive(g->ni))
+        ST_RELAXED(&g->fl[g->me]->calls, c);
+    return c;
+}
+/* PtlCTWait on a counter of call r (req.c): PTL_FAIL, not a wait for ever,
+ * once a member closed its NI in order without entering the call. */
+int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev);
 
 /* rc = call (a PtlTriggered* operation of a schedule), again while every
  * triggered slot of the NI is armed (PTL_NO_SPACE) and pt_coll_trig_wait

@@ -206,12 +206,12 @@ int PtlCollWait(ptl_handle_coll_req_t h)
     ptl_ct_event_t ev;
     int rc = PTL_OK;
     if (r->done != PTL_CT_NONE) {
-        rc = PtlCTWait(r->done, r->done_thr, &ev);
+        rc = pt_coll_ct_wait(r, r->done, r->done_thr, &ev);
         if (rc == PTL_OK && ev.failure)
             r->rc = PTL_FAIL;
     }
     if (rc == PTL_OK) {
-        rc = PtlCTWait(r->sent, r->nsent, &ev);
+        rc = pt_coll_ct_wait(r, r->sent, r->nsent, &ev);
         if (rc == PTL_OK && ev.failure)
             r->rc = PTL_FAIL;
     }
@@ -352,12 +352,12 @@ static int fast_wait(struct req *r)
     ptl_ct_event_t ev;
     int rc = PTL_OK;
     if (r->done != PTL_CT_NONE) {
-        rc = PtlCTWait(r->done, r->done_thr, &ev);
+        rc = pt_coll_ct_wait(r, r->done, r->done_thr, &ev);
         if (rc == PTL_OK && ev.failure)
             rc = PTL_FAIL;
     }
     if (rc == PTL_OK && r->nsent) {
-        rc = PtlCTWait(r->sent, r->nsent, &ev);
+        rc = pt_coll_ct_wait(r, r->sent, r->nsent, &ev);
         if (rc == PTL_OK && ev.failure)
             rc = PTL_FAIL;
     }
@@ -396,6 +396,7 @@ static int req_new_fast(struct group *g, struct req **out)
     r->fast = 1;
     r->fslot = -1;
     r->done = r->sent = PTL_CT_NONE;
+    r->call = pt_coll_enter(g);
     g->inflight++;
     *out = r;
     return PTL_OK;
@@ -706,12 +707,12 @@ static int pb_begin(struct group *g, struct req *r, int kind, ptl_size_t *c_p, i
 
 /* B2 for a put of this call to receiver q that the engine arms on our own
  * progress: q's start counter is checked here, waiting if needed. */
-static int pb_need(struct pbc *b, ptl_size_t q, ptl_size_t need)
+static int pb_need(struct req *r, struct pbc *b, ptl_size_t q, ptl_size_t need)
 {
     ptl_ct_event_t ev;
     int rc = PtlCTGet(b->start[q], &ev);
     if (rc == PTL_OK && ev.success < need)
-        rc = PtlCTWait(b->start[q], need, &ev);
+        rc = pt_coll_ct_wait(r, b->start[q], need, &ev);
     if (rc == PTL_OK && ev.failure)
         rc = PTL_FAIL;
     return rc;
@@ -743,7 +744,7 @@ static int slot_bcast(struct group *g, struct req *r, void *buf, ptl_size_t len,
             ct = b->start[child];
             thr = need;
         } else if (v) {
-            rc = pb_need(b, child, need);
+            rc = pb_need(r, b, child, need);
             ct = b->cnt[s];
             thr = r->done_thr;
         }
@@ -824,7 +825,7 @@ static int slot_reduce(struct group *g, struct req *r, const void *sendbuf, void
     ptl_size_t thr = 0;
     if (kids) {
         if (rc == PTL_OK && need)
-            rc = pb_need(b, parent, need);
+            rc = pb_need(r, b, parent, need);
         ct = b->cnt[s];
         thr = b->recvs[s];
     } else if (need) {

@@ -179,6 +179,7 @@ int pt_coll_flag_setup(struct group *g)
     }
     struct pt_flagslot *f = &mine[k];
     ST_RELAXED(&f->base, LD_RELAXED(&f->seq)); /* we are its only writer */
+    ST_RELAXED(&f->calls, 0); /* this group's calls (pt_coll_enter), published with base */
     ST_RELAXED(&f->caps, pt_api_node_spin_ns(g->ni) ? PT_FLAG_SPIN : 0);
     ST_RELEASE(&f->tag, tag_of(g)); /* published to the members by our hello's messages */
     g->fl_idx = k;
@@ -381,6 +382,7 @@ int pt_coll_flag_call(struct group *g, int kind, ptl_size_t root, const void *in
     if (!pt_api_node_alive(g->ni))
         return PTL_FAIL; /* PtlNIFini came first: the slots are unmapped */
     pthread_mutex_lock(&g->fl_lock);
+    (void)pt_coll_enter(g);
     uint64_t c = ++g->fl_calls;
     struct pt_flagslot *mine = g->fl[me];
     uint64_t s = g->fl_base[me] + c;

@@ -91,6 +91,50 @@ bool pt_coll_trig_wait(struct group *g, uint64_t *t0)
     return true;
 }
 
+/* A member that closed its NI in order (PtlNIFini) and never entered call c,
+ * or n: none (util/flagline.h, calls). Its close is a release after every
+ * calls it stored, so one read after the close was seen (A-LEFT, then
+ * A-CALLS) is its last: a member that entered the call and then left is
+ * never taken for one that did not. O(n) loads, at the end of a nap. */
+static ptl_size_t left_before(const struct group *g, uint64_t c)
+{
+    if (!pt_api_node_alive(g->ni)) /* finalized here: the slots are unmapped */
+        return g->n;
+    for (ptl_size_t i = 0; i < g->n; i++)
+        if (i != g->me && pt_api_node_left(g->ni, g->ids[i]) && /* A-LEFT */
+            LD_ACQUIRE(&g->fl[i]->calls) < c)                   /* A-CALLS */
+            return i;
+    return g->n;
+}
+
+/* A member that left without entering a call leaves its counters short for
+ * ever: its contributions, its RTRs, the puts it would have answered. With
+ * flag slots (every member on this node) a wait looks, whenever it has
+ * waited COLL_LEFT_NAP_NS without the count, whether such a member is why
+ * (the counters do not say whose part is missing, the slots say who never
+ * came): then PTL_FAIL, as the flag path's calls do (docs/coll.md). The
+ * wait wakes on every change of a counter of the NI, so the nap adds nothing
+ * to a call that progresses. Without flag slots, PtlCTWait as it is. */
+#define COLL_LEFT_NAP_NS 100000000
+
+int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev)
+{
+    struct group *g = r->g;
+    if (!g->fl_on)
+        return PtlCTWait(ct, test, ev);
+    int rc;
+    while ((rc = pt_api_ct_wait(ct, test, ev, COLL_LEFT_NAP_NS)) == PTL_EQ_EMPTY) {
+        ptl_size_t gone = left_before(g, r->call);
+        if (gone < g->n) {
+            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) called "
+                                "PtlNIFini without entering this call: PTL_FAIL",
+                   (size_t)gone, (unsigned)g->ids[gone].pid);
+            return PTL_FAIL;
+        }
+    }
+    return rc;
+}
+
 /* Post an ME for this call (tag) over buf, counting arrivals into ct; from is
  * a member index or -1 (any member). */
 int pt_coll_r_recv(struct req *r, void *buf, ptl_size_t len, long from, unsigned tag,
@@ -226,6 +270,7 @@ int pt_coll_req_new(struct group *g, struct req **out)
     r->capcts = 8;
     r->cts[r->ncts++] = r->sent;
     r->seq = g->seq++;
+    r->call = pt_coll_enter(g);
     *out = r;
     return PTL_OK;
 }

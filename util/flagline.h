@@ -33,6 +33,13 @@
  *   base   P only: seq when the slot was taken for the current group.
  *   caps   P only, with base: PT_FLAG_SPIN if P's waits spin (a core of its
  *          own); the members agree on what needs every member's bit.
+ *   calls  P only (ST_RELAXED; 0 when the slot is taken, with base): how
+ *          many calls of the group P has entered, on every path (flag,
+ *          persistent, per-call: coll_int.h pt_coll_enter). P's close (the
+ *          release a member's A-LEFT acquires: xport.h peer_left) comes
+ *          after every store, so a member that saw P leave and reads calls
+ *          below c knows P never entered call c (coll/req.c,
+ *          pt_coll_ct_wait).
  *   done   P only (ST_RELEASE): seq when P freed its group (every call of it
  *          complete here). A slot whose group was freed is taken again only
  *          when every member of that group shows done past that group's last
@@ -63,7 +70,8 @@ struct pt_flagslot {
     _Atomic uint64_t base;
     _Atomic uint64_t done;
     _Atomic uint64_t caps;
-    uint64_t pad1[4];
+    _Atomic uint64_t calls;
+    uint64_t pad1[3];
 };
 _Static_assert(sizeof(struct pt_flagslot) == 2 * PT_CACHELINE, "a flag slot is two lines");
 

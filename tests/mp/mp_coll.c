@@ -996,7 +996,10 @@ static int died(struct mp *m)
  * exits 0 without entering the next call (an erroneous program, but a
  * detectable one): the blocking calls of ranks 0 and 1 on the flag path
  * (a barrier, then a small allreduce) must return PTL_FAIL within seconds,
- * never hang (they did: an adversarial client, fifty-third session). Rank 2
+ * never hang (they did: an adversarial client, fifty-third session); so
+ * must a nonblocking barrier and allreduce (the persistent path) and a large
+ * allreduce (the per-call path; they waited for ever until the fifty-seventh
+ * session). Rank 2
  * enters the first call after a pause, so that a member that leaves right
  * after a call it made is not taken for one that did not make it. */
 static int departed(struct mp *m)
@@ -1020,10 +1023,26 @@ static int departed(struct mp *m)
     int64_t x = ME + 1, y = 0;
     mp_doing("an allreduce whose member left");
     int ra = PtlCollAllreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM);
+    /* the persistent path (a nonblocking barrier and small allreduce) and
+     * the per-call path (a 64 KiB allreduce): their counters wait for the
+     * member's part; they waited for ever before */
+    ptl_handle_coll_req_t q;
+    mp_doing("an Ibarrier whose member left");
+    int rib = PtlCollIbarrier(g, &q);
+    if (rib == PTL_OK)
+        rib = PtlCollWait(q);
+    mp_doing("an Iallreduce whose member left");
+    int ria = PtlCollIallreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &q);
+    if (ria == PTL_OK)
+        ria = PtlCollWait(q);
+    static int64_t bx[8192], by[8192];
+    mp_doing("a large allreduce whose member left");
+    int rl = PtlCollAllreduce(g, bx, by, 8192, PTL_COLL_INT64, PTL_COLL_SUM);
     uint64_t ms = mp_now_ms() - t0;
-    if (rb != PTL_FAIL || ra != PTL_FAIL)
-        mp_die("calls with a member that left in order returned %d and %d, expected PTL_FAIL",
-               rb, ra);
+    if (rb != PTL_FAIL || ra != PTL_FAIL || rib != PTL_FAIL || ria != PTL_FAIL || rl != PTL_FAIL)
+        mp_die("calls with a member that left in order returned %d, %d (flag path), %d, %d "
+               "(persistent), %d (per call), expected PTL_FAIL",
+               rb, ra, rib, ria, rl);
     if (ms > 15000)
         mp_die("the calls took %llu ms", (unsigned long long)ms);
     if (ME == 0)
