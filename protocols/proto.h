@@ -48,18 +48,33 @@ static inline bool pt_mem_one_piece(const struct pt_mem *m, uint64_t off, size_t
 {
     return m->niov == 1 && n && off <= m->len && n <= m->len - off;
 }
+/* 8 to 16 bytes (an 8 B message's payload) as two overlapping words, both
+ * loaded before either is stored; memcpy's call and dispatch cost every such
+ * copy about 14 instructions (callgrind). */
+static inline void pt_mem_copy(void *dst, const void *src, size_t n)
+{
+    if (n - 8 <= 8) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, (const char *)src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy((char *)dst + n - 8, &b, 8);
+        return;
+    }
+    memcpy(dst, src, n);
+}
 static inline size_t pt_mem_write(const struct pt_mem *m, uint64_t off, const void *src, size_t n)
 {
     if (!pt_mem_one_piece(m, off, n))
         return pt_mem_write_walk(m, off, src, n);
-    memcpy((char *)m->iov[0].iov_base + off, src, n);
+    pt_mem_copy((char *)m->iov[0].iov_base + off, src, n);
     return n;
 }
 static inline size_t pt_mem_read(const struct pt_mem *m, uint64_t off, void *dst, size_t n)
 {
     if (!pt_mem_one_piece(m, off, n))
         return pt_mem_read_walk(m, off, dst, n);
-    memcpy(dst, (const char *)m->iov[0].iov_base + off, n);
+    pt_mem_copy(dst, (const char *)m->iov[0].iov_base + off, n);
     return n;
 }
 /* Describe [off, off+n) of MD memory as at most max iovecs; returns count. */
