@@ -1000,6 +1000,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     nic->nomatch_ns = (uint64_t)cfg->nomatch_us * 1000;
     nic->eq_room_ns = (uint64_t)cfg->eq_room_us * 1000;
     nic->ev_eq_h = PTL_EQ_NONE;
+    nic->tx_rank = -1;
     pt_waitword_init(&nic->fork_ww, false);
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,

@@ -559,6 +559,8 @@ struct pt_nic {
     _Atomic uint32_t *ev_watch[PT_WAIT_WATCH]; /* their watchers (see pt_eqo)         */
     uint32_t ev_eq_h;                     /* [E] event.c's EQ lookup cache: handle, */
     struct pt_eqo *ev_eq;                 /* and its live EQ (cleared at retire)     */
+    ptl_process_id_t tx_id;               /* [E] initiator.c's target cache: the id */
+    int32_t tx_rank;                      /* of the last rank it resolved (-1: none) */
     uint64_t eq_room_ns;                  /* PTL_EQ_ROOM_WAIT_US (event.c, pt_ev_room) */
     uint64_t nomatch_ns;                  /* PTL_NOMATCH_WAIT_US (target.c)            */
     uint64_t *nomatch_since;              /* [sender]: since when its first request
