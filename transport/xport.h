@@ -195,7 +195,8 @@ struct pt_xport_ops {
     /* Map a Portals process id to a peer index (< nprocs); -1 if no process
      * of the job has it now (guests are looked up in the region each time).
      * A rank's id (index < nranks) never changes while the transport is
-     * open: the engine remembers the last one it resolved (initiator.c). */
+     * open: the engine and each API thread remember the last one they
+     * resolved (initiator.c, api/move.c). */
     int (*rank_of)(struct pt_xport *x, uint32_t nid, uint32_t pid);
     void (*id_of)(struct pt_xport *x, uint32_t rank, uint32_t *nid_p, uint32_t *pid_p);
     /* Any thread, cheap (one relaxed load): non-zero once some rank of the
