@@ -169,7 +169,7 @@ static void print_geometry(void)
            "per job");
     static const unsigned ns[] = {2, 16, 64, 256, 1024, 4096};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        uint32_t g = pt_shm_guests_for(ns[i]);
+        uint32_t g = pt_shm_guests();
         uint64_t b = pt_shm_region_bytes(ns[i], g, slot, q, preq, prsp);
         if (!b) {
             printf("  %6u  too large\n", ns[i]);

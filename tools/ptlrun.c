@@ -675,7 +675,7 @@ int main(int argc, char **argv)
     const struct pt_config *cfg = pt_config();
     uint32_t slot = pt_slot_size_for((uint32_t)cfg->eager_max);
     uint32_t qslots = pt_queue_slots_for((uint32_t)cfg->queue_slots);
-    uint32_t nguests = pt_shm_guests_for(n);
+    uint32_t nguests = pt_shm_guests();
     uint32_t preq = (uint32_t)cfg->pool_req, prsp = (uint32_t)cfg->pool_rsp;
     if (!pt_shm_region_bytes(n, nguests, slot, qslots, preq, prsp))
         die_usage("a job of %u ranks with %u-byte slots, pools of %u + %u and rings of %u is "

@@ -175,9 +175,8 @@ int pt_shm_clean_stale(bool verbose);
 /* Bytes a region for this job would take (0 if it cannot be laid out). */
 uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t nguests, uint32_t slot_size,
                              uint32_t qslots, uint32_t pool_req, uint32_t pool_rsp);
-/* Guest slots for a job of nranks: PTL_JOB_GUESTS, or by default 4 (fewer
- * in a smaller job). */
-uint32_t pt_shm_guests_for(uint32_t nranks);
+/* Guest slots of a job: PTL_JOB_GUESTS, by default 4 whatever the job's size. */
+uint32_t pt_shm_guests(void);
 
 /* Read a word of `pid`'s memory at `addr` with process_vm_readv: 0, or -errno
  * (EPERM: ptrace scope / Yama or a non-dumpable target; ENOSYS: kernel or

@@ -128,7 +128,7 @@ static int create_named(const char *job, uint32_t slot_size, uint32_t qslots,
             jid = (uint32_t)getpid();
         const struct pt_config *cfg = pt_config();
         /* a node region (g_over) has no guests: its slots are the job's ranks */
-        struct pt_shm_spec spec = {n, g_over ? 0 : pt_shm_guests_for(n), slot_size, qslots, jid,
+        struct pt_shm_spec spec = {n, g_over ? 0 : pt_shm_guests(), slot_size, qslots, jid,
                                    nids, pids,
                                    (uint32_t)cfg->pool_req, (uint32_t)cfg->pool_rsp};
         rc = pt_shm_create(&spec, job, reg);

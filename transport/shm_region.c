@@ -28,11 +28,12 @@ uint64_t pt_shm_region_bytes(uint32_t nranks, uint32_t nguests, uint32_t slot_si
                                                                                      : l.total;
 }
 
-uint32_t pt_shm_guests_for(uint32_t nranks)
+uint32_t pt_shm_guests(void)
 {
     int64_t g = pt_config()->job_guests;
-    if (g < 0) /* default: 4, or fewer in a smaller job */
-        g = nranks < 4 ? nranks : 4;
+    if (g < 0) /* default: 4, a smaller job too (a server started alone, its clients
+                * joining: fifty-seventh session; a slot is address space until used) */
+        g = 4;
     return g > (int64_t)PT_SHM_MAX_GUESTS ? PT_SHM_MAX_GUESTS : (uint32_t)g;
 }
 

@@ -116,7 +116,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_PEER_TIMEOUT_MS", ni_fail_grace_ms, 2000, 10, 3600000,
       "bound of the waits that depend on peers: a call on a full command ring (then PTL_NO_SPACE), a put or get to a process that may be joining the job, PtlNIFini's flush of what is in flight and its wait for threads still inside calls"),
     T("PTL_JOB_GUESTS", job_guests, -1, -1, 256,
-      "slots for processes that join a running job (a child that re-initialises Portals after fork, a process started outside ptlrun with PTL_JOB): read by ptlrun (or the rank that creates a named job) when it sizes the region; -1: 4, or the number of ranks if fewer"),
+      "slots for processes that join a running job (a child that re-initialises Portals after fork, a process started outside ptlrun with PTL_JOB): read by ptlrun (or the rank that creates a named job) when it sizes the region; -1: 4"),
     T("PTL_TRANSPORT", transport, 2, 0, 2,
       "0 or shm: the shared job region (a PMIx job: only when every rank is on this host); 1 or ofi: libfabric for every peer, same host included (build option PTL_WITH_OFI); 2 or auto: a ptlrun job the region, a PMIx job each peer by its host, the node's region for ranks on this host and libfabric beyond it (docs/ofi.md)"),
     TS("PTL_OFI_PROVIDER", ofi_provider,
