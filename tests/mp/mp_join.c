@@ -33,7 +33,7 @@
  *   child not ended within 10 s fails the test. Then PtlNIFini, PtlFini,
  *   next round.
  *
- * outsider [named]: a process started outside ptlrun joins by naming the job
+ * outsider [K]: K processes (1-4) started outside ptlrun join by naming the job
  *   with PTL_JOB=<ptlrun's pid> (issue 13 item 4): rank 0 forks and execs
  *   this program with the launcher's variables removed (the job region's fd
  *   is close-on-exec: nothing is inherited). It joins as a guest, puts 8
@@ -327,8 +327,9 @@ static int forkrace(int argc, char **argv)
     return 0;
 }
 
-/* The outsider (see the top): argv[2] is the job's size. */
-static int outsider_main(unsigned size)
+/* The outsider (see the top): argv[2] is the job's size, argv[3] its index
+ * among the outsiders rank 0 started (its put's offset at every rank). */
+static int outsider_main(unsigned size, unsigned idx)
 {
     int maxif;
     ptl_handle_ni_t ni;
@@ -351,7 +352,7 @@ static int outsider_main(unsigned size)
     for (unsigned r = 0; r < size; r++) {
         ptl_process_id_t peer = {me.nid, r};
         memset(got, 0, LEN);
-        MP_CHECK(PtlPut(pmd, PTL_ACK_REQ, peer, PT_DST, 0, 77, 0, 0));
+        MP_CHECK(PtlPut(pmd, PTL_ACK_REQ, peer, PT_DST, 0, 77, 8 * (ptl_size_t)idx, 0));
         MP_CHECK(PtlGet(gmd, peer, PT_SRC, 0, 5, 0));
         int need = 3; /* SEND_END, ACK, REPLY_END (START of the put too) */
         while (need) {
@@ -379,7 +380,7 @@ static int outsider_main(unsigned size)
 
 /* Rank 0: start the outsider (fork, then exec with the launcher's variables
  * gone and PTL_JOB naming ptlrun by its pid). */
-static pid_t start_outsider(struct mp *m, const char *self)
+static pid_t start_outsider(struct mp *m, const char *self, unsigned idx)
 {
     pid_t c = fork();
     if (c < 0)
@@ -388,13 +389,14 @@ static pid_t start_outsider(struct mp *m, const char *self)
         static const char *const vars[] = {"PTL_JOB_FD", "PTL_JOB_SIZE", "PTL_MY_RID",
                                            "PTL_NIDMAP", "PTL_PIDMAP", "PTL_NRANKS", "PTL_JOB",
                                            "PTL_LAUNCHER_PID", NULL};
-        char job[32], size[16];
+        char job[32], size[16], ix[16];
         snprintf(job, sizeof job, "%d", (int)getppid()); /* ptlrun, our parent */
         snprintf(size, sizeof size, "%u", m->size);
+        snprintf(ix, sizeof ix, "%u", idx);
         for (int i = 0; vars[i]; i++)
             unsetenv(vars[i]);
         setenv("PTL_JOB", job, 1);
-        execl(self, self, "outsider-run", size, (char *)NULL);
+        execl(self, self, "outsider-run", size, ix, (char *)NULL);
         _exit(127);
     }
     return c;
@@ -405,7 +407,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "forkrace"))
         return forkrace(argc, argv);
     if (argc > 2 && !strcmp(argv[1], "outsider-run"))
-        return outsider_main((unsigned)atoi(argv[2]));
+        return outsider_main((unsigned)atoi(argv[2]), argc > 3 ? (unsigned)atoi(argv[3]) : 0);
     struct mp m;
     mp_init(&m, 2);
     const char *mode = argc > 1 ? argv[1] : "exchange";
@@ -443,24 +445,38 @@ int main(int argc, char **argv)
     }
 
     if (!strcmp(mode, "outsider")) {
-        static uint64_t from_out;
+        /* argv[2]: how many outsiders at once (1-4; PTL_JOB_GUESTS's default
+         * slots, more than this job's ranks: a job of 2 had 2 until the
+         * fifty-seventh session) */
+        unsigned k = argc > 2 ? (unsigned)atoi(argv[2]) : 1;
+        if (k < 1 || k > 4)
+            mp_die("outsider: 1 to 4 outsiders");
+        static uint64_t from_out[4];
         ptl_handle_eq_t oeq;
         MP_CHECK(PtlEQAlloc(m.ni, 16, PTL_EQ_HANDLER_NONE, &oeq));
-        mp_post(&m, PT_DST, 77, &from_out, sizeof from_out, PTL_MD_THRESH_INF,
+        mp_post(&m, PT_DST, 77, from_out, sizeof from_out, PTL_MD_THRESH_INF,
                 PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE, oeq, PTL_RETAIN, NULL);
-        mp_barrier(&m); /* every rank's entry is there before the outsider starts */
-        pid_t c = m.rank == 0 ? start_outsider(&m, "/proc/self/exe") : 0;
-        ptl_event_t ev = mp_expect(oeq, PTL_EVENT_PUT_START, "the outsider's put");
-        mp_expect(oeq, PTL_EVENT_PUT_END, "the outsider's put");
-        if (ev.initiator.pid < m.size || (from_out & 0xffffffffull) != ev.initiator.pid ||
-            (from_out >> 48) != 0x0757)
-            mp_die("the outsider's put: from pid %u, word %#llx", ev.initiator.pid,
-                   (unsigned long long)from_out);
-        if (m.rank == 0)
-            reap(c, eq, "the outsider");
+        mp_barrier(&m); /* every rank's entry is there before the outsiders start */
+        pid_t c[4] = {0};
+        for (unsigned i = 0; m.rank == 0 && i < k; i++)
+            c[i] = start_outsider(&m, "/proc/self/exe", i);
+        ptl_event_t ev;
+        unsigned seen = 0;
+        for (unsigned i = 0; i < k; i++) { /* one put of each, at offset 8 x its index */
+            mp_expect(oeq, PTL_EVENT_PUT_START, "an outsider's put");
+            ev = mp_expect(oeq, PTL_EVENT_PUT_END, "an outsider's put");
+            uint64_t at = ev.offset / 8, w = at < k ? from_out[at] : 0;
+            if (ev.offset % 8 || at >= k || (seen >> at & 1) || ev.initiator.pid < m.size ||
+                (w & 0xffffffffull) != ev.initiator.pid || (w >> 48) != 0x0757)
+                mp_die("an outsider's put: from pid %u at offset %llu, word %#llx",
+                       ev.initiator.pid, (unsigned long long)ev.offset, (unsigned long long)w);
+            seen |= 1u << at;
+        }
+        for (unsigned i = 0; m.rank == 0 && i < k; i++)
+            reap(c[i], eq, "an outsider");
         mp_barrier(&m);
         if (m.rank == 0)
-            printf("rank 0: outsider OK (Portals pid %u)\n", ev.initiator.pid);
+            printf("rank 0: outsider OK (%u at once; Portals pid %u)\n", k, ev.initiator.pid);
         mp_fini(&m);
         return 0;
     }
