@@ -1015,8 +1015,6 @@ int pt_shm_open_node(const struct pt_shm_node *nd, uint32_t slot_size, uint32_t 
     g_over = NULL;
     pthread_mutex_unlock(&g_lock);
     rc = wire_checked(rc, ops_p, x_p);
-    if (rc)
-        return rc;
     if (rc == 0 && nd->ring_prefix) {
         int e = pt_shm_ring_socket(*x_p, nd->ring_prefix);
         if (e) {
@@ -1037,8 +1035,5 @@ int pt_shm_open(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hint,
     pthread_mutex_lock(&g_lock);
     int rc = open_locked(slot_size, queue_slots, pid_hint, ops_p, x_p, info_p);
     pthread_mutex_unlock(&g_lock);
-    rc = wire_checked(rc, ops_p, x_p);
-    if (rc)
-        return rc;
-    return rc;
+    return wire_checked(rc, ops_p, x_p);
 }
