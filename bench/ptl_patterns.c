@@ -74,7 +74,9 @@
  * program reads them is its own); each event received must match one
  * of them, each EQ's sequence must grow by one, PTL_EQ_DROPPED or
  * ni_fail_type != PTL_NI_OK fails the run. Nothing is left over at the end
- * (the EQs are empty, no message was dropped).
+ * (the EQs are empty, no message was dropped). A wait only reads as many
+ * events as are expected; they are checked in arrival order when the wait
+ * ends, in a ping-pong after the time is taken (A) or the answer is sent (B).
  *
  * Watchdog: a thread ends the job with exit status 3 and a report (rank,
  * thread, iteration, the wait and the events it still expects) when one wait
@@ -228,10 +230,17 @@ typedef struct {
     ptl_seq_t link;
     chan_t *fresh_ch; /* UNLINK of a fresh target MD: slot to mark unposted */
     int fresh_slot;
-    int seen;
+    int seen;    /* 0: not yet; else its event's place in arrival order (1, 2, ...) */
 } expect_t;
 
 #define MAX_EXPECT (8 * MAX_WINDOW + 32)
+
+/* An event read in a wait, checked later (wait_read, check_events). */
+typedef struct {
+    ptl_event_t ev;
+    int which; /* the EQ it came from */
+    int rec;   /* its expect_t entry; -1: not matched yet */
+} pending_t;
 
 /* Watchdog view of one application thread. */
 typedef struct {
@@ -255,6 +264,9 @@ typedef struct xs {
     chan_t data, ctl;
     expect_t exp[MAX_EXPECT];
     int nexp, unseen;
+    int arrived;              /* events matched in this set of expectations */
+    pending_t pend[MAX_EXPECT]; /* events read, not checked yet */
+    int npend;
     int grp_mark, grp_follow; /* set while expect_initiator / expect_target push */
     int grp_next;             /* the next group id (> 0)                          */
     long iter, events, empty_polls, slow_waits, ms_waits;
@@ -329,6 +341,17 @@ static void dump_expect(FILE *f, const xs_t *x)
                    " from {%" PRIu32 ",%" PRIu32 "}%s\n",
                 kind_str(e->type), e->eqi, e->md, e->mb, e->mlength, e->offset, e->initiator.nid,
                 e->initiator.pid, e->after >= 0 && !x->exp[e->after].seen ? " (after an earlier one)" : "");
+    }
+    int np = x->npend;
+    if (np > 0 && np <= MAX_EXPECT) {
+        /* read in this wait, matched and checked when it ends (the list
+         * above may still name them) */
+        fprintf(f, "  events read in this wait, checked when it ends (%d):\n", np);
+        for (int i = 0; i < np && i < 24; i++) {
+            char b[400];
+            ev_str(&x->pend[i].ev, b, sizeof b);
+            fprintf(f, "    EQ %d: %s\n", x->pend[i].which, b);
+        }
     }
     fprintf(f, "  events consumed by this thread: %ld; empty polls/gets: %ld\n", x->events,
             x->empty_polls);
@@ -795,13 +818,19 @@ static int is_reply(ptl_event_kind_t k)
     return k == PTL_EVENT_REPLY_START || k == PTL_EVENT_REPLY_END;
 }
 
+/* p's event came before e's (both matched: arrival places, expect_t.seen). */
+static int seen_before(const expect_t *p, const expect_t *e)
+{
+    return p->seen && p->seen < e->seen;
+}
+
 /* Causal order per peer: an event of the peer's operation e comes after my
  * operation's events that the peer had to see complete first (same EQ). */
 static void check_causal(xs_t *x, const expect_t *e, const ptl_event_t *ev, int which)
 {
     for (int i = 0; i < x->nexp; i++) {
         const expect_t *p = &x->exp[i];
-        if (p->seen || p->grp != e->follow || p->eqi != which)
+        if (seen_before(p, e) || p->grp != e->follow || p->eqi != which)
             continue;
         char b[400];
         ev_str(ev, b, sizeof b);
@@ -811,21 +840,12 @@ static void check_causal(xs_t *x, const expect_t *e, const ptl_event_t *ev, int 
     }
 }
 
-static void consume(xs_t *x, const ptl_event_t *ev, int which)
+/* The expected entry of an event read (first one not yet matched, of its
+ * type, MD, match bits and, for a reply, offset); its arrival place. */
+static void match_event(xs_t *x, pending_t *p)
 {
+    const ptl_event_t *ev = &p->ev;
     char b[400];
-    x->events++;
-    if (x->r->trace) {
-        ev_str(ev, b, sizeof b);
-        fprintf(stderr, "[rank %u thread %d it %ld] EQ %d: %s\n", C.rank, x->t, x->iter, which, b);
-    }
-    if (x->eq_seq_ok[which] && ev->sequence != x->eq_seq[which] + 1) {
-        ev_str(ev, b, sizeof b);
-        xfail(x, "EQ %d: sequence %" PRIu32 " after %" PRIu32 " (events lost or repeated): %s",
-              which, ev->sequence, x->eq_seq[which], b);
-    }
-    x->eq_seq[which] = ev->sequence;
-    x->eq_seq_ok[which] = 1;
     if (ev->ni_fail_type != PTL_NI_OK) {
         ev_str(ev, b, sizeof b);
         xfail(x, "failed event (%s): %s", PtlNIFailStr(C.ni, ev->ni_fail_type), b);
@@ -844,12 +864,32 @@ static void consume(xs_t *x, const ptl_event_t *ev, int which)
     }
     if (!e) {
         ev_str(ev, b, sizeof b);
-        xfail(x, "unexpected event on EQ %d: %s", which, b);
+        xfail(x, "unexpected event on EQ %d: %s", p->which, b);
     }
+    e->seen = ++x->arrived;
+    p->rec = (int)(e - x->exp);
+}
+
+/* Every field of a matched event, its EQ's sequence, and its order against
+ * the events before it. */
+static void verify_event(xs_t *x, const pending_t *p)
+{
+    const ptl_event_t *ev = &p->ev;
+    int which = p->which;
+    char b[400];
+    if (x->eq_seq_ok[which] && ev->sequence != x->eq_seq[which] + 1) {
+        ev_str(ev, b, sizeof b);
+        xfail(x, "EQ %d: sequence %" PRIu32 " after %" PRIu32 " (events lost or repeated): %s",
+              which, ev->sequence, x->eq_seq[which], b);
+    }
+    x->eq_seq[which] = ev->sequence;
+    x->eq_seq_ok[which] = 1;
+    expect_t *e = &x->exp[p->rec];
     if (e->follow > 0)
         check_causal(x, e, ev, which);
     /* the event is formatted only when something differs */
-    int differs = e->eqi != which || (e->after >= 0 && !x->exp[e->after].seen) ||
+    int late = e->after >= 0 && !seen_before(&x->exp[e->after], e);
+    int differs = e->eqi != which || late ||
                   ev->rlength != e->rlength || ev->mlength != e->mlength ||
                   ev->offset != e->offset || (uintptr_t)ev->md.user_ptr != e->uptr ||
                   ev->md.threshold != e->thresh || ev->initiator.nid != e->initiator.nid ||
@@ -861,7 +901,7 @@ static void consume(xs_t *x, const ptl_event_t *ev, int which)
         ev_str(ev, b, sizeof b);
         if (e->eqi != which)
             xfail(x, "event on EQ %d, expected on EQ %d: %s", which, e->eqi, b);
-        if (e->after >= 0 && !x->exp[e->after].seen)
+        if (late)
             xfail(x, "%s before %s of the same operation: %s", kind_str(e->type),
                   kind_str(x->exp[e->after].type), b);
         if (ev->rlength != e->rlength || ev->mlength != e->mlength || ev->offset != e->offset)
@@ -885,8 +925,6 @@ static void consume(xs_t *x, const ptl_event_t *ev, int which)
         xfail(x, "internal: event check");
     }
     e->link = ev->link;
-    e->seen = 1;
-    x->unseen--;
     if (e->fresh_ch)
         e->fresh_ch->posted[e->fresh_slot] = 0;
 }
@@ -957,18 +995,59 @@ static void next_event(xs_t *x, ptl_event_t *ev, int *which)
         xfail(x, "%s: which_eq %d of %d EQs", wait_call[x->r->wait], *which, x->neq);
 }
 
-/* Consume events until every expected one has come. */
-static void wait_all(xs_t *x, const char *what)
+/*
+ * Read events until as many have come as are expected; check them later
+ * (check_events). A client reads what it waits for and keeps its books
+ * afterwards; so does the ping-pong: A checks after taking the time, B after
+ * its answer is on its way. Every event is still checked, in arrival order,
+ * against the same expectations (arrival places make "seen before" exact).
+ * An extra event ends the wait early and fails the check; a missing one
+ * leaves the wait to the watchdog. eqwait-split matches each event as it
+ * comes, since it picks the next EQ by what is still unseen.
+ */
+static void wait_read(xs_t *x, const char *what)
 {
     atomic_store_explicit(&x->wd->iter, x->iter, memory_order_relaxed);
     wd_step(x, what);
+    int now = x->r->wait == W_EQWAIT_SPLIT;
     while (x->unseen > 0) {
-        ptl_event_t ev;
-        int which;
-        next_event(x, &ev, &which);
-        consume(x, &ev, which);
+        if (x->npend >= MAX_EXPECT)
+            xfail(x, "internal: too many events read before a check");
+        pending_t *p = &x->pend[x->npend];
+        p->rec = -1;
+        next_event(x, &p->ev, &p->which);
+        x->npend++;
+        x->events++;
+        x->unseen--;
+        if (x->r->trace) {
+            char b[400];
+            ev_str(&p->ev, b, sizeof b);
+            fprintf(stderr, "[rank %u thread %d it %ld] EQ %d: %s\n", C.rank, x->t, x->iter,
+                    p->which, b);
+        }
+        if (now)
+            match_event(x, p);
     }
+}
+
+/* Check the events of the last wait_read; then expectations start afresh. */
+static void check_events(xs_t *x)
+{
+    for (int i = 0; i < x->npend; i++) {
+        if (x->pend[i].rec < 0)
+            match_event(x, &x->pend[i]);
+        verify_event(x, &x->pend[i]);
+    }
+    x->npend = 0;
     x->nexp = 0;
+    x->arrived = 0;
+}
+
+/* Consume events until every expected one has come, and check them. */
+static void wait_all(xs_t *x, const char *what)
+{
+    wait_read(x, what);
+    check_events(x);
 }
 
 /* ---- one exchange's steps ---------------------------------------------------- */
@@ -1114,25 +1193,29 @@ static void run_pingpong(xs_t *x)
             think(x);
             double t0 = pb_now_ns();
             initiate(x, c, k, hdr_of(CH_DATA, me, x->t, i, k));
-            wait_all(x, "A: own operation + the peer's answer");
+            wait_read(x, "A: own operation + the peer's answer");
             double t1 = pb_now_ns();
+            check_events(x);
             check_initiator(x, c, k, i);
             check_target(x, c, k, i);
             sample(x, i, t0, t1, 2.0);
         } else {
             /* Between the peer's operation and B's answer only what must
              * come first (a fresh receive for the peer's next operation, the
-             * source data): the checks and the expected events' records wait
-             * until the answer is on its way, as a client's bookkeeping
-             * would (B's events are read in its next wait_all, and slot k is
-             * written again only two turns later). Before, they were ~300
+             * source data): the checks of the events just read and of the
+             * data, and the expected events' records, wait until the answer
+             * is on its way, as a client's bookkeeping would (B's own events
+             * are read in its next wait, and slot k is written again only two
+             * turns later). Before, the data checks and records were ~300
              * instructions on the path of every half round trip that the
-             * MPI benchmark beside it does not have (fifty-seventh session). */
-            wait_all(x, "B: the peer's operation (+ completion of B's previous one)");
+             * MPI benchmark beside it does not have (fifty-seventh session),
+             * the event checks ~120 per event (fifty-eighth). */
+            wait_read(x, "B: the peer's operation (+ completion of B's previous one)");
             if (i + 1 < total)
                 prep_recv(x, c, k1, i + 1);
             prep_send(x, c, k, i);
             initiate(x, c, k, hdr_of(CH_DATA, me, x->t, i, k));
+            check_events(x);
             expect_initiator(x, c, k, hdr_of(CH_DATA, me, x->t, i, k), g);
             if (i > 0)
                 check_initiator(x, c, k1, i - 1);
