@@ -239,7 +239,7 @@ typedef struct {
 typedef struct {
     ptl_event_t ev;
     int which; /* the EQ it came from */
-    int rec;   /* its expect_t entry; -1: not matched yet */
+    int rec;   /* its expect_t entry (match_event) */
 } pending_t;
 
 /* Watchdog view of one application thread. */
@@ -264,6 +264,7 @@ typedef struct xs {
     chan_t data, ctl;
     expect_t exp[MAX_EXPECT];
     int nexp, unseen;
+    int unseen_eq[3];         /* of unseen: expected on each EQ, less those read there */
     int arrived;              /* events matched in this set of expectations */
     pending_t pend[MAX_EXPECT]; /* events read, not checked yet */
     int npend;
@@ -709,6 +710,7 @@ static int expect_push(xs_t *x, expect_t e)
     e.follow = x->grp_follow;
     x->exp[x->nexp] = e;
     x->unseen++;
+    x->unseen_eq[e.eqi]++;
     return x->nexp++;
 }
 
@@ -931,14 +933,16 @@ static void verify_event(xs_t *x, const pending_t *p)
 
 /* ---- waiting ------------------------------------------------------------------ */
 
-/* eqwait-split: the EQ of an event still expected, initiator EQ (1) first. */
+/* eqwait-split: an EQ with events still to come, initiator EQ (1) first, as
+ * a client that knows what it waits for (a count per EQ, no search). An event
+ * on a wrong EQ is found by the check; the wait it leaves short ends at the
+ * watchdog. */
 static int split_eq(const xs_t *x)
 {
     static const int pref[3] = {1, 0, 2};
     for (int p = 0; p < 3; p++)
-        for (int i = 0; i < x->nexp; i++)
-            if (!x->exp[i].seen && x->exp[i].eqi == pref[p])
-                return pref[p];
+        if (x->unseen_eq[pref[p]] > 0)
+            return pref[p];
     return 0;
 }
 
@@ -1002,31 +1006,27 @@ static void next_event(xs_t *x, ptl_event_t *ev, int *which)
  * its answer is on its way. Every event is still checked, in arrival order,
  * against the same expectations (arrival places make "seen before" exact).
  * An extra event ends the wait early and fails the check; a missing one
- * leaves the wait to the watchdog. eqwait-split matches each event as it
- * comes, since it picks the next EQ by what is still unseen.
+ * leaves the wait to the watchdog.
  */
 static void wait_read(xs_t *x, const char *what)
 {
     atomic_store_explicit(&x->wd->iter, x->iter, memory_order_relaxed);
     wd_step(x, what);
-    int now = x->r->wait == W_EQWAIT_SPLIT;
     while (x->unseen > 0) {
         if (x->npend >= MAX_EXPECT)
             xfail(x, "internal: too many events read before a check");
         pending_t *p = &x->pend[x->npend];
-        p->rec = -1;
         next_event(x, &p->ev, &p->which);
         x->npend++;
         x->events++;
         x->unseen--;
+        x->unseen_eq[p->which]--;
         if (x->r->trace) {
             char b[400];
             ev_str(&p->ev, b, sizeof b);
             fprintf(stderr, "[rank %u thread %d it %ld] EQ %d: %s\n", C.rank, x->t, x->iter,
                     p->which, b);
         }
-        if (now)
-            match_event(x, p);
     }
 }
 
@@ -1034,13 +1034,13 @@ static void wait_read(xs_t *x, const char *what)
 static void check_events(xs_t *x)
 {
     for (int i = 0; i < x->npend; i++) {
-        if (x->pend[i].rec < 0)
-            match_event(x, &x->pend[i]);
+        match_event(x, &x->pend[i]);
         verify_event(x, &x->pend[i]);
     }
     x->npend = 0;
     x->nexp = 0;
     x->arrived = 0;
+    memset(x->unseen_eq, 0, sizeof x->unseen_eq);
 }
 
 /* Consume events until every expected one has come, and check them. */
