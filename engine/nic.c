@@ -876,13 +876,13 @@ static int clamp_limit(int desired, int lib)
 /* Per-peer engine state, one entry per process slot of the job (ranks and
  * guests), in one anonymous mapping off the application's heap (whose layout
  * a client may depend on, and which REF's forktest overruns): in order,
- * nomatch_since[np], cin[PT_CLS_NR][np], ireq_head[np], rfw_head[np],
+ * nomatch_since[np], nomatch_base[np], cin[PT_CLS_NR][np], ireq_head[np], rfw_head[np],
  * copy_busy[PT_CLS_NR][np]
  * (widest first, so every array is aligned). */
 static size_t peer_state_bytes(const struct pt_nic *nic)
 {
     size_t np = nic->xi.nprocs;
-    return np * (sizeof(uint64_t) + PT_CLS_NR * sizeof(struct pt_copyin) +
+    return np * (2 * sizeof(uint64_t) + PT_CLS_NR * sizeof(struct pt_copyin) +
                  2 * sizeof(uint32_t) + PT_CLS_NR);
 }
 
@@ -989,7 +989,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     }
     size_t np = nic->xi.nprocs;
     nic->nomatch_since = (uint64_t *)(void *)pm;
-    struct pt_copyin *cin = (struct pt_copyin *)(void *)(nic->nomatch_since + np);
+    nic->nomatch_base = nic->nomatch_since + np;
+    struct pt_copyin *cin = (struct pt_copyin *)(void *)(nic->nomatch_base + np);
     nic->ireq_head = (uint32_t *)(void *)(cin + PT_CLS_NR * np);
     nic->rfw_head = nic->ireq_head + np;
     uint8_t *busy = (uint8_t *)(nic->rfw_head + np);
@@ -998,6 +999,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
         nic->copy_busy[c] = busy + (size_t)c * np;
     }
     nic->nomatch_ns = (uint64_t)cfg->nomatch_us * 1000;
+    nic->nomatch_idle_ns = (uint64_t)cfg->nomatch_idle_us * 1000;
     nic->eq_room_ns = (uint64_t)cfg->eq_room_us * 1000;
     nic->ev_eq_h = PTL_EQ_NONE;
     nic->tx_rank = -1;

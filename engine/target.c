@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 
 static void rsp_init(struct pt_nic *nic, struct pt_wire_hdr *r, uint8_t op,
                      const struct pt_wire_hdr *h)
@@ -287,6 +289,22 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
  * it waits it is parked: no work for the engine's sleepers until a command
  * runs that can change what it matches, or its wait ends (pt_nic_park_note;
  * docs/waiting.md, "Parked for a match").
+ *
+ * 20 ms of the clock are not 20 ms of the application's: on a loaded machine
+ * (six 2-rank jobs on 2 cores, fifty-eighth session) a rank between
+ * PtlNIInit and its PtlMEAttach went unscheduled, or ran a few slices, for
+ * longer, and the peer's first put was dropped (mp_forkuse hung in 12 of 90
+ * runs). So in offload mode the wait counts the application's CPU time too
+ * (the process's, less the NIC thread's): past PTL_NOMATCH_WAIT_US of the
+ * clock the request is dropped once the application has also had that much
+ * CPU time since it came, or a thread of it sleeps in an EQ wait (it waits
+ * for events, not setting up), unless an entry that
+ * matches it waits for its MD; in any case once PTL_NOMATCH_IDLE_US (1 s)
+ * has passed (nomatch_setting_up). An application that runs and attaches
+ * nothing, or waits for its events, loses the request after 20 ms, as
+ * before; one the machine has not run yet gets its 20 ms. Host
+ * matching runs the engine inside the application's calls, which drain
+ * their commands first, and needs none of this.
  */
 /* nomatch_since[sender] after a wait ended: this bit, a 31-bit key of the
  * request dropped (its portal and match bits), and match_gen then. */
@@ -299,7 +317,43 @@ static uint64_t nomatch_key(const struct pt_wire_hdr *h)
     return (k >> 33) << 32; /* bits 32..62 */
 }
 
-static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_wire_hdr *h)
+/* CPU time of the application's threads: the process's less the NIC
+ * thread's (ns; two system calls, only while a request waits for its entry). */
+static uint64_t nomatch_app_cpu(struct pt_nic *nic)
+{
+    struct timespec p, t;
+    clockid_t cid;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p) != 0)
+        return 0;
+    uint64_t ns = (uint64_t)p.tv_sec * 1000000000u + (uint64_t)p.tv_nsec;
+    if (pthread_getcpuclockid(nic->thread, &cid) == 0 && clock_gettime(cid, &t) == 0) {
+        uint64_t n = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+        ns = ns > n ? ns - n : 0;
+    }
+    return ns;
+}
+
+/* Past PTL_NOMATCH_WAIT_US: may the application still be attaching the
+ * entry? Yes while an entry that matches the request waits for its MD (an
+ * entry is two calls, PtlMEAttach and PtlMDAttach), and while the
+ * application has had less than w of CPU time since the request came,
+ * unless a thread of it sleeps in an EQ wait (it waits for events, not
+ * setting up: a thread asleep until its own command is done would not do,
+ * it may be the attach). Cold path. */
+static bool nomatch_setting_up(struct pt_nic *nic, const struct pt_wire_hdr *h,
+                               const struct pt_req *r, uint64_t cpu0, uint64_t w)
+{
+    if (h->pt_index < nic->npt)
+        for (const struct pt_me *me = nic->portals[h->pt_index].head; me; me = me->next) {
+            struct pt_me_key k = {me->match_id, me->match_bits, me->ignore_bits};
+            if (!me->md && pt_match_me(&k, r))
+                return true;
+        }
+    return !LD_RELAXED(&nic->w.eq_sleepers) && nomatch_app_cpu(nic) - cpu0 < w;
+}
+
+static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_wire_hdr *h,
+                            const struct pt_req *r, uint64_t *until)
 {
     uint64_t *since = &nic->nomatch_since[peer];
     if (!nic->nomatch_ns)
@@ -318,8 +372,25 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
             return true;
         *since = 0;
     }
-    if (!pt_wait_patience(since, nic->nomatch_ns))
+    const uint64_t w = nic->nomatch_ns;
+    const bool nict = pt_wait_on_nic_thread(), ext = nic->w.nic_thread && nic->nomatch_idle_ns > w;
+    uint64_t *cpu0 = &nic->nomatch_base[peer]; /* the application's CPU time then, + 1 */
+    uint64_t now = pt_now_ns();
+    if (!*since) { /* the wait begins */
+        *since = now;
+        *cpu0 = ext ? nomatch_app_cpu(nic) + 1 : 0;
+    }
+    uint64_t el = now - *since;
+    bool wait_on = el < w;
+    if (!wait_on && ext && el < nic->nomatch_idle_ns && *cpu0)
+        wait_on = nomatch_setting_up(nic, h, r, *cpu0 - 1, w);
+    if (wait_on) {
+        uint64_t next = el < w ? *since + w : now + w / 2, cap = *since + nic->nomatch_idle_ns;
+        *until = el < w || next < cap ? next : cap;
+        if (nict)
+            sched_yield(); /* to the application that may be attaching */
         return false;
+    }
     *since = ended;
     return true;
 }
@@ -484,11 +555,12 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
      * up to 3,542 failed events). */
     if (h->op == PT_W_PUT && rndv && md && !pt_ops_avail(nic))
         return PT_E_AGAIN; /* no side effect yet: retried once an op is free */
-    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer, h))) {
+    uint64_t until;
+    if (!md && PT_UNLIKELY(!nomatch_expired(nic, peer, h, &r, &until))) {
         /* no side effect yet: matched again on a later poll, after a command
          * that can change what it matches or when its wait ends; till then
          * it is no work for a sleeper (docs/waiting.md, "Parked for a match") */
-        pt_nic_park_note(nic, peer, nic->nomatch_since[peer] + nic->nomatch_ns);
+        pt_nic_park_note(nic, peer, until);
         return PT_E_AGAIN;
     }
     if (md && PT_UNLIKELY(nic->nomatch_since[peer]))

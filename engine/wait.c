@@ -1359,6 +1359,7 @@ static void watch_count(struct pt_wait *w, const struct pt_watch *watch, int d)
 {
     if (!watch)
         return;
+    RMW_ADD(&w->eq_sleepers, (uint32_t)d);
     if (watch->all)
         RMW_ADD(&w->watch_all, (uint32_t)d);
     else

@@ -32,6 +32,8 @@
  *   untimed           nic     NIC thread (relaxed; T1)     leaving waiters (L1)
  *   eqo.watchers      nic     event sleepers (RMW; W2W)    the engine (D6)
  *   watch_all         nic     event sleepers (RMW; W2W)    the engine (D6)
+ *   eq_sleepers       nic     event sleepers (RMW; W2W)    the engine (target.c: a hint
+ *                                                          for unmatched requests)
  *   cmdq room.want    cmdq    its producer (RW-ARM),      the engine (RW-DUE, has_work)
  *                             the engine (RW-CLR, XCHG)
  *   cmdq room.ww      cmdq    its producer (sleepers RMW), the engine (RW-RING)
@@ -272,6 +274,9 @@ struct pt_wait {
     /* D6's filter: sleepers (W2) that wait for more EQs than a pt_watch
      * holds, so for any event. Written by them (RMW, W2W), read by D6. */
     _Atomic uint32_t watch_all;
+    _Atomic uint32_t eq_sleepers;      /* API threads asleep in an EQ wait (RMW with
+                                        * the watchers, W2W; a hint for
+                                        * target.c's unmatched requests)       */
     /* The poll lease (L1, L2, T1; docs/waiting.md "The poll lease"). lease:
      * nonzero while bell.polled (and polled_mine) hold one count that no
      * waiter holds; its value is the leaving waiter's stamp (the NIC thread

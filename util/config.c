@@ -29,6 +29,8 @@ static struct pt_tunable g_table[] = {
       "1: an engine whose only work is a command stalled on credits (the ring to the target full, or the buffer pool empty) sleeps until the peer that frees room rings it (docs/waiting.md, \"Stalled on credits\"); 0: it polls until the command goes through (a receiver rings its senders either way)"),
     T("PTL_NOMATCH_WAIT_US", nomatch_us, 20000, 0, 10000000,
       "a request that matches no entry is dropped only after it matched nothing for this long (its sender's later messages wait behind it): a peer still attaching its entries does not lose it (0: drop at once)"),
+    T("PTL_NOMATCH_IDLE_US", nomatch_idle_us, 1000000, 0, 60000000,
+      "offload mode: while no thread of the target process has entered the library since an unmatched request began to wait, and none waits inside it, the request waits on past PTL_NOMATCH_WAIT_US, up to this long in all (an application the machine has not run yet, still to attach its entries; 0: no longer than PTL_NOMATCH_WAIT_US)"),
     T("PTL_EQ_ROOM_WAIT_US", eq_room_us, 20000, 0, 10000000,
       "a request whose events would overwrite unread ones in its EQ waits this long for the reader (once until the reader reads again), then overwrites them (0: at once, no waiting)"),
     T("PTL_ASYM_FENCE", asym_fence, 1, 0, 1,

@@ -36,6 +36,7 @@ struct pt_config {
     int64_t credit_wait;    /* PTL_CREDIT_WAIT: a sender stalled on credits may sleep */
     int64_t eq_room_us;     /* PTL_EQ_ROOM_WAIT_US: a request waits this long for EQ room */
     int64_t nomatch_us;     /* PTL_NOMATCH_WAIT_US: an unmatched request waits this long */
+    int64_t nomatch_idle_us; /* PTL_NOMATCH_IDLE_US: ... or this long while the application is away */
     int64_t nic_yield;      /* PTL_NIC_YIELD: NIC thread hands the engine to waiters */
     int64_t nic_batch;      /* PTL_NIC_BATCH: NIC thread under SCHED_BATCH           */
     int64_t cmd_slots;      /* PTL_CMD_SLOTS: command ring slots per API thread      */

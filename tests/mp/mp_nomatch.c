@@ -43,6 +43,18 @@
  *   each round waited for the backstop (here 30 s). Bound: each echo within
  *   5 s, a lost wake-up, not a speed check.
  *
+ *   mp_nomatch away (2 ranks; PTL_NOMATCH_WAIT_US=20000, the default): rank
+ *   0 puts as soon as it leaves a barrier; rank 1 makes no call into the
+ *   library for AWAY_MS (300 ms: an application the machine has not run,
+ *   or one still loading its input), then attaches the entry: PUT_END with
+ *   the data, no drop (offload: the wait goes on while the application has
+ *   not run, up to PTL_NOMATCH_IDLE_US; host matching: the put waits in the
+ *   queue for the application's call). With PTL_NOMATCH_IDLE_US=100000 in
+ *   offload mode the put is dropped (a drop counted, no event) and a second
+ *   put, sent once rank 1 attached, arrives. Before the fifty-eighth
+ *   session, offload dropped the put after 20 ms (mp_forkuse, whose ranks
+ *   exchange a first put so, hung on loaded machines).
+ *
  *   mp_nomatch fini (1 rank; PTL_NOMATCH_WAIT_US and PTL_PEER_TIMEOUT_MS far
  *   beyond the bound): 100 gets to itself that match nothing (the entry's
  *   MD takes puts only), then PtlNIFini at once. Nothing can attach to a
@@ -55,6 +67,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -236,6 +249,74 @@ static int rounds(void)
     return 0;
 }
 
+#define AWAY_MS 300u
+
+static int away(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint8_t src[LEN], dst[LEN];
+    mp_fill(src, LEN, 0, 7, 0);
+    memset(dst, 0, sizeof dst);
+    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
+    if (m.rank == 0)
+        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
+    ptl_sr_value_t d0 = m.rank == 1 ? mp_drops(&m) : 0;
+    const char *o = getenv("PTL_OFFLOAD"), *c = getenv("PTL_NOMATCH_IDLE_US");
+    bool offload = !o || strcmp(o, "0") != 0;
+    unsigned long cap_us = c ? strtoul(c, NULL, 10) : 1000000u;
+    bool dropped = offload && cap_us < AWAY_MS * 1000ul;
+    mp_barrier(&m);
+    if (m.rank == 0)
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 5, 0, 31));
+    if (m.rank == 1) {
+        usleep(AWAY_MS * 1000u); /* away: no call into the library */
+        mp_post(&m, PT_T, 5, dst, LEN, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq,
+                PTL_RETAIN, NULL);
+        ptl_event_t ev;
+        bool got = mp_poll(eq, &ev, dropped ? 500 : 10000); /* 10 s: a loaded machine */
+        if (dropped) {
+            if (got)
+                mp_die("away: %s hdr_data %llu, but the put should have been dropped after "
+                       "PTL_NOMATCH_IDLE_US", PtlEventKindStr(ev.type),
+                       (unsigned long long)ev.hdr_data);
+            if (mp_drops(&m) != d0 + 1)
+                mp_die("away: %llu drops, expected 1", (unsigned long long)(mp_drops(&m) - d0));
+        } else {
+            if (!got)
+                mp_die("away: the put sent while rank 1 was away was lost (%llu drops)",
+                       (unsigned long long)(mp_drops(&m) - d0));
+            if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 31 || ev.mlength != LEN)
+                mp_die("away: %s hdr_data %llu", PtlEventKindStr(ev.type),
+                       (unsigned long long)ev.hdr_data);
+            if (mp_check_pattern(dst, LEN, 0, 7, 0) >= 0)
+                mp_die("away: data differs");
+            if (mp_drops(&m) != d0)
+                mp_die("away: a drop was counted");
+        }
+    }
+    mp_barrier(&m);
+    /* the entry exists now: a second put arrives either way */
+    if (m.rank == 0)
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 5, 0, 32));
+    if (m.rank == 1) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 10000))
+            mp_die("away: the put after the attach did not arrive");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 32)
+            mp_die("away: %s hdr_data %llu, expected the second put",
+                   PtlEventKindStr(ev.type), (unsigned long long)ev.hdr_data);
+        printf("mp_nomatch away: a put sent while the target was away for %u ms %s\n",
+               AWAY_MS, dropped ? "dropped after PTL_NOMATCH_IDLE_US" : "delivered");
+    }
+    mp_barrier(&m);
+    mp_fini(&m);
+    return 0;
+}
+
 #define FINI_GETS 100u /* more than a ring's credits: most wait in the command ring */
 
 static int fini_self(void)
@@ -272,6 +353,8 @@ int main(int argc, char **argv)
         return burst();
     if (argc > 1 && strcmp(argv[1], "rounds") == 0)
         return rounds();
+    if (argc > 1 && strcmp(argv[1], "away") == 0)
+        return away();
     struct mp m;
     mp_init(&m, 2);
     const bool ini = m.rank == 0, tgt = m.rank == 1;
