@@ -69,6 +69,10 @@
  *                 gets there
  * HALF = (D + 1) / 2: r rings once it freed half the ring (one wake-up per
  * D/2 messages, not one per message, when r frees a slot per pass).
+ * The head carried back in r's own ring messages (P-HEAD, shm_region.h) is
+ * a value hd had when r sent them: the reload with room below, taken at
+ * that moment, covers it (the sender takes back no more than a load of hd
+ * would have given then).
  */
 
 #ifndef M

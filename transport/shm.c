@@ -40,7 +40,9 @@
  * makes its sender take the buffer back as soon as the peer has answered
  * (shm_reserve, "reuse"); measured crossover, bench/results-notes.md,
  * "Fiftieth session". */
+#ifndef PT_SHM_REUSE_BYTES /* -D for a measurement build */
 #define PT_SHM_REUSE_BYTES 1536u
+#endif
 /* At most this many lines of a ring buffer are prefetched for writing
  * before it is filled (shm_reserve); measured, same section. */
 #define PT_SHM_PF_LINES 20u
@@ -52,12 +54,11 @@ static inline bool tx_reuse_due(const struct shm_tx *t)
     return t->last_len >= PT_SHM_REUSE_BYTES && t->tail != t->rec;
 }
 
-/* Take back the buffers receiver r has moved past on ring t of class c (A-HEAD
- * pairs with r's R-HEAD: r is done reading them). A head outside
- * [rec, tail] is not one r wrote: no progress. */
-static void tx_reclaim(struct pt_xport *x, struct shm_tx *t, uint32_t c)
+/* Take back the buffers of ring t of class c before position h, a head its
+ * receiver r wrote. A head outside [rec, tail] is not one r wrote: no
+ * progress. */
+static inline void tx_reclaim_to(struct pt_xport *x, struct shm_tx *t, uint32_t c, uint32_t h)
 {
-    uint32_t h = LD_ACQUIRE(t->hd); /* A-HEAD */
     if (h - t->rec > t->tail - t->rec)
         return;
     for (; t->rec != h; t->rec++) {
@@ -65,6 +66,32 @@ static void tx_reclaim(struct pt_xport *x, struct shm_tx *t, uint32_t c)
         if (b != SHM_NOBUF && x->nfree[c] < x->l.pool_n[c])
             x->freel[c][x->nfree[c]++] = b;
     }
+}
+
+/* Take back the buffers receiver r has moved past on ring t of class c (A-HEAD
+ * pairs with r's R-HEAD: r is done reading them). */
+static void tx_reclaim(struct pt_xport *x, struct shm_tx *t, uint32_t c)
+{
+    tx_reclaim_to(x, t, c, LD_ACQUIRE(t->hd)); /* A-HEAD */
+}
+
+/* r's last ring message to us said it had read everything we sent on t
+ * (P-HEAD): the reuse needs no look at r's head. */
+static inline bool tx_pig_all(const struct shm_tx *t) { return t->pig == t->tail; }
+
+/* A ring message from s in class c, at position pos of s's ring to us, with
+ * transport word w: the high half is s's head of our ring to s in that class
+ * (P-HEAD). Its messages come in the order s sent them and s's head only
+ * grows, so the smallest position at or past the last estimate that agrees
+ * with the 16 bits is never past the head s had (a head more than 2^16
+ * further on is underestimated by multiples of 2^16: fewer buffers taken
+ * back, never one s still reads). Idempotent: a message peeked again (held)
+ * adds nothing. */
+static inline void pig_note(struct pt_xport *x, uint32_t s, uint32_t c, uint32_t pos, uint32_t w)
+{
+    struct shm_tx *o = &x->out[s * 2 + c];
+    if ((int32_t)(pos - o->pig_from) >= 0)
+        o->pig += (uint16_t)((w >> 16) - (uint16_t)o->pig);
 }
 
 /* A pool ran dry: take back what every receiver that holds buffers of ours
@@ -157,8 +184,16 @@ static __attribute__((noinline)) bool tx_room(struct pt_xport *x, struct shm_tx 
      * Not for small messages: the head's line, read at every answer, costs
      * the peer's next R-HEAD an invalidation (1 KiB +3%). Not in a stream,
      * whose receiver moves the head all the time. */
-    if (!t->streak && tx_reuse_due(t))
-        tx_reclaim(x, t, cls);
+    if (!t->streak && tx_reuse_due(t)) {
+        /* The peer's answer, if it came through its ring, said how far it
+         * had read (P-HEAD): then its head's line stays where it is, and the
+         * peer's next R-HEAD store needs no invalidation of our copy before
+         * its fence (D6 waited for it: 1.5-3 KiB ping-pong, fifty-eighth
+         * session). Else (an answer through its lane) A-HEAD, as before. */
+        tx_reclaim_to(x, t, cls, t->pig);
+        if (t->rec != t->tail)
+            tx_reclaim(x, t, cls);
+    }
     if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
         tx_reclaim(x, t, cls);
         if (t->tail - t->rec > x->mask && !tx_arm_ring(x, t, cls)) {
@@ -223,13 +258,20 @@ static inline uint32_t *slot_ord(void *slot)
     return (uint32_t *)((char *)slot + PT_XPORT_ORD_OFF);
 }
 
-/* A ring buffer's byte count (header and payload), written by its commit in
- * the header's transport-owned first word (the rings need no sequence word:
- * R-TAIL publishes). The receiver only prefetches by it (rx_prefetch_rest),
- * bounded by the buffer: nothing else trusts it. */
+/* The header's transport-owned first word of a ring buffer (the rings need
+ * no sequence word: R-TAIL publishes), written by its commit: the low half
+ * the message's byte count (header and payload, at most 0xffff: the receiver
+ * only prefetches by it, rx_prefetch_rest, bounded by the buffer, nothing
+ * else trusts it), the high half the sender's head of our ring to it in the
+ * same class (P-HEAD, shm_region.h; pig_note). */
 static inline uint32_t *slot_len(void *slot)
 {
     return (uint32_t *)((char *)slot + PT_XPORT_SEQ_OFF);
+}
+
+static inline uint32_t slot_word(uint32_t len, uint32_t head)
+{
+    return (len < 0xffffu ? len : 0xffffu) | head << 16;
 }
 
 /* ---- fast boxes, sending (shm_region.h, "Fast boxes") ----------------------- */
@@ -484,7 +526,10 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     uint16_t b = x->freel[cls][--x->nfree[cls]]; /* the buffer reserve returned */
     char *buf = x->pool[cls] + (size_t)b * x->slot_size;
     *slot_ord(buf) = ord;
-    *slot_len(buf) = len;
+    /* P-HEAD: our head of the peer's ring to us in this class, as of now:
+     * every buffer before it we have read (published with the message by
+     * R-TAIL below) */
+    *slot_len(buf) = slot_word(len, x->in[peer * 2 + cls].head);
     t->last_len = len; /* a message fits its buffer */
     uint32_t pos = t->tail;
     t->map[pos & x->mask] = b;
@@ -893,9 +938,9 @@ static void rx_drop(struct pt_xport *x)
  * fetched from the sender's cache only when the copy reaches them, came a
  * hardware-prefetcher step at a time after that work. The length is the
  * sender's (slot_len), bounded by the buffer. */
-static inline void rx_prefetch_rest(const struct pt_xport *x, void *slot)
+static inline void rx_prefetch_rest(const struct pt_xport *x, void *slot, uint32_t w)
 {
-    uint32_t len = *slot_len(slot);
+    uint32_t len = w & 0xffffu;
     if (len > x->slot_size)
         len = x->slot_size;
     for (uint32_t o = 3 * PT_CACHELINE; o < len; o += PT_CACHELINE)
@@ -910,8 +955,11 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
 {
     struct shm_rx *q = &x->in[s * 2 + c];
     q->ord = ord;
-    if (!q->lane)
-        rx_prefetch_rest(x, slot);
+    if (!q->lane) {
+        uint32_t w = *slot_len(slot);
+        rx_prefetch_rest(x, slot, w);
+        pig_note(x, s, c, q->head, w);
+    }
     if (!q->lane && q->ctail - q->head > 1) {
         /* Streaming: the next message's buffer while the engine handles
          * this one (checked again when it is peeked). */
@@ -921,9 +969,11 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
     }
     x->idle_peeks = 0;
     /* An answer from s: our next large message to s will look at s's head
-     * (shm_reserve, "reuse"); ask for its line now (both classes share it). */
+     * (shm_reserve, "reuse"), unless s's ring messages told us it read
+     * everything (P-HEAD); ask for its line now (both classes share it). */
     struct shm_tx *ot = &x->out[s * 2];
-    if (tx_reuse_due(&ot[0]) || tx_reuse_due(&ot[1]))
+    if ((tx_reuse_due(&ot[0]) && !tx_pig_all(&ot[0])) ||
+        (tx_reuse_due(&ot[1]) && !tx_pig_all(&ot[1])))
         __builtin_prefetch(ot->hd);
     ot[0].streak = ot[1].streak = 0;
     *peer_p = s;

@@ -582,8 +582,12 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, bool fresh, uint16_t *ma
             t->ring = pt_shm_ring(x->base, l, me, p, c);
             t->hd = pt_shm_rxhead(x->base, l, me, p, c);
             t->map = maps + ((size_t)p * 2 + c) * D;
+            /* P-HEAD (shm.c, pig_note): every message of p's ring to us
+             * that we have not consumed may carry a head */
+            t->pig_from = in->head;
             if (fresh) {
                 t->tail = t->rec = pt_wrap32(); /* PTL_TEST_WRAP: the region's start */
+                t->pig = t->rec;
                 t->want_at = t->tail;
                 /* the stamps a fresh sender starts at: both tails (+ its box's 0) */
                 x->rxo[p].next = 2u * pt_wrap32();
@@ -594,6 +598,11 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, bool fresh, uint16_t *ma
             if (t->tail - h > D)
                 h = t->tail - D; /* not a head the receiver wrote: all in flight */
             t->rec = h;
+            /* P-HEAD: a message p sent after this tail's read carries a head
+             * at least h (A-HEAD came first; R-HEAD precedes p's later
+             * R-TAILs), one sent before may carry less: not read for it. */
+            t->pig = h;
+            t->pig_from = LD_ACQUIRE(&in->ring->tail); /* A-TAIL */
             /* Buffers still in the receiver's hands are not free; an entry
              * that is out of range or named twice (forged) is never taken
              * back by position. */

@@ -109,6 +109,13 @@ struct shm_tx {
                                    * ring (0: the lane): shm_reserve's prefetch  */
     uint32_t armed;               /* on the armed list (tx_arm; stall_clear)       */
     uint32_t want_at;             /* the threshold we last stored (tx_arm)          */
+    /* P-HEAD (shm_region.h): r's head of this ring as its ring messages to
+     * us carry it (16 bits each), extended to a position that is never past
+     * the one r had when it sent the message; and the first position of r's
+     * ring to us whose messages may be read for it (those before were sent
+     * before this attach's head read). */
+    uint32_t pig;
+    uint32_t pig_from;
 };
 
 /* Per sender, receiving: the stamp due next in order (the one after the last

@@ -83,6 +83,19 @@
  * index is private to s until R-TAIL and again after A-HEAD shows r moved
  * past it; s remembers privately which buffer it put at each position.
  *
+ * P-HEAD, the head carried back: each ring message r sends s (class c)
+ * holds, in the high half of its buffer's first word, r's head of the ring
+ * s -> r of class c as r's commit found it (16 bits). r had read every
+ * buffer before it, and R-TAIL publishes it with the message: once s has
+ * seen the message (A-TAIL), it may take those buffers back without A-HEAD.
+ * s extends the 16 bits to the smallest position at or past its last
+ * estimate (r's messages come in order and its head only grows, so that is
+ * never past the head r had), and reads it only from messages r sent after
+ * s attached (the tail of r's ring read after s's A-HEAD at attach). Its
+ * use: the reuse after an answer (shm.c, tx_room), which without it read
+ * r's head line, so that r's next R-HEAD store waited for that copy's
+ * invalidation before r's fence. What s trusts: as A-HEAD, credits only.
+ *
  * What r trusts: nothing. Every value read from the region is checked before
  * use: tail - head <= D (else s is faulty), every entry < the pool size of
  * that class of s (else s is faulty), lengths are the engine's to check
@@ -172,7 +185,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   12u                    /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   13u                    /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
@@ -185,7 +198,10 @@
                                                  * lines faulty);
                                                  * 11: flag slots;
                                                  * 12: fast-box messages of at
-                                                 * most 3 lines again          */
+                                                 * most 3 lines again;
+                                                 * 13: a ring buffer's first
+                                                 * word carries its sender's
+                                                 * head (P-HEAD)              */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
 #define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
