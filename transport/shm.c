@@ -36,10 +36,13 @@
 /* ---- the rank's transport ------------------------------------------------- */
 
 #define PT_XPORT_PF_BYTES (3u * PT_CACHELINE) /* "small": what the prefetch covers */
-/* A message of at least this many bytes (header and payload) through a ring
- * makes its sender take the buffer back as soon as the peer has answered
- * (shm_reserve, "reuse"); measured crossover, bench/results-notes.md,
- * "Fiftieth session". */
+/* A message through a ring makes its sender take the buffer back as soon as
+ * the peer has answered (shm_reserve, "reuse"), by the head the answer
+ * carried (P-HEAD); from this many bytes (header and payload) also by
+ * reading the peer's head (A-HEAD) when the answer came through a lane:
+ * that read costs the peer an invalidation before its next fence, paid
+ * back only by a large buffer's lines (bench/results-notes.md, "Fiftieth
+ * session", "Fifty-eighth session"). */
 #ifndef PT_SHM_REUSE_BYTES /* -D for a measurement build */
 #define PT_SHM_REUSE_BYTES 1536u
 #endif
@@ -47,9 +50,15 @@
  * before it is filled (shm_reserve); measured, same section. */
 #define PT_SHM_PF_LINES 20u
 
-/* Reuse (shm_reserve): our last message on ring t went through it, was
- * large, and its buffer has not been taken back yet. */
+/* Reuse (shm_reserve): our last message on ring t went through it and its
+ * buffer has not been taken back yet. */
 static inline bool tx_reuse_due(const struct shm_tx *t)
+{
+    return t->last_len && t->tail != t->rec;
+}
+
+/* ... and large enough to look at the peer's head for it (A-HEAD). */
+static inline bool tx_reuse_look(const struct shm_tx *t)
 {
     return t->last_len >= PT_SHM_REUSE_BYTES && t->tail != t->rec;
 }
@@ -175,23 +184,23 @@ static inline char *pool_top(struct pt_xport *x, uint32_t c)
 static __attribute__((noinline)) bool tx_room(struct pt_xport *x, struct shm_tx *t,
                                                enum pt_cls cls)
 {
-    /* Reuse: the peer has answered since our last message (no streak) and
-     * that message was large: it has most likely read it, so take its buffer
-     * back now (A-HEAD; the head's line was asked for when the answer was
-     * peeked, peek_served) and fill the same buffer again, still in our
-     * cache, instead of the next of the ring's PTL_QUEUE_SLOTS buffers in
-     * turn (32 x 4 KiB, more than a core's L1). 2-4 KiB ping-pong -5..-11%.
-     * Not for small messages: the head's line, read at every answer, costs
-     * the peer's next R-HEAD an invalidation (1 KiB +3%). Not in a stream,
-     * whose receiver moves the head all the time. */
+    /* Reuse: the peer has answered since our last message (no streak),
+     * which went through the ring: take its buffer back now and fill the
+     * same buffer again, still in our cache, instead of the next of the
+     * ring's PTL_QUEUE_SLOTS buffers in turn (32 x 4 KiB, more than a core's
+     * L1; 2-4 KiB ping-pong -5..-11%, fiftieth session). By the head the
+     * peer's answer carried, if it came through its ring (P-HEAD): its head's
+     * line stays where it is, so the peer's next R-HEAD store needs no
+     * invalidation of our copy before its fence (D6 waited for it: 1.5-4
+     * KiB -8..-22% in the slow placement, 256 B-1 KiB -2..-19% once every
+     * ring message reused, fifty-eighth session). An answer through a lane
+     * carries none: a large message's buffer is worth A-HEAD (the line asked
+     * for when the answer was peeked, peek_served), a small one's is not
+     * (1 KiB +3%). Not in a stream, whose receiver moves the head all the
+     * time. */
     if (!t->streak && tx_reuse_due(t)) {
-        /* The peer's answer, if it came through its ring, said how far it
-         * had read (P-HEAD): then its head's line stays where it is, and the
-         * peer's next R-HEAD store needs no invalidation of our copy before
-         * its fence (D6 waited for it: 1.5-3 KiB ping-pong, fifty-eighth
-         * session). Else (an answer through its lane) A-HEAD, as before. */
         tx_reclaim_to(x, t, cls, t->pig);
-        if (t->rec != t->tail)
+        if (t->rec != t->tail && t->last_len >= PT_SHM_REUSE_BYTES)
             tx_reclaim(x, t, cls);
     }
     if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
@@ -972,8 +981,8 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
      * (shm_reserve, "reuse"), unless s's ring messages told us it read
      * everything (P-HEAD); ask for its line now (both classes share it). */
     struct shm_tx *ot = &x->out[s * 2];
-    if ((tx_reuse_due(&ot[0]) && !tx_pig_all(&ot[0])) ||
-        (tx_reuse_due(&ot[1]) && !tx_pig_all(&ot[1])))
+    if ((tx_reuse_look(&ot[0]) && !tx_pig_all(&ot[0])) ||
+        (tx_reuse_look(&ot[1]) && !tx_pig_all(&ot[1])))
         __builtin_prefetch(ot->hd);
     ot[0].streak = ot[1].streak = 0;
     *peer_p = s;
