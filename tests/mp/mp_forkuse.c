@@ -101,7 +101,11 @@ int main(int argc, char **argv)
     CK(PtlMDBind(ni, sm, PTL_RETAIN, &smd));
     ptl_event_t ev;
     int w, rc;
-    /* hello both ways: each has its ME before the other sends */
+    /* hello both ways. Nothing orders a rank's attach before its peer's put:
+     * the put may come first and wait for the entry (engine/target.c, the
+     * no-match wait; on a loaded machine it outlasted the 20 ms of the clock
+     * until the wait counted the application's CPU time, fifty-eighth
+     * session). */
     CK(PtlPut(smd, PTL_NO_ACK_REQ, peer, 4, 0, 1, 0, 0));
     for (int got = 0; !got;) {
         CK(PtlEQPoll(&eq, 1, 20000, &ev, &w));
