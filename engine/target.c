@@ -349,7 +349,9 @@ static bool nomatch_setting_up(struct pt_nic *nic, const struct pt_wire_hdr *h,
             if (!me->md && pt_match_me(&k, r))
                 return true;
         }
-    return !LD_RELAXED(&nic->w.eq_sleepers) && nomatch_app_cpu(nic) - cpu0 < w;
+    /* signed: the two clocks are read apart, so the difference can step
+     * back by a few microseconds (read as "ran 2^64 ns", it dropped) */
+    return !LD_RELAXED(&nic->w.eq_sleepers) && (int64_t)(nomatch_app_cpu(nic) - cpu0) < (int64_t)w;
 }
 
 static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_wire_hdr *h,
@@ -373,7 +375,9 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
         *since = 0;
     }
     const uint64_t w = nic->nomatch_ns;
-    const bool nict = pt_wait_on_nic_thread(), ext = nic->w.nic_thread && nic->nomatch_idle_ns > w;
+    /* ext: offload mode with its NIC thread (the engine may run on an API
+     * thread too; PtlNIFini clears has_thread once the thread is joined) */
+    const bool nict = pt_wait_on_nic_thread(), ext = nic->has_thread && nic->nomatch_idle_ns > w;
     uint64_t *cpu0 = &nic->nomatch_base[peer]; /* the application's CPU time then, + 1 */
     uint64_t now = pt_now_ns();
     if (!*since) { /* the wait begins */

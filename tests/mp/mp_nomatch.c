@@ -249,6 +249,24 @@ static int rounds(void)
     return 0;
 }
 
+/* The put that came before its entry (hdr_data hdr, pattern tag): its
+ * PUT_END, its data, and no drop counted since d0. */
+static void early_put_came(struct mp *m, ptl_handle_eq_t eq, const uint8_t *dst, uint64_t hdr,
+                           unsigned tag, ptl_sr_value_t d0, const char *what)
+{
+    ptl_event_t ev;
+    if (!mp_poll(eq, &ev, 10000)) /* generous: a loaded machine, not a speed check */
+        mp_die("%s: the put that came before its entry was lost (%llu drops)", what,
+               (unsigned long long)(mp_drops(m) - d0));
+    if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != hdr || ev.mlength != LEN)
+        mp_die("%s: %s hdr_data %llu", what, PtlEventKindStr(ev.type),
+               (unsigned long long)ev.hdr_data);
+    if (mp_check_pattern(dst, LEN, 0, tag, 0) >= 0)
+        mp_die("%s: data differs", what);
+    if (mp_drops(m) != d0)
+        mp_die("%s: a drop was counted", what);
+}
+
 #define AWAY_MS 300u
 
 static int away(void)
@@ -276,26 +294,16 @@ static int away(void)
         mp_post(&m, PT_T, 5, dst, LEN, PTL_MD_THRESH_INF,
                 PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq,
                 PTL_RETAIN, NULL);
-        ptl_event_t ev;
-        bool got = mp_poll(eq, &ev, dropped ? 500 : 10000); /* 10 s: a loaded machine */
-        if (dropped) {
-            if (got)
+        if (!dropped) {
+            early_put_came(&m, eq, dst, 31, 7, d0, "away");
+        } else {
+            ptl_event_t ev;
+            if (mp_poll(eq, &ev, 500))
                 mp_die("away: %s hdr_data %llu, but the put should have been dropped after "
                        "PTL_NOMATCH_IDLE_US", PtlEventKindStr(ev.type),
                        (unsigned long long)ev.hdr_data);
             if (mp_drops(&m) != d0 + 1)
                 mp_die("away: %llu drops, expected 1", (unsigned long long)(mp_drops(&m) - d0));
-        } else {
-            if (!got)
-                mp_die("away: the put sent while rank 1 was away was lost (%llu drops)",
-                       (unsigned long long)(mp_drops(&m) - d0));
-            if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 31 || ev.mlength != LEN)
-                mp_die("away: %s hdr_data %llu", PtlEventKindStr(ev.type),
-                       (unsigned long long)ev.hdr_data);
-            if (mp_check_pattern(dst, LEN, 0, 7, 0) >= 0)
-                mp_die("away: data differs");
-            if (mp_drops(&m) != d0)
-                mp_die("away: a drop was counted");
         }
     }
     mp_barrier(&m);
@@ -378,16 +386,7 @@ int main(int argc, char **argv)
         mp_post(&m, PT_T, 1, dst, LEN, PTL_MD_THRESH_INF,
                 PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq,
                 PTL_RETAIN, NULL);
-        ptl_event_t ev;
-        if (!mp_poll(eq, &ev, 10000)) /* generous: a loaded machine, not a speed check */
-            mp_die("1: the put that came before its entry was lost");
-        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 11 || ev.mlength != LEN)
-            mp_die("1: %s hdr_data %llu", PtlEventKindStr(ev.type),
-                   (unsigned long long)ev.hdr_data);
-        if (mp_check_pattern(dst, LEN, 0, 6, 0) >= 0)
-            mp_die("1: data differs");
-        if (mp_drops(&m) != d0)
-            mp_die("1: a drop was counted");
+        early_put_came(&m, eq, dst, 11, 6, d0, "1");
     }
     mp_barrier(&m);
 
