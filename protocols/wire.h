@@ -95,7 +95,8 @@ struct pt_wire_hdr {
     uint32_t xseq;         /* owned by the transport (loopback: the slot's
                             * sequence word, written last by commit and polled
                             * by the receiver; shm: a ring buffer's length, for
-                            * the receiver's prefetch); the engine never reads
+                            * the receiver's prefetch, and its sender's head of
+                            * the reverse ring, P-HEAD); the engine never reads
                             * or writes it (pt_wire_clear/pt_wire_copy skip it) */
     uint8_t op;            /* enum pt_wire_op                                     */
     uint8_t flags;         /* enum pt_wire_flag                                   */

@@ -305,7 +305,7 @@ bool pt_launcher_fork_settle(uint64_t deadline_ns);
  * struct pt_wire_iov of 16 bytes (protocols/proto.h). The engine should
  * static_assert that its constants equal these. */
 #define PT_XPORT_HDR_BYTES   128u
-#define PT_XPORT_SEQ_OFF     0u    /* the transport's word (wire header's xseq): loopback's slot sequence, shm's ring buffer length */
+#define PT_XPORT_SEQ_OFF     0u    /* the transport's word (wire header's xseq): loopback's slot sequence, shm's ring buffer length and P-HEAD */
 #define PT_XPORT_ORD_OFF     124u  /* the message's order stamp (wire header's xord) */
 #define PT_XPORT_GETPUT_MAX  64u
 #define PT_XPORT_COOP_WORDS  64u   /* claim words per process (shm_region.h) */
