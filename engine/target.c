@@ -298,13 +298,13 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
  * (the process's, less the NIC thread's): past PTL_NOMATCH_WAIT_US of the
  * clock the request is dropped once the application has also had that much
  * CPU time since it came, or a thread of it sleeps in an EQ wait (it waits
- * for events, not setting up), unless an entry that
- * matches it waits for its MD; in any case once PTL_NOMATCH_IDLE_US (1 s)
- * has passed (nomatch_setting_up). An application that runs and attaches
- * nothing, or waits for its events, loses the request after 20 ms, as
- * before; one the machine has not run yet gets its 20 ms. Host
- * matching runs the engine inside the application's calls, which drain
- * their commands first, and needs none of this.
+ * for events, not setting up), unless an entry that matches it waits for
+ * its MD; in any case once PTL_NOMATCH_IDLE_US (1 s) has passed
+ * (nomatch_setting_up). An application that runs and attaches nothing, or
+ * waits for its events, loses the request after 20 ms, as before; one the
+ * machine has not run yet gets its 20 ms. Host matching runs the engine
+ * inside the application's calls, which drain their commands first, and
+ * needs none of this.
  */
 /* nomatch_since[sender] after a wait ended: this bit, a 31-bit key of the
  * request dropped (its portal and match bits), and match_gen then. */
