@@ -239,7 +239,6 @@ typedef struct {
 typedef struct {
     ptl_event_t ev;
     int which; /* the EQ it came from */
-    int rec;   /* its expect_t entry (match_event) */
 } pending_t;
 
 /* Watchdog view of one application thread. */
@@ -844,7 +843,7 @@ static void check_causal(xs_t *x, const expect_t *e, const ptl_event_t *ev, int 
 
 /* The expected entry of an event read (first one not yet matched, of its
  * type, MD, match bits and, for a reply, offset); its arrival place. */
-static void match_event(xs_t *x, pending_t *p)
+static expect_t *match_event(xs_t *x, const pending_t *p)
 {
     const ptl_event_t *ev = &p->ev;
     char b[400];
@@ -869,12 +868,12 @@ static void match_event(xs_t *x, pending_t *p)
         xfail(x, "unexpected event on EQ %d: %s", p->which, b);
     }
     e->seen = ++x->arrived;
-    p->rec = (int)(e - x->exp);
+    return e;
 }
 
 /* Every field of a matched event, its EQ's sequence, and its order against
  * the events before it. */
-static void verify_event(xs_t *x, const pending_t *p)
+static void verify_event(xs_t *x, const pending_t *p, expect_t *e)
 {
     const ptl_event_t *ev = &p->ev;
     int which = p->which;
@@ -886,7 +885,6 @@ static void verify_event(xs_t *x, const pending_t *p)
     }
     x->eq_seq[which] = ev->sequence;
     x->eq_seq_ok[which] = 1;
-    expect_t *e = &x->exp[p->rec];
     if (e->follow > 0)
         check_causal(x, e, ev, which);
     /* the event is formatted only when something differs */
@@ -1002,10 +1000,8 @@ static void next_event(xs_t *x, ptl_event_t *ev, int *which)
 /* Check the events of the last wait_read; then expectations start afresh. */
 static void check_events(xs_t *x)
 {
-    for (int i = 0; i < x->npend; i++) {
-        match_event(x, &x->pend[i]);
-        verify_event(x, &x->pend[i]);
-    }
+    for (int i = 0; i < x->npend; i++)
+        verify_event(x, &x->pend[i], match_event(x, &x->pend[i]));
     x->npend = 0;
     x->nexp = 0;
     x->arrived = 0;

@@ -876,7 +876,7 @@ static int clamp_limit(int desired, int lib)
 /* Per-peer engine state, one entry per process slot of the job (ranks and
  * guests), in one anonymous mapping off the application's heap (whose layout
  * a client may depend on, and which REF's forktest overruns): in order,
- * nomatch_since[np], nomatch_base[np], cin[PT_CLS_NR][np], ireq_head[np], rfw_head[np],
+ * nomatch_since[np], nomatch_cpu0[np], cin[PT_CLS_NR][np], ireq_head[np], rfw_head[np],
  * copy_busy[PT_CLS_NR][np]
  * (widest first, so every array is aligned). */
 static size_t peer_state_bytes(const struct pt_nic *nic)
@@ -989,8 +989,8 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     }
     size_t np = nic->xi.nprocs;
     nic->nomatch_since = (uint64_t *)(void *)pm;
-    nic->nomatch_base = nic->nomatch_since + np;
-    struct pt_copyin *cin = (struct pt_copyin *)(void *)(nic->nomatch_base + np);
+    nic->nomatch_cpu0 = nic->nomatch_since + np;
+    struct pt_copyin *cin = (struct pt_copyin *)(void *)(nic->nomatch_cpu0 + np);
     nic->ireq_head = (uint32_t *)(void *)(cin + PT_CLS_NR * np);
     nic->rfw_head = nic->ireq_head + np;
     uint8_t *busy = (uint8_t *)(nic->rfw_head + np);

@@ -564,8 +564,8 @@ struct pt_nic {
     uint64_t eq_room_ns;                  /* PTL_EQ_ROOM_WAIT_US (event.c, pt_ev_room) */
     uint64_t nomatch_ns;                  /* PTL_NOMATCH_WAIT_US (target.c)            */
     uint64_t nomatch_idle_ns;             /* PTL_NOMATCH_IDLE_US (target.c)            */
-    uint64_t *nomatch_base;               /* [sender]: the API calls counted half-way
-                                           * through its request's wait (target.c) */
+    uint64_t *nomatch_cpu0;               /* [sender]: the application's CPU time when
+                                           * its request's wait began (target.c)   */
     uint64_t *nomatch_since;              /* [sender]: since when its first request
                                            * waits for a match entry (0: none)        */
     /* Parked for a match (docs/waiting.md, "Parked for a match"; model

@@ -378,16 +378,15 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
     /* ext: offload mode with its NIC thread (the engine may run on an API
      * thread too; PtlNIFini clears has_thread once the thread is joined) */
     const bool nict = pt_wait_on_nic_thread(), ext = nic->has_thread && nic->nomatch_idle_ns > w;
-    uint64_t *cpu0 = &nic->nomatch_base[peer]; /* the application's CPU time then, + 1 */
     uint64_t now = pt_now_ns();
-    if (!*since) { /* the wait begins */
+    if (!*since) { /* the wait begins (ext only goes from true to false) */
         *since = now;
-        *cpu0 = ext ? nomatch_app_cpu(nic) + 1 : 0;
+        nic->nomatch_cpu0[peer] = ext ? nomatch_app_cpu(nic) : 0;
     }
     uint64_t el = now - *since;
     bool wait_on = el < w;
-    if (!wait_on && ext && el < nic->nomatch_idle_ns && *cpu0)
-        wait_on = nomatch_setting_up(nic, h, r, *cpu0 - 1, w);
+    if (!wait_on && ext && el < nic->nomatch_idle_ns)
+        wait_on = nomatch_setting_up(nic, h, r, nic->nomatch_cpu0[peer], w);
     if (wait_on) {
         uint64_t next = el < w ? *since + w : now + w / 2, cap = *since + nic->nomatch_idle_ns;
         *until = el < w || next < cap ? next : cap;

@@ -200,7 +200,7 @@ static __attribute__((noinline)) bool tx_room(struct pt_xport *x, struct shm_tx 
      * time. */
     if (!t->streak && tx_reuse_due(t)) {
         tx_reclaim_to(x, t, cls, t->pig);
-        if (t->rec != t->tail && t->last_len >= PT_SHM_REUSE_BYTES)
+        if (tx_reuse_look(t))
             tx_reclaim(x, t, cls);
     }
     if (t->tail - t->rec > x->mask) { /* the ring looks full: ask where r is */
@@ -273,12 +273,12 @@ static inline uint32_t *slot_ord(void *slot)
  * only prefetches by it, rx_prefetch_rest, bounded by the buffer, nothing
  * else trusts it), the high half the sender's head of our ring to it in the
  * same class (P-HEAD, shm_region.h; pig_note). */
-static inline uint32_t *slot_len(void *slot)
+static inline uint32_t *slot_xseq(void *slot)
 {
     return (uint32_t *)((char *)slot + PT_XPORT_SEQ_OFF);
 }
 
-static inline uint32_t slot_word(uint32_t len, uint32_t head)
+static inline uint32_t xseq_word(uint32_t len, uint32_t head)
 {
     return (len < 0xffffu ? len : 0xffffu) | head << 16;
 }
@@ -538,7 +538,7 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
     /* P-HEAD: our head of the peer's ring to us in this class, as of now:
      * every buffer before it we have read (published with the message by
      * R-TAIL below) */
-    *slot_len(buf) = slot_word(len, x->in[peer * 2 + cls].head);
+    *slot_xseq(buf) = xseq_word(len, x->in[peer * 2 + cls].head);
     t->last_len = len; /* a message fits its buffer */
     uint32_t pos = t->tail;
     t->map[pos & x->mask] = b;
@@ -946,7 +946,7 @@ static void rx_drop(struct pt_xport *x)
  * and matches before it copies the payload, and a 1-2 KiB payload's lines,
  * fetched from the sender's cache only when the copy reaches them, came a
  * hardware-prefetcher step at a time after that work. The length is the
- * sender's (slot_len), bounded by the buffer. */
+ * sender's (slot_xseq), bounded by the buffer. */
 static inline void rx_prefetch_rest(const struct pt_xport *x, void *slot, uint32_t w)
 {
     uint32_t len = w & 0xffffu;
@@ -965,7 +965,7 @@ static inline void *peek_served(struct pt_xport *x, uint32_t s, uint32_t c, uint
     struct shm_rx *q = &x->in[s * 2 + c];
     q->ord = ord;
     if (!q->lane) {
-        uint32_t w = *slot_len(slot);
+        uint32_t w = *slot_xseq(slot);
         rx_prefetch_rest(x, slot, w);
         pig_note(x, s, c, q->head, w);
     }

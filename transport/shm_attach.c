@@ -582,12 +582,12 @@ static void rx_tx_setup(struct pt_xport *x, bool guest, bool fresh, uint16_t *ma
             t->ring = pt_shm_ring(x->base, l, me, p, c);
             t->hd = pt_shm_rxhead(x->base, l, me, p, c);
             t->map = maps + ((size_t)p * 2 + c) * D;
-            /* P-HEAD (shm.c, pig_note): every message of p's ring to us
-             * that we have not consumed may carry a head */
-            t->pig_from = in->head;
             if (fresh) {
                 t->tail = t->rec = pt_wrap32(); /* PTL_TEST_WRAP: the region's start */
+                /* P-HEAD (shm.c, pig_note): every message of p's ring to us
+                 * that we have not consumed may carry a head */
                 t->pig = t->rec;
+                t->pig_from = in->head;
                 t->want_at = t->tail;
                 /* the stamps a fresh sender starts at: both tails (+ its box's 0) */
                 x->rxo[p].next = 2u * pt_wrap32();
