@@ -47,14 +47,21 @@ static enum pt_proto_kind reply_proto(struct pt_nic *nic, const struct pt_wire_h
     return pk == PT_PROTO_RNDV && !(h->flags & PT_WF_REPLY_OP) ? PT_PROTO_COPY : pk;
 }
 
+/* §6.2 steps 2-4: may the request enter portal h->pt_index at all? */
+static bool admitted(const struct pt_nic *nic, const struct pt_wire_hdr *h,
+                     const struct pt_req *r)
+{
+    if (h->pt_index >= nic->npt || h->ac_index >= (uint32_t)nic->limits.max_ac_index + 1)
+        return false;
+    const struct pt_acl *a = &nic->acl[h->ac_index];
+    return pt_acl_check(&a->id, a->uid, a->jid, a->pt_index, r) == PT_ACL_OK;
+}
+
 /* §6.2 steps 2-6. Returns the accepting MD or NULL (dropped). */
 static struct pt_md *translate(struct pt_nic *nic, const struct pt_wire_hdr *h,
                                const struct pt_req *r, uint64_t *off_p, uint64_t *mlen_p)
 {
-    if (h->pt_index >= nic->npt || h->ac_index >= (uint32_t)nic->limits.max_ac_index + 1)
-        return NULL;
-    const struct pt_acl *a = &nic->acl[h->ac_index];
-    if (pt_acl_check(&a->id, a->uid, a->jid, a->pt_index, r) != PT_ACL_OK)
+    if (!admitted(nic, h, r))
         return NULL;
     for (struct pt_me *me = nic->portals[h->pt_index].head; me; me = me->next) {
         struct pt_md *md = me->md;
@@ -335,7 +342,9 @@ static uint64_t nomatch_app_cpu(struct pt_nic *nic)
 
 /* Past PTL_NOMATCH_WAIT_US: may the application still be attaching the
  * entry? Yes while an entry that matches the request waits for its MD (an
- * entry is two calls, PtlMEAttach and PtlMDAttach), and while the
+ * entry is two calls, PtlMEAttach and PtlMDAttach) and the ACL admits the
+ * request (a refused one never matches, whatever is attached: it waited
+ * up to PTL_NOMATCH_IDLE_US before, mp_nomatch acl), and while the
  * application has had less than w of CPU time since the request came,
  * unless a thread of it sleeps in an EQ wait (it waits for events, not
  * setting up: a thread asleep until its own command is done would not do,
@@ -343,7 +352,7 @@ static uint64_t nomatch_app_cpu(struct pt_nic *nic)
 static bool nomatch_setting_up(struct pt_nic *nic, const struct pt_wire_hdr *h,
                                const struct pt_req *r, uint64_t cpu0, uint64_t w)
 {
-    if (h->pt_index < nic->npt)
+    if (admitted(nic, h, r)) /* an entry the ACL keeps it from is no reason to wait */
         for (const struct pt_me *me = nic->portals[h->pt_index].head; me; me = me->next) {
             struct pt_me_key k = {me->match_id, me->match_bits, me->ignore_bits};
             if (!me->md && pt_match_me(&k, r))

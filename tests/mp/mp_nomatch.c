@@ -55,6 +55,17 @@
  *   session, offload dropped the put after 20 ms (mp_forkuse, whose ranks
  *   exchange a first put so, hung on loaded machines).
  *
+ *   mp_nomatch acl (2 ranks; PTL_NOMATCH_IDLE_US=60000000): rank 1 sets
+ *   access control entry 1 to portal PT_T + 1 only, attaches an entry on
+ *   PT_T without its MD and then computes (a PtlEQGet now and then);
+ *   rank 0 puts to that entry through entry 1. The ACL refuses the put
+ *   whatever rank 1 attaches, so the wait for an entry's MD
+ *   (nomatch_setting_up) is no reason to keep it: once rank 1 has had its
+ *   20 ms of CPU time it is dropped (a drop counted, within 5 s of rank 1's
+ *   CPU time; before the fifty-ninth session it waited for the MD, up to
+ *   PTL_NOMATCH_IDLE_US). Then rank 1 attaches the MD, and a put through
+ *   entry 0 arrives.
+ *
  *   mp_nomatch fini (1 rank; PTL_NOMATCH_WAIT_US and PTL_PEER_TIMEOUT_MS far
  *   beyond the bound): 100 gets to itself that match nothing (the entry's
  *   MD takes puts only), then PtlNIFini at once. Nothing can attach to a
@@ -69,6 +80,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PT_T (MP_PT_USER + 6)
@@ -325,6 +337,84 @@ static int away(void)
     return 0;
 }
 
+/* This thread's CPU time, ms */
+static uint64_t cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static int acl(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    uint8_t src[LEN], dst[LEN];
+    mp_fill(src, LEN, 0, 9, 0);
+    memset(dst, 0, sizeof dst);
+    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
+    ptl_handle_me_t me = PTL_INVALID_HANDLE;
+    ptl_sr_value_t d0 = 0;
+    if (m.rank == 0)
+        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
+    if (m.rank == 1) {
+        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+        MP_CHECK(PtlACEntry(m.ni, 1, any, PTL_UID_ANY, PTL_JID_ANY, PT_T + 1));
+        MP_CHECK(PtlMEAttach(m.ni, PT_T, any, 9, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
+        d0 = mp_drops(&m);
+    }
+    mp_barrier(&m);
+    if (m.rank == 0)
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 1, 9, 0, 41));
+    if (m.rank == 1) {
+        /* compute, and look at the EQ now and then (host matching runs its
+         * engine there), until the refused put is dropped (bounded by this
+         * thread's CPU time, not the clock: a loaded machine runs it late) */
+        uint64_t c0 = cpu_ms(), t0 = mp_now_ms();
+        volatile uint64_t sink = 0;
+        while (mp_drops(&m) == d0) {
+            for (unsigned i = 0; i < 100000; i++)
+                sink += i;
+            ptl_event_t ev;
+            int rc = PtlEQGet(eq, &ev);
+            if (rc != PTL_EQ_EMPTY)
+                mp_die("acl: PtlEQGet %s (%s) while nothing can arrive", PtlErrorStr(rc),
+                       rc == PTL_OK ? PtlEventKindStr(ev.type) : "-");
+            if (cpu_ms() - c0 > 5000 || mp_now_ms() - t0 > 50000)
+                mp_die("acl: the put the ACL refuses was not dropped while an entry waited "
+                       "for its MD (%llu ms of CPU time)", (unsigned long long)(cpu_ms() - c0));
+        }
+        printf("mp_nomatch acl: the refused put dropped after %llu ms (%llu ms of CPU time), "
+               "the entry still without its MD\n", (unsigned long long)(mp_now_ms() - t0),
+               (unsigned long long)(cpu_ms() - c0));
+        ptl_md_t d = {dst,  LEN, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE |
+                                                     PTL_MD_EVENT_START_DISABLE,
+                      NULL, eq};
+        ptl_handle_md_t md;
+        MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
+    }
+    mp_barrier(&m);
+    if (m.rank == 0) /* through entry 0 (any process, any portal) */
+        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 9, 0, 42));
+    if (m.rank == 1) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 10000))
+            mp_die("acl: the put through entry 0 did not arrive");
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 42)
+            mp_die("acl: %s hdr_data %llu, expected the put through entry 0",
+                   PtlEventKindStr(ev.type), (unsigned long long)ev.hdr_data);
+        if (mp_check_pattern(dst, LEN, 0, 9, 0) >= 0)
+            mp_die("acl: data differs");
+        if (mp_drops(&m) != d0 + 1)
+            mp_die("acl: %llu drops, expected 1", (unsigned long long)(mp_drops(&m) - d0));
+    }
+    mp_barrier(&m);
+    mp_fini(&m);
+    return 0;
+}
+
 #define FINI_GETS 100u /* more than a ring's credits: most wait in the command ring */
 
 static int fini_self(void)
@@ -363,6 +453,8 @@ int main(int argc, char **argv)
         return rounds();
     if (argc > 1 && strcmp(argv[1], "away") == 0)
         return away();
+    if (argc > 1 && strcmp(argv[1], "acl") == 0)
+        return acl();
     struct mp m;
     mp_init(&m, 2);
     const bool ini = m.rank == 0, tgt = m.rank == 1;
