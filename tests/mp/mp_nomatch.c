@@ -281,59 +281,88 @@ static void early_put_came(struct mp *m, ptl_handle_eq_t eq, const uint8_t *dst,
 
 #define AWAY_MS 300u
 
+/* Two ranks, an EQ each; rank 0's source (filled with tag) bound without
+ * events, rank 1's destination zeroed and its drop count so far. */
+struct two {
+    struct mp m;
+    ptl_handle_eq_t eq;
+    uint8_t src[LEN], dst[LEN];
+    ptl_handle_md_t imd;
+    ptl_sr_value_t d0;
+};
+
+static void two_init(struct two *t, unsigned tag)
+{
+    mp_init(&t->m, 2);
+    MP_CHECK(PtlEQAlloc(t->m.ni, 64, PTL_EQ_HANDLER_NONE, &t->eq));
+    mp_fill(t->src, LEN, 0, tag, 0);
+    memset(t->dst, 0, sizeof t->dst);
+    t->imd = t->m.rank == 0 ? mp_bind(&t->m, t->src, LEN, PTL_MD_THRESH_INF,
+                                      PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE)
+                            : PTL_INVALID_HANDLE;
+    t->d0 = t->m.rank == 1 ? mp_drops(&t->m) : 0;
+}
+
+/* After a barrier rank 0 puts (ac_index 0, bits, hdr) to rank 1's entry,
+ * which exists by then: rank 1 sees its PUT_END with the data, and drops
+ * drops since two_init; then the job ends. */
+static void two_last_put(struct two *t, ptl_match_bits_t bits, uint64_t hdr, unsigned tag,
+                         ptl_sr_value_t drops, const char *what)
+{
+    struct mp *m = &t->m;
+    mp_barrier(m);
+    if (m->rank == 0)
+        MP_CHECK(PtlPut(t->imd, PTL_NO_ACK_REQ, m->ids[1], PT_T, 0, bits, 0, hdr));
+    if (m->rank == 1) {
+        ptl_event_t ev;
+        if (!mp_poll(t->eq, &ev, 10000))
+            mp_die("%s: the put after the attach did not arrive", what);
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != hdr)
+            mp_die("%s: %s hdr_data %llu, expected the last put", what,
+                   PtlEventKindStr(ev.type), (unsigned long long)ev.hdr_data);
+        if (mp_check_pattern(t->dst, LEN, 0, tag, 0) >= 0)
+            mp_die("%s: data differs", what);
+        if (mp_drops(m) != t->d0 + drops)
+            mp_die("%s: %llu drops, expected %llu", what,
+                   (unsigned long long)(mp_drops(m) - t->d0), (unsigned long long)drops);
+    }
+    mp_barrier(m);
+    mp_fini(m);
+}
+
 static int away(void)
 {
-    struct mp m;
-    mp_init(&m, 2);
-    ptl_handle_eq_t eq;
-    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
-    uint8_t src[LEN], dst[LEN];
-    mp_fill(src, LEN, 0, 7, 0);
-    memset(dst, 0, sizeof dst);
-    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
-    if (m.rank == 0)
-        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
-    ptl_sr_value_t d0 = m.rank == 1 ? mp_drops(&m) : 0;
+    struct two t;
+    two_init(&t, 7);
+    struct mp *m = &t.m;
     const char *o = getenv("PTL_OFFLOAD"), *c = getenv("PTL_NOMATCH_IDLE_US");
     bool offload = !o || strcmp(o, "0") != 0;
     unsigned long cap_us = c ? strtoul(c, NULL, 10) : 1000000u;
     bool dropped = offload && cap_us < AWAY_MS * 1000ul;
-    mp_barrier(&m);
-    if (m.rank == 0)
-        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 5, 0, 31));
-    if (m.rank == 1) {
+    mp_barrier(m);
+    if (m->rank == 0)
+        MP_CHECK(PtlPut(t.imd, PTL_NO_ACK_REQ, m->ids[1], PT_T, 0, 5, 0, 31));
+    if (m->rank == 1) {
         usleep(AWAY_MS * 1000u); /* away: no call into the library */
-        mp_post(&m, PT_T, 5, dst, LEN, PTL_MD_THRESH_INF,
-                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, eq,
+        mp_post(m, PT_T, 5, t.dst, LEN, PTL_MD_THRESH_INF,
+                PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, t.eq,
                 PTL_RETAIN, NULL);
         if (!dropped) {
-            early_put_came(&m, eq, dst, 31, 7, d0, "away");
+            early_put_came(m, t.eq, t.dst, 31, 7, t.d0, "away");
         } else {
             ptl_event_t ev;
-            if (mp_poll(eq, &ev, 500))
+            if (mp_poll(t.eq, &ev, 500))
                 mp_die("away: %s hdr_data %llu, but the put should have been dropped after "
                        "PTL_NOMATCH_IDLE_US", PtlEventKindStr(ev.type),
                        (unsigned long long)ev.hdr_data);
-            if (mp_drops(&m) != d0 + 1)
-                mp_die("away: %llu drops, expected 1", (unsigned long long)(mp_drops(&m) - d0));
+            if (mp_drops(m) != t.d0 + 1)
+                mp_die("away: %llu drops, expected 1", (unsigned long long)(mp_drops(m) - t.d0));
         }
-    }
-    mp_barrier(&m);
-    /* the entry exists now: a second put arrives either way */
-    if (m.rank == 0)
-        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 5, 0, 32));
-    if (m.rank == 1) {
-        ptl_event_t ev;
-        if (!mp_poll(eq, &ev, 10000))
-            mp_die("away: the put after the attach did not arrive");
-        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 32)
-            mp_die("away: %s hdr_data %llu, expected the second put",
-                   PtlEventKindStr(ev.type), (unsigned long long)ev.hdr_data);
         printf("mp_nomatch away: a put sent while the target was away for %u ms %s\n",
                AWAY_MS, dropped ? "dropped after PTL_NOMATCH_IDLE_US" : "delivered");
     }
-    mp_barrier(&m);
-    mp_fini(&m);
+    /* the entry exists now: a second put arrives either way */
+    two_last_put(&t, 5, 32, 7, dropped, "away");
     return 0;
 }
 
@@ -347,38 +376,29 @@ static uint64_t cpu_ms(void)
 
 static int acl(void)
 {
-    struct mp m;
-    mp_init(&m, 2);
-    ptl_handle_eq_t eq;
-    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
-    uint8_t src[LEN], dst[LEN];
-    mp_fill(src, LEN, 0, 9, 0);
-    memset(dst, 0, sizeof dst);
-    ptl_handle_md_t imd = PTL_INVALID_HANDLE;
+    struct two t;
+    two_init(&t, 9);
+    struct mp *m = &t.m;
     ptl_handle_me_t me = PTL_INVALID_HANDLE;
-    ptl_sr_value_t d0 = 0;
-    if (m.rank == 0)
-        imd = mp_bind(&m, src, LEN, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, PTL_EQ_NONE);
-    if (m.rank == 1) {
+    if (m->rank == 1) {
         ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-        MP_CHECK(PtlACEntry(m.ni, 1, any, PTL_UID_ANY, PTL_JID_ANY, PT_T + 1));
-        MP_CHECK(PtlMEAttach(m.ni, PT_T, any, 9, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
-        d0 = mp_drops(&m);
+        MP_CHECK(PtlACEntry(m->ni, 1, any, PTL_UID_ANY, PTL_JID_ANY, PT_T + 1));
+        MP_CHECK(PtlMEAttach(m->ni, PT_T, any, 9, 0, PTL_RETAIN, PTL_INS_AFTER, &me));
     }
-    mp_barrier(&m);
-    if (m.rank == 0)
-        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 1, 9, 0, 41));
-    if (m.rank == 1) {
+    mp_barrier(m);
+    if (m->rank == 0) /* through entry 1, which admits portal PT_T + 1 only */
+        MP_CHECK(PtlPut(t.imd, PTL_NO_ACK_REQ, m->ids[1], PT_T, 1, 9, 0, 41));
+    if (m->rank == 1) {
         /* compute, and look at the EQ now and then (host matching runs its
          * engine there), until the refused put is dropped (bounded by this
          * thread's CPU time, not the clock: a loaded machine runs it late) */
         uint64_t c0 = cpu_ms(), t0 = mp_now_ms();
         volatile uint64_t sink = 0;
-        while (mp_drops(&m) == d0) {
+        while (mp_drops(m) == t.d0) {
             for (unsigned i = 0; i < 100000; i++)
                 sink += i;
             ptl_event_t ev;
-            int rc = PtlEQGet(eq, &ev);
+            int rc = PtlEQGet(t.eq, &ev);
             if (rc != PTL_EQ_EMPTY)
                 mp_die("acl: PtlEQGet %s (%s) while nothing can arrive", PtlErrorStr(rc),
                        rc == PTL_OK ? PtlEventKindStr(ev.type) : "-");
@@ -389,29 +409,13 @@ static int acl(void)
         printf("mp_nomatch acl: the refused put dropped after %llu ms (%llu ms of CPU time), "
                "the entry still without its MD\n", (unsigned long long)(mp_now_ms() - t0),
                (unsigned long long)(cpu_ms() - c0));
-        ptl_md_t d = {dst,  LEN, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE |
-                                                     PTL_MD_EVENT_START_DISABLE,
-                      NULL, eq};
+        ptl_md_t d = {t.dst, LEN,  PTL_MD_THRESH_INF,
+                      0,     PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE,
+                      NULL,  t.eq};
         ptl_handle_md_t md;
         MP_CHECK(PtlMDAttach(me, d, PTL_RETAIN, &md));
     }
-    mp_barrier(&m);
-    if (m.rank == 0) /* through entry 0 (any process, any portal) */
-        MP_CHECK(PtlPut(imd, PTL_NO_ACK_REQ, m.ids[1], PT_T, 0, 9, 0, 42));
-    if (m.rank == 1) {
-        ptl_event_t ev;
-        if (!mp_poll(eq, &ev, 10000))
-            mp_die("acl: the put through entry 0 did not arrive");
-        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != 42)
-            mp_die("acl: %s hdr_data %llu, expected the put through entry 0",
-                   PtlEventKindStr(ev.type), (unsigned long long)ev.hdr_data);
-        if (mp_check_pattern(dst, LEN, 0, 9, 0) >= 0)
-            mp_die("acl: data differs");
-        if (mp_drops(&m) != d0 + 1)
-            mp_die("acl: %llu drops, expected 1", (unsigned long long)(mp_drops(&m) - d0));
-    }
-    mp_barrier(&m);
-    mp_fini(&m);
+    two_last_put(&t, 9, 42, 9, 1, "acl"); /* through entry 0 (any process, any portal) */
     return 0;
 }
 
