@@ -1467,6 +1467,11 @@ static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
     struct pt_shm_rank *rec = &x->ranks[peer];
     if (LD_RELAXED(&rec->dead)) /* set by the launcher when it reaped a failure */
         return false;
+    /* A guest slot its owner left (PtlNIFini, which counted the departure):
+     * nothing answers for that owner any more, whether or not its process
+     * lives on. A new claimer makes the slot CLAIMING, then ATTACHED. */
+    if (peer >= x->n && peer != x->me && LD_ACQUIRE(&rec->state) == PT_SHM_R_DETACHED)
+        return false;
     pid_t p = LD_RELAXED(&rec->ospid);
     if (p <= 0 || peer == x->me)
         return true; /* not started or not attached yet: nothing says it died */
@@ -1584,8 +1589,18 @@ static void shm_close(struct pt_xport *x)
     if (x->ospid == getpid() && LD_RELAXED(&rec->ospid) == x->ospid) {
         ST_RELAXED(&rec->cma, 0); /* (a guest slot's next claimer writes its own) */
         ST_RELEASE(&rec->state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
-        if (x->me >= x->n)
+        if (x->me >= x->n) {
             ST_RELEASE(&rec->ospid, 0); /* a guest slot is free again (G-CLAIM) */
+            /* A guest's departure: nobody reaps it (the launcher counts a
+             * rank's once it ended), and nothing of ours answers from now
+             * on, so we count it ourselves: engines then fail what they still
+             * wait for from us (shm_peer_alive: a DETACHED guest slot is
+             * gone). Before, a get or an ACK-ed put to a guest that had left
+             * waited for ever (shm_region.h, `departed`). */
+            RMW_ADD(&x->hdr->departed, 1);
+            FENCE_FULL(); /* the count before the sleepers' words (D1's pairing) */
+            pt_shm_ring_everyone(x);
+        }
     }
     munmap(x->base, x->size);
     pt_shm_xport_free(x);

@@ -59,7 +59,9 @@
  * (FENCE_FULL, then it reads the other guests' pids: of two claimers of one
  * pid at least one sees the other and gives way), raises guests_hwm and
  * publishes ATTACHED with ST_RELEASE (R-ATT, as a rank). PtlNIFini: state
- * DETACHED (R-ATT's partner), then ospid 0 (ST_RELEASE: the slot is free).
+ * DETACHED (R-ATT's partner), then ospid 0 (ST_RELEASE: the slot is free),
+ * then `departed` raised and every bell rung: a guest slot found DETACHED is
+ * gone to its peers (peer_alive), their waits for its answers fail.
  * Peers find guests that attached after they did by rescanning the guest
  * records (LD_ACQUIRE state == ATTACHED (A-ATT), then nid/pid) when an id is
  * not a rank's; the launcher polls their ospids (it cannot waitpid them).
@@ -284,7 +286,9 @@ struct pt_shm_hdr {
     _Atomic uint32_t guests_hwm;
     /* Departures: the launcher RMW_ADDs 1 when a rank's process ended after
      * its PtlNIFini (a clean exit; a failed one fails the job instead), then
-     * rings every sleeping doorbell. Read LD_RELAXED by engines (xport op
+     * rings every sleeping doorbell; a guest RMW_ADDs 1 itself at its
+     * PtlNIFini, after DETACHED and ospid 0 (nobody reaps it), then rings
+     * every doorbell. Read LD_RELAXED by engines (xport op
      * departures, once per poll, beside job_failed): a change makes them
      * fail what they still wait for from peers that are gone, and fail at
      * once what they initiate to one. Monotonic; publishes no other data. */

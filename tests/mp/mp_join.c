@@ -1,7 +1,7 @@
 /*
  * mp_join - processes that join a running job (issue 13 item 4).
  *
- *   usage (under ptlrun -n 2): mp_join exchange|limit|killget
+ *   usage (under ptlrun -n 2): mp_join exchange|limit|killget|leftget
  *
  * exchange: every rank posts a source buffer (gets, MANAGE_REMOTE) and forks after
  *   PtlNIInit. The child drops its parent's NI (PtlFini), re-initialises with
@@ -42,8 +42,18 @@
  *   Before, PTL_JOB named only a named region, which the last rank to attach
  *   unlinks (and a memfd job had no name at all): "the job does not exist".
  *
+ * leftget: run with PTL_JOB_GUESTS=1. Rank 0's child joins as a guest, posts
+ *   a source buffer and leaves in order (PtlNIFini, PtlFini) while its
+ *   process lives on. Rank 0 then gets from it and puts to it with an ACK:
+ *   both must end failed (PTL_NI_PEER_DIED) within 10 s, as with a rank
+ *   that left. Before, nothing counted a guest's departure (the launcher
+ *   counts a rank's once it ended) and both waited for ever. Then a second
+ *   child takes the freed slot (the same Portals pid) and rank 0's get from
+ *   it succeeds, data-checked: a slot left is not dead to its next owner.
+ *
  * Prints "rank 0: join OK" / "rank 0: limit OK" / "rank 0: the get from the
- * killed guest failed" / "rank 0: forkrace OK" / "rank 0: outsider OK".
+ * killed guest failed" / "rank 0: forkrace OK" / "rank 0: outsider OK" /
+ * "rank 0: leftget OK".
  */
 #include "mp_util.h"
 
@@ -247,6 +257,133 @@ static void killget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq)
         mp_die("the get from the killed guest neither failed nor ended within 30 s");
     printf("rank 0: the get from the killed guest failed (%s)\n", how);
     fflush(NULL);
+}
+
+static void reap(pid_t c, ptl_handle_eq_t eq, const char *what);
+
+/* leftget: a guest that posts a source buffer (pattern of 60 + round), says
+ * so on `to_parent` and, in round 0, leaves in order at the parent's word
+ * and lives on until its second word; in round 1, stays until rank 0's get
+ * from it has ended (its engine may run only inside its calls). */
+static int child_leaver(struct mp *m, unsigned round, int to_parent, int from_parent)
+{
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
+    if (rc != PTL_OK)
+        mp_die("leftget child %u: PtlNIInit: %s", round, PtlErrorStr((unsigned)rc));
+    static uint8_t src[LEN];
+    mp_fill(src, LEN, 60 + round, 5, 0);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t meh;
+    ptl_handle_md_t mdh;
+    MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_GET | PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE |
+                      PTL_MD_EVENT_START_DISABLE,
+                  NULL, eq};
+    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+    char b = 'r';
+    if (write(to_parent, &b, 1) != 1)
+        mp_die("leftget child: cannot tell the parent");
+    if (round == 1) {
+        ptl_event_t ev;
+        do
+            if (!mp_poll(eq, &ev, MP_WAIT_MS))
+                mp_die("leftget child 1: rank 0's get never came");
+        while (ev.type != PTL_EVENT_GET_END);
+        MP_CHECK(PtlNIFini(ni));
+        PtlFini();
+        return 0;
+    }
+    if (read(from_parent, &b, 1) != 1)
+        mp_die("leftget child: the parent is gone");
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    if (write(to_parent, &b, 1) != 1) /* left */
+        mp_die("leftget child: cannot tell the parent");
+    if (read(from_parent, &b, 1) != 1) /* alive until told */
+        mp_die("leftget child: the parent is gone");
+    return 0;
+}
+
+static void pipe_byte(int fd, const char *what)
+{
+    char b;
+    ssize_t n;
+    while ((n = read(fd, &b, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 1)
+        mp_die("leftget: %s", what);
+}
+
+/* The next REPLY_END or ACK on eq (others skipped) within 10 s. */
+static ptl_event_t leftget_next(ptl_handle_eq_t eq, const char *what)
+{
+    for (uint64_t t0 = mp_now_ms(); mp_now_ms() - t0 < 10000;) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 100))
+            continue;
+        if (ev.type == PTL_EVENT_REPLY_END || ev.type == PTL_EVENT_ACK)
+            return ev;
+    }
+    mp_die("leftget: %s did not end within 10 s", what);
+}
+
+static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8_t *got)
+{
+    ptl_process_id_t guest = {m->ids[0].nid, m->ids[0].pid + m->size};
+    int up[2], down[2];
+    if (pipe(up) || pipe(down))
+        mp_die("pipe failed");
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0)
+        _exit(child_leaver(m, 0, up[1], down[0]));
+    pipe_byte(up[0], "the first guest ended before it joined");
+    if (write(down[1], "l", 1) != 1) /* leave */
+        mp_die("leftget: write");
+    pipe_byte(up[0], "the first guest ended before it left");
+    /* It left; its process lives. Nothing will answer for it. */
+    static uint64_t word = 7;
+    ptl_handle_md_t pmd = mp_bind(m, &word, sizeof word, PTL_MD_THRESH_INF,
+                                  PTL_MD_EVENT_START_DISABLE, eq);
+    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 5, 0));
+    ptl_event_t ev = leftget_next(eq, "the get from the guest that left");
+    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_PEER_DIED)
+        mp_die("leftget: the get from the guest that left: %s, fail %u", PtlEventKindStr(ev.type),
+               (unsigned)ev.ni_fail_type);
+    MP_CHECK(PtlPut(pmd, PTL_ACK_REQ, guest, PT_SRC, 0, 5, 0, 0));
+    ev = leftget_next(eq, "the ACK-ed put to the guest that left");
+    if (ev.type != PTL_EVENT_ACK || ev.ni_fail_type != PTL_NI_PEER_DIED)
+        mp_die("leftget: the put to the guest that left: %s, fail %u", PtlEventKindStr(ev.type),
+               (unsigned)ev.ni_fail_type);
+    if (write(down[1], "x", 1) != 1) /* exit now */
+        mp_die("leftget: write");
+    reap(c, eq, "the guest that left");
+    /* The slot is free (PTL_JOB_GUESTS=1): the next guest takes it and its
+     * pid, and answers. */
+    c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0)
+        _exit(child_leaver(m, 1, up[1], down[0]));
+    pipe_byte(up[0], "the second guest ended before it joined");
+    memset(got, 0, LEN);
+    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 5, 0));
+    ev = leftget_next(eq, "the get from the second guest");
+    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_OK)
+        mp_die("leftget: the get from the second guest: %s, fail %u", PtlEventKindStr(ev.type),
+               (unsigned)ev.ni_fail_type);
+    int64_t bad = mp_check_pattern(got, LEN, 61, 5, 0);
+    if (bad >= 0)
+        mp_die("leftget: the get from the second guest differs at byte %lld", (long long)bad);
+    reap(c, eq, "the second guest");
+    MP_CHECK(PtlMDUnlink(pmd));
 }
 
 /* Wait for a child, running our engine meanwhile (host-matching mode: the
@@ -477,6 +614,16 @@ int main(int argc, char **argv)
         mp_barrier(&m);
         if (m.rank == 0)
             printf("rank 0: outsider OK (%u at once; Portals pid %u)\n", k, ev.initiator.pid);
+        mp_fini(&m);
+        return 0;
+    }
+
+    if (!strcmp(mode, "leftget")) {
+        if (m.rank == 0)
+            leftget(&m, gmd, eq, got);
+        mp_barrier(&m);
+        if (m.rank == 0)
+            printf("rank 0: leftget OK\n");
         mp_fini(&m);
         return 0;
     }
