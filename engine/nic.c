@@ -717,6 +717,20 @@ static void fail_dead_peers(struct pt_nic *nic, bool all)
                 pt_md_check_unlink(nic, st->md, &st->ev);
             }
         }
+        /* Copy-mode streams to it end first (failed): their END comes
+         * before the ACK its record fails with, as for a put initiated to a
+         * peer already known gone. Else a host-mode put started before the
+         * engine saw the departure posted ACK (failed), then SEND_END (ok)
+         * once the rest had gone into the rings nobody reads (an
+         * adversarial client, fifty-ninth session; mp_departed putorder). */
+        for (struct pt_op *op = nic->ops, *next; op; op = next) {
+            next = op->next;
+            if (op->kind == PT_OP_COPY_SEND && op->rsp_peer == p) {
+                op->failed = 1;
+                op->left = 0;
+                pt_copy_send_step(nic, op); /* its END, failed; the op freed */
+            }
+        }
         pt_ireq_fail_peer(nic, p);
         pt_rfw_fail_peer(nic, p);
     }

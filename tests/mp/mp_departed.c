@@ -16,7 +16,16 @@
  * message from it, rather than for an answer, would otherwise wait until
  * ptlrun's timeout with no hint why).
  *
- *   usage (under ptlrun -n 2): mp_departed [noinit]
+ * With "putorder", rank 1 finalizes and exits at once, and rank 0, which
+ * makes no call meanwhile (in host matching its engine has not seen the
+ * departure when the put's command runs), puts 100,000 B with an ACK to
+ * it: SEND_START, then SEND_END and the ACK, both PTL_NI_PEER_DIED, in
+ * that order. Before, host matching posted the failed ACK first and then
+ * SEND_END with PTL_NI_OK, once the copy-mode stream had gone into the
+ * rings of a rank that was gone (an adversarial client, fifty-ninth
+ * session).
+ *
+ *   usage (under ptlrun -n 2): mp_departed [noinit | putorder]
  */
 #include "mp_util.h"
 
@@ -48,8 +57,45 @@ static void expect_died(ptl_event_t ev, const char *what)
                PtlEventKindStr(ev.type), ev.ni_fail_type, (unsigned)PTL_NI_PEER_DIED);
 }
 
+/* putorder: the events of a copy-mode put with an ACK to a rank that left
+ * while we made no call, in the order they come. */
+static int putorder(void)
+{
+    struct mp m;
+    mp_init(&m, 2);
+    mp_barrier(&m);
+    if (m.rank == 1) {
+        mp_fini_alone(&m);
+        return 0;
+    }
+    enum { LEN = 100000 };
+    static char big[LEN];
+    memset(big, 3, sizeof big);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_handle_md_t md = mp_bind(&m, big, LEN, PTL_MD_THRESH_INF, 0, eq);
+    usleep(500 * 1000); /* rank 1 has ended and the launcher counted it by now */
+    MP_CHECK(PtlPut(md, PTL_ACK_REQ, m.ids[1], PT_IN, 0, 1, 0, 0));
+    const ptl_event_kind_t want[3] = {PTL_EVENT_SEND_START, PTL_EVENT_SEND_END, PTL_EVENT_ACK};
+    for (int i = 0; i < 3; i++) {
+        ptl_event_t ev;
+        if (!mp_poll(eq, &ev, 10000))
+            mp_die("putorder: no %s within 10 s", PtlEventKindStr(want[i]));
+        if (ev.type != want[i])
+            mp_die("putorder: %s (%u) where %s was due", PtlEventKindStr(ev.type),
+                   ev.ni_fail_type, PtlEventKindStr(want[i]));
+        if (i)
+            expect_died(ev, "putorder");
+    }
+    printf("mp_departed: OK putorder: SEND_START, SEND_END and ACK failed, in order\n");
+    mp_fini_alone(&m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "putorder"))
+        return putorder();
     const bool noinit = argc > 1 && !strcmp(argv[1], "noinit");
     const char *rid = getenv("PTL_MY_RID");
     if (noinit && rid && !strcmp(rid, "1")) {
