@@ -61,6 +61,17 @@ static int md_unlink(struct pt_nic *nic, uint32_t h)
     return PT_OK;
 }
 
+/* PtlMDUpdate's and PtlMEMDPost's test EQ: no unread events and none on
+ * their way (REF: eq->pending). An END owed to it (pt_ev_owe: a rendezvous
+ * or copy-mode put still arriving, a rendezvous reply not yet pulled) is a
+ * message some MD already took: with START events disabled (Open MPI's
+ * unexpected MD) the EQ is empty until that END, and an update that went
+ * through then posted a receive that message had already bypassed. */
+static bool test_eq_busy(const struct pt_eqo *teq)
+{
+    return teq && (!pt_eq_empty(teq->q) || teq->owed);
+}
+
 static int md_update(struct pt_nic *nic, uint32_t h, ptl_md_t *oldmd, const ptl_md_t *newmd,
                      uint32_t test_eq)
 {
@@ -92,7 +103,7 @@ static int md_update(struct pt_nic *nic, uint32_t h, ptl_md_t *oldmd, const ptl_
     }
     if (!newmd)
         return PT_OK;
-    if ((teq && !pt_eq_empty(teq->q)) || md->pending || pt_cmdq_names_md(nic, h))
+    if (test_eq_busy(teq) || md->pending || pt_cmdq_names_md(nic, h))
         return PT_E_NOUPDATE;
     /* Build into a scratch MD so a refused description leaves this one intact. */
     struct pt_md tmp;
@@ -186,7 +197,7 @@ static int h_memd_post(struct pt_nic *n, const struct pt_cmd *c)
      * inactive (threshold 0) for the caller to PtlMDUpdate later. */
     if (c->u.post.test_eq != PTL_EQ_NONE) {
         struct pt_eqo *e = pt_eqo_lookup(n, c->u.post.test_eq);
-        if (e && !pt_eq_empty(e->q)) {
+        if (test_eq_busy(e)) {
             struct pt_md *md = pt_md_lookup(n, mdh);
             md->umd.threshold = 0;
             return PT_E_NOUPDATE;
