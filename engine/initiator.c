@@ -582,12 +582,26 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
                 return PT_E_AGAIN;
         }
     }
+    bool ours = rq != NULL; /* the answer to a get of ours, not a forged one */
     if (rq)
         ireq_free(nic, rq);
     if (expected)
         md->pending--; /* the outstanding get is answered */
     if (!expected || !pt_md_active(md)) {
         nic->sr[PTL_SR_DROP_COUNT]++; /* a reply nobody can take is dropped */
+        if (ours && (h->flags & PT_WF_COPY) && h->mlength > h->inline_len) {
+            /* Copy mode: the rest follows as DATA fragments, swallowed
+             * (copy.c), as for a dropped put (target.c). Without this they
+             * found no stream and were each counted as a forged header
+             * (a get MD made inactive by an earlier reply, 1 MiB: "bad
+             * headers 260" in the dump). */
+            struct pt_copyin *st = &nic->cin[PT_CLS_RSP][peer];
+            memset(st, 0, sizeof *st);
+            st->active = 1;
+            st->is_reply = 1;
+            st->rlen = h->mlength;
+            st->got = h->inline_len;
+        }
         if (md)
             pt_md_check_unlink(nic, md, NULL);
         if (rfin) {
