@@ -89,6 +89,7 @@ int main(int argc, char **argv)
     mp_barrier(&m);
     if (m.rank == 0) {
         mp_fini(&m); /* its barrier: rank 1 is done */
+        free(buf);
         return 0;
     }
     unsigned long long bad0 = bad_headers(&m);
@@ -139,6 +140,7 @@ int main(int argc, char **argv)
     if (rc != (ul ? PTL_MD_INVALID : PTL_OK))
         mp_die("PtlMDUnlink of the used-up MD: %s", PtlErrorStr((unsigned)rc));
     mp_fini(&m);
+    free(buf);
     printf("mp_getdrop: OK\n");
     return 0;
 }

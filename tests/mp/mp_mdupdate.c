@@ -110,6 +110,8 @@ int main(int argc, char **argv)
             mp_expect(eq, PTL_EVENT_SEND_END, "the put");
         }
         mp_fini(&m);
+        free(ubuf);
+        free(rbuf);
         return 0;
     }
 
@@ -150,6 +152,8 @@ int main(int argc, char **argv)
     /* searched again (the END read): now the receive can be posted */
     MP_CHECK(PtlMDUpdate(rmd, NULL, &active, ueq));
     mp_fini(&m);
+    free(ubuf);
+    free(rbuf);
     printf("rank 0: OK\n");
     return 0;
 }
