@@ -595,12 +595,7 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
              * found no stream and were each counted as a forged header
              * (a get MD made inactive by an earlier reply, 1 MiB: "bad
              * headers 260" in the dump). */
-            struct pt_copyin *st = &nic->cin[PT_CLS_RSP][peer];
-            memset(st, 0, sizeof *st);
-            st->active = 1;
-            st->is_reply = 1;
-            st->rlen = h->mlength;
-            st->got = h->inline_len;
+            pt_copyin_begin(nic, PT_CLS_RSP, peer, h->mlength, h->inline_len);
         }
         if (md)
             pt_md_check_unlink(nic, md, NULL);
@@ -622,15 +617,11 @@ int pt_rsp_reply(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         pt_eager_deliver(h, &md->mem, h->local_offset, ev.mlength);
         if ((h->flags & PT_WF_COPY) && h->mlength > h->inline_len) {
             /* The rest streams in as DATA fragments (copy.c). */
-            struct pt_copyin *st = &nic->cin[PT_CLS_RSP][peer];
-            memset(st, 0, sizeof *st);
-            st->active = 1;
-            st->is_reply = 1;
+            struct pt_copyin *st =
+                pt_copyin_begin(nic, PT_CLS_RSP, peer, h->mlength, h->inline_len);
             st->md = md;
             st->off = h->local_offset;
             st->mlen = ev.mlength;
-            st->rlen = h->mlength;
-            st->got = h->inline_len;
             st->ev = ev;
             md->pending++;
             return PT_OK;

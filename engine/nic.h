@@ -1000,6 +1000,21 @@ int pt_copy_send_start(struct pt_nic *nic, struct pt_md *md, uint64_t src_off, u
                        uint32_t peer, enum pt_cls cls, ptl_event_kind_t end_kind,
                        const ptl_event_t *ev);
 int pt_copy_send_step(struct pt_nic *nic, struct pt_op *op);
+/* An incoming copy-mode stream from peer in class cls begins: rlen bytes in
+ * all, got of them inline in its header; the caller sets where it lands
+ * (md, off, mlen, ...), or leaves md NULL to swallow the fragments of a
+ * dropped message. A stream in the response class is a reply's. */
+static inline struct pt_copyin *pt_copyin_begin(struct pt_nic *nic, enum pt_cls cls, uint32_t peer,
+                                                uint64_t rlen, uint64_t got)
+{
+    struct pt_copyin *st = &nic->cin[cls][peer];
+    memset(st, 0, sizeof *st);
+    st->active = 1;
+    st->is_reply = cls == PT_CLS_RSP;
+    st->rlen = rlen;
+    st->got = got;
+    return st;
+}
 int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt_cls cls);
 static inline uint32_t pt_slot_room(const struct pt_nic *nic) { return nic->slot_size - PT_WIRE_HDR_SIZE; }
 

@@ -579,13 +579,8 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         nic->nomatch_since[peer] = 0;
     if (!md) {
         drop(nic, h);
-        if (copy && h->rlength > h->inline_len) { /* swallow the fragments that follow */
-            struct pt_copyin *st = &nic->cin[PT_CLS_REQ][peer];
-            memset(st, 0, sizeof *st);
-            st->active = 1;
-            st->rlen = h->rlength;
-            st->got = h->inline_len;
-        }
+        if (copy && h->rlength > h->inline_len) /* swallow the fragments that follow */
+            pt_copyin_begin(nic, PT_CLS_REQ, peer, h->rlength, h->inline_len);
         if (h->op != PT_W_PUT) {
             rsp_init(nic, rsp, PT_W_NACK, h);
             pt_xmit(nic, peer, PT_CLS_RSP, rsp);
@@ -637,14 +632,11 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
             PT_TM_STAGE(&nic->tm, t, PT_ST_COPY);
             if (copy && h->rlength > h->inline_len) {
                 /* Copy mode: the rest follows as DATA fragments (copy.c). */
-                struct pt_copyin *st = &nic->cin[PT_CLS_REQ][peer];
-                memset(st, 0, sizeof *st);
-                st->active = 1;
+                struct pt_copyin *st =
+                    pt_copyin_begin(nic, PT_CLS_REQ, peer, h->rlength, h->inline_len);
                 st->md = md;
                 st->off = off;
                 st->mlen = mlen;
-                st->rlen = h->rlength;
-                st->got = h->inline_len;
                 st->atomic = atomic;
                 st->afail = afail;
                 st->acode = (uint16_t)h->tgt_link;
