@@ -115,6 +115,8 @@ static inline ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, 
 /* The pair slots' match bits (group.c pair_setup, fast.c pair_allreduce) */
 #define PSEQ_BASE 0x100ull
 #define FT_PAIR   202u
+/* A member's bye (group.c say_bye): K_HELLO bits with this tag */
+#define HELLO_BYE 3u
 /* The flag path's wake messages (flag.c) */
 #define FLSEQ_WAKE 0x400ull
 #define FT_WAKE   204u
@@ -211,6 +213,18 @@ struct group {
     ptl_handle_ct_t fl_wct;            /* counts the wake messages to us ...     */
     ptl_handle_me_t fl_wme;            /* ... which land on this ME              */
     pthread_mutex_t fl_lock;
+    /* Byes (group.c say_bye, bye_before): a member that frees the group puts
+     * one 0-byte message to every other member, hdr_data = the calls it
+     * entered; they land on bye_me (from any member) as PUT_END events in
+     * bye_eq. A wait that stalls reads them (req.c, pt_coll_ct_wait): the
+     * flag slots' "left without entering" for members that share no memory
+     * (other hosts, PTL_COLL_FLAGS=0). bye[i]: the calls member i said it
+     * entered (UINT64_MAX: no bye yet), written under bye_lock by whoever
+     * drains bye_eq. bye_eq PTL_EQ_NONE: no byes (1 member, or no room). */
+    ptl_handle_eq_t bye_eq;
+    ptl_handle_me_t bye_me;
+    uint64_t *bye;
+    pthread_mutex_t bye_lock;
 };
 
 /* Small bcast on persistent slots (docs/coll.md, "Slot bcast"): PB_SLOTS
@@ -437,7 +451,8 @@ static inline uint64_t pt_coll_enter(struct group *g)
     return c;
 }
 /* PtlCTWait on a counter of call r (req.c): PTL_FAIL, not a wait for ever,
- * once a member closed its NI in order without entering the call. */
+ * once a member closed its NI in order (flag slots) or freed the group (its
+ * bye) without entering the call. */
 int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev);
 
 /* rc = call (a PtlTriggered* operation of a schedule), again while every
@@ -450,6 +465,9 @@ int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_e
             ;                                                                                      \
     } while (0)
 bool pt_coll_trig_wait(struct group *g, uint64_t *t0);
+/* group.c: a member that freed the group (its bye) having entered fewer than
+ * c calls, or g->n: none known. */
+ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c);
 
 /* A nonblocking call made with scratch memory tmp for a member that only
  * receives and passed no buffer (rc: the call's result): the request owns

@@ -75,6 +75,85 @@ static void drop_ct(ptl_handle_ct_t h)
     if (h != PTL_CT_NONE)
         PtlCTFree(h);
 }
+/* drop_md for an MD whose last puts may still be queued (PTL_MD_IN_USE):
+ * bounded (0.2 s), then left to PtlNIFini. */
+static void drop_md_sent(ptl_handle_md_t h)
+{
+    struct timespec ts = {0, 100000};
+    for (int k = 0; h != PTL_INVALID_HANDLE && k < 2000 && PtlMDUnlink(h) == PTL_MD_IN_USE; k++)
+        nanosleep(&ts, NULL);
+}
+
+/* ---- byes (struct group, "Byes") ------------------------------------------- */
+
+/* One PUT_END per member that frees the group: at most n - 1, capped (a bye
+ * that finds the EQ full is dropped: PtlEQGet says PTL_EQ_DROPPED; that
+ * member's absence is then left to the flag slots, or the wait waits). */
+#define BYE_EQ_MAX 1024
+
+static int bye_setup(struct group *g)
+{
+    if (g->n < 2)
+        return PTL_OK;
+    g->bye = malloc(g->n * sizeof *g->bye);
+    if (!g->bye)
+        return PTL_NO_SPACE;
+    for (ptl_size_t i = 0; i < g->n; i++)
+        g->bye[i] = UINT64_MAX;
+    ptl_size_t cap = g->n - 1 < BYE_EQ_MAX ? g->n - 1 : BYE_EQ_MAX;
+    int rc = PtlEQAlloc(g->ni, cap, PTL_EQ_HANDLER_NONE, &g->bye_eq);
+    if (rc != PTL_OK) {
+        g->bye_eq = PTL_EQ_NONE;
+        return rc;
+    }
+    const ptl_process_id_t any = {.nid = PTL_NID_ANY, .pid = PTL_PID_ANY};
+    rc = PtlMEAttach(g->ni, g->pt, any, mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, PTL_RETAIN,
+                     PTL_INS_AFTER, &g->bye_me);
+    ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE,
+                  NULL, g->bye_eq};
+    ptl_handle_md_t md;
+    if (rc == PTL_OK)
+        rc = PtlMDAttach(g->bye_me, d, PTL_RETAIN, &md);
+    return rc;
+}
+
+/* Tell every other member we leave, and after how many calls: a 0-byte put
+ * each from nmd, hdr_data = our calls (every path counts them,
+ * pt_coll_enter; none is in flight: PtlCollGroupFree checked). A member
+ * that freed the group already drops it. */
+static void say_bye(struct group *g)
+{
+    uint64_t c = LD_RELAXED(&g->calls);
+    for (ptl_size_t i = 0; g->nmd != PTL_INVALID_HANDLE && i < g->n; i++)
+        if (i != g->me && PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+                                 mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, c) != PTL_OK)
+            break; /* the NI is gone or failed: nobody hears more from us */
+}
+
+ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c)
+{
+    if (g->bye_eq == PTL_EQ_NONE)
+        return g->n;
+    ptl_size_t who = g->n;
+    pthread_mutex_lock(&g->bye_lock);
+    ptl_event_t ev;
+    int rc;
+    while ((rc = PtlEQGet(g->bye_eq, &ev)) == PTL_OK || rc == PTL_EQ_DROPPED) {
+        if (ev.type != PTL_EVENT_PUT_END || ev.ni_fail_type != PTL_NI_OK)
+            continue;
+        for (ptl_size_t i = 0; i < g->n; i++) /* O(n), once per bye */
+            if (i != g->me && same_id(g->ids[i], ev.initiator)) {
+                if (ev.hdr_data < g->bye[i])
+                    g->bye[i] = ev.hdr_data;
+                break;
+            }
+    }
+    for (ptl_size_t i = 0; i < g->n && who == g->n; i++)
+        if (i != g->me && g->bye[i] < c)
+            who = i;
+    pthread_mutex_unlock(&g->bye_lock);
+    return who;
+}
 
 static void slots_free(struct fslot *fs)
 {
@@ -301,13 +380,18 @@ static void group_teardown(struct group *g)
 {
     pt_coll_flag_teardown(g);
     fast_teardown(g);
+    drop_me(g->bye_me); /* and its MD */
+    if (g->bye_eq != PTL_EQ_NONE)
+        PtlEQFree(g->bye_eq);
+    free(g->bye);
+    pthread_mutex_destroy(&g->bye_lock);
     for (ptl_size_t i = 0; g->from_me && i < g->n; i++) {
         if (i == g->me)
             continue;
         drop_me(g->from_me[i]);
         drop_ct(g->from[i]);
     }
-    drop_md(g->nmd);
+    drop_md_sent(g->nmd); /* the byes may still be leaving */
     free(g->ids);
     free(g->from);
     free(g->from_me);
@@ -587,6 +671,9 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
     pt_coll_flag_init(g);
 
     pthread_mutex_init(&g->lock, NULL);
+    pthread_mutex_init(&g->bye_lock, NULL);
+    g->bye_eq = PTL_EQ_NONE;
+    g->bye_me = PTL_INVALID_HANDLE;
     g->ni = ni;
     g->pt = (ptl_pt_index_t)pt_config()->coll_pt;
     g->n = n;
@@ -626,6 +713,8 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         rc = fast_setup(g);
     if (rc == PTL_OK)
         rc = pt_coll_flag_setup(g);
+    if (rc == PTL_OK)
+        rc = bye_setup(g); /* before the hello: a member may leave right after it */
     if (rc != PTL_OK) { /* out of room before the hello: free it all, then refuse */
         group_teardown(g);
         (void)refuse(ni, members, n, me, gid);
@@ -671,6 +760,7 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
         busy = 1;
     if (busy)
         return PTL_ME_IN_USE; /* requests of the group are not completed */
+    say_bye(g);
     pb_drain(g);
     group_teardown(g);
     return PTL_OK;

@@ -108,26 +108,37 @@ static ptl_size_t left_before(const struct group *g, uint64_t c)
 }
 
 /* A member that left without entering a call leaves its counters short for
- * ever: its contributions, its RTRs, the puts it would have answered. With
- * flag slots (every member on this node) a wait looks, whenever it has
- * waited COLL_LEFT_NAP_NS without the count, whether such a member is why
- * (the counters do not say whose part is missing, the slots say who never
- * came): then PTL_FAIL, as the flag path's calls do (docs/coll.md). The
- * wait wakes on every change of a counter of the NI, so the nap adds nothing
- * to a call that progresses. Without flag slots, PtlCTWait as it is. */
+ * ever: its contributions, its RTRs, the puts it would have answered. A
+ * wait looks, whenever it has waited COLL_LEFT_NAP_NS without the count,
+ * whether such a member is why (the counters do not say whose part is
+ * missing): with flag slots (every member on this node) the slots say who
+ * closed its NI without coming; for every group, the byes say who freed the
+ * group without coming (group.c; members on other hosts, or
+ * PTL_COLL_FLAGS=0, waited for ever before). Then PTL_FAIL, as the flag
+ * path's calls do (docs/coll.md). The wait wakes on every change of a
+ * counter of the NI, so the nap adds nothing to a call that progresses. A
+ * member that leaves without freeing the group, on another host, is still
+ * waited for (README, known limits). */
 #define COLL_LEFT_NAP_NS 100000000
 
 int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev)
 {
     struct group *g = r->g;
-    if (!g->fl_on)
+    if (!g->fl_on && g->bye_eq == PTL_EQ_NONE)
         return PtlCTWait(ct, test, ev);
     int rc;
     while ((rc = pt_api_ct_wait(ct, test, ev, COLL_LEFT_NAP_NS)) == PTL_EQ_EMPTY) {
-        ptl_size_t gone = left_before(g, r->call);
+        ptl_size_t gone = g->fl_on ? left_before(g, r->call) : g->n;
         if (gone < g->n) {
             pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) called "
                                 "PtlNIFini without entering this call: PTL_FAIL",
+                   (size_t)gone, (unsigned)g->ids[gone].pid);
+            return PTL_FAIL;
+        }
+        gone = pt_coll_bye_before(g, r->call);
+        if (gone < g->n) {
+            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) freed the "
+                                "group without entering this call: PTL_FAIL",
                    (size_t)gone, (unsigned)g->ids[gone].pid);
             return PTL_FAIL;
         }

@@ -999,6 +999,9 @@ static int died(struct mp *m)
  * never hang (they did: an adversarial client, fifty-third session); so
  * must a nonblocking barrier and allreduce (the persistent path) and a large
  * allreduce (the per-call path; they waited for ever until the fifty-seventh
+ * session). Where no flag slots tell (over ofi, PTL_COLL_FLAGS=0: members on
+ * other hosts) every call waits on counters, and rank 2's bye from
+ * PtlCollGroupFree must fail them (they waited for ever until the sixtieth
  * session). Rank 2
  * enters the first call after a pause, so that a member that leaves right
  * after a call it made is not taken for one that did not make it. */
