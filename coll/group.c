@@ -130,12 +130,9 @@ static void say_bye(struct group *g)
             break; /* the NI is gone or failed: nobody hears more from us */
 }
 
-ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c)
+/* Take the byes that came into bye[] (under bye_lock). */
+static void bye_drain(struct group *g)
 {
-    if (g->bye_eq == PTL_EQ_NONE)
-        return g->n;
-    ptl_size_t who = g->n;
-    pthread_mutex_lock(&g->bye_lock);
     ptl_event_t ev;
     int rc;
     while ((rc = PtlEQGet(g->bye_eq, &ev)) == PTL_OK || rc == PTL_EQ_DROPPED) {
@@ -148,11 +145,33 @@ ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c)
                 break;
             }
     }
+}
+
+ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c)
+{
+    if (g->bye_eq == PTL_EQ_NONE)
+        return g->n;
+    ptl_size_t who = g->n;
+    pthread_mutex_lock(&g->bye_lock);
+    bye_drain(g);
     for (ptl_size_t i = 0; i < g->n && who == g->n; i++)
         if (i != g->me && g->bye[i] < c)
             who = i;
     pthread_mutex_unlock(&g->bye_lock);
     return who;
+}
+
+/* Member i freed the group: nothing more comes from it (what it sent before
+ * its bye has landed: one pair's messages arrive in order). */
+static bool said_bye(struct group *g, ptl_size_t i)
+{
+    if (g->bye_eq == PTL_EQ_NONE)
+        return false;
+    pthread_mutex_lock(&g->bye_lock);
+    bye_drain(g);
+    bool said = g->bye[i] != UINT64_MAX;
+    pthread_mutex_unlock(&g->bye_lock);
+    return said;
 }
 
 static void slots_free(struct fslot *fs)
@@ -732,17 +751,24 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
 }
 
 /* Every start signal the peers will send (one per PB_SIG slot bcasts) has
- * come, so that none arrives after its ME is gone; bounded for a peer that
- * left without making the calls. */
+ * come, so that none arrives after its ME is gone; not waited for from a
+ * peer that said bye (it sends no more), and bounded for a peer that left
+ * without making the calls and without a bye (30 s: before byes, that wait
+ * followed every call failed for a member that freed the group). */
 static void pb_drain(struct group *g)
 {
     struct pbc *b = g->pb;
     uint64_t t0 = now_ms();
     for (ptl_size_t i = 0; b && i < g->n; i++) {
         ptl_ct_event_t ev;
-        while (i != g->me && PtlCTGet(b->start[i], &ev) == PTL_OK &&
-               ev.success < b->seq / PB_SIG && !ev.failure && now_ms() - t0 <= HELLO_TIMEOUT_MS)
+        for (unsigned k = 0; i != g->me && PtlCTGet(b->start[i], &ev) == PTL_OK &&
+                             ev.success < b->seq / PB_SIG && !ev.failure &&
+                             now_ms() - t0 <= HELLO_TIMEOUT_MS;
+             k++) {
+            if (k % 64 == 0 && said_bye(g, i)) /* at once, then every ~2-5 ms */
+                break;
             sleep_us(20);
+        }
     }
 }
 

@@ -1005,12 +1005,20 @@ static int died(struct mp *m)
  * session). Rank 2
  * enters the first call after a pause, so that a member that leaves right
  * after a call it made is not taken for one that did not make it. */
+#define DEP_BCASTS 3 /* PB_SIG - 1 (coll_int.h): the next one sends start signals */
 static int departed(struct mp *m)
 {
     ptl_handle_coll_t g;
     MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
-    for (int i = 0; i < 20; i++)
+    for (int i = 0; i < 20; i++) {
         MP_CHECK(PtlCollBarrier(g));
+        if (i < DEP_BCASTS) { /* small bcasts: on the slots without flag slots */
+            int64_t v = ME == 0 ? 77 + i : 0;
+            MP_CHECK(PtlCollBcast(g, &v, sizeof v, 0));
+            if (v != 77 + i)
+                mp_die("bcast %d: %lld", i, (long long)v);
+        }
+    }
     if (ME == 2) {
         struct timespec ts = {0, 300 * 1000000L};
         nanosleep(&ts, NULL);
@@ -1048,10 +1056,25 @@ static int departed(struct mp *m)
                rb, ra, rib, ria, rl);
     if (ms > 15000)
         mp_die("the calls took %llu ms", (unsigned long long)ms);
-    if (ME == 0)
-        printf("mp_coll departed: OK (PTL_FAIL after %llu ms)\n", (unsigned long long)ms);
-    fflush(NULL);
+    /* one more small bcast, the slots' fourth (PB_SIG): its start signal
+     * (coll/fast.c pb_begin) never comes from rank 2, and the free must not
+     * wait for it (it waited 30 s before the byes). Rank 2 is a leaf of the
+     * bcast: PTL_OK with the data, or PTL_FAIL (the put to it failed). */
+    int64_t v = ME == 0 ? 5 : 0;
+    mp_doing("a small bcast whose member left");
+    int rbc = PtlCollBcast(g, &v, sizeof v, 0);
+    if ((rbc != PTL_OK && rbc != PTL_FAIL) || (rbc == PTL_OK && v != 5))
+        mp_die("the bcast without rank 2 returned %d, value %lld", rbc, (long long)v);
+    uint64_t t1 = mp_now_ms();
+    mp_doing("PtlCollGroupFree after a member left");
     MP_CHECK(PtlCollGroupFree(g));
+    uint64_t fms = mp_now_ms() - t1;
+    if (fms > 5000)
+        mp_die("PtlCollGroupFree took %llu ms", (unsigned long long)fms);
+    if (ME == 0)
+        printf("mp_coll departed: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
+               (unsigned long long)ms, (unsigned long long)fms);
+    fflush(NULL);
     mp_fini_alone(m); /* no job barrier: rank 2 is gone */
     return 0;
 }
