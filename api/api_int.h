@@ -31,6 +31,8 @@ extern pthread_mutex_t g_pt_ni_lock;          /* NIInit/NIFini/PtlFini only */
  * with a rank, then PtlSetPIDMap), or PTL_PID_ANY. What a process that joins
  * a running job asks for (REF's forktest child). */
 ptl_pid_t pt_rt_app_pid(void);
+/* node.c: the collective library's hook at PtlNIFini (g_pt_ni_lock held). */
+void pt_api_node_fini(ptl_handle_ni_t ni);
 /* ni.c: drop an NI this process did not create (fork; g_pt_ni_lock held). */
 void pt_api_ni_forget_locked(uint32_t idx);
 /* fork.c: register the pthread_atfork handlers that park the library's

@@ -96,6 +96,9 @@ int pt_api_ni_fini_locked(uint32_t idx)
         pt_api_ni_forget_locked(idx);
         return PTL_OK;
     }
+    /* The collective groups of this NI say bye while it still sends
+     * (node.c; the flush below sends what they queued). */
+    pt_api_node_fini(pt_h_make(PT_H_NI, idx, LD_RELAXED(&nic->tag) >> 1, 0));
     ST_RELEASE(&g_pt_nis[idx].nic, NULL); /* calls that enter from here find no NI */
     if (!pt_nic_quiesce(nic)) {
         /* A thread stayed inside a call on it: leave its memory (and the job

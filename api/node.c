@@ -149,3 +149,20 @@ bool pt_api_node_alive(ptl_handle_ni_t ni)
 {
     return LD_ACQUIRE(&g_pt_inited) && node_alive(ni) == PTL_OK;
 }
+
+/* The collective library's hook at PtlNIFini (coll/group.c: the byes of the
+ * NI's groups), registered at its first group; api/ni.c calls it while the
+ * NI still takes operations, under g_pt_ni_lock. */
+static void (*_Atomic g_node_fini_hook)(ptl_handle_ni_t);
+
+void pt_api_node_on_fini(void (*fn)(ptl_handle_ni_t))
+{
+    ST_RELEASE(&g_node_fini_hook, fn); /* pairs with pt_api_node_fini's acquire */
+}
+
+void pt_api_node_fini(ptl_handle_ni_t ni)
+{
+    void (*fn)(ptl_handle_ni_t) = LD_ACQUIRE(&g_node_fini_hook);
+    if (fn)
+        fn(ni);
+}

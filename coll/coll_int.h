@@ -225,6 +225,11 @@ struct group {
     ptl_handle_me_t bye_me;
     uint64_t *bye;
     pthread_mutex_t bye_lock;
+    /* Under g_pt_coll_tab_lock: live from the end of a successful create to
+     * the start of PtlCollGroupFree (the PtlNIFini hook touches live groups
+     * only, holding the lock throughout); bye_said once our bye went (by
+     * the hook or the free: one bye per group). */
+    bool live, bye_said;
 };
 
 /* Small bcast on persistent slots (docs/coll.md, "Slot bcast"): PB_SLOTS
@@ -433,6 +438,8 @@ int pt_api_node_progress(ptl_handle_ni_t ni);
 int pt_api_node_wait(ptl_handle_ni_t ni, bool (*ready)(void *), void *arg, int64_t timeout_ns);
 bool pt_api_node_alive(ptl_handle_ni_t ni);
 bool pt_api_node_left(ptl_handle_ni_t ni, ptl_process_id_t id);
+/* fn(ni) at every PtlNIFini, while that NI still sends (the byes, group.c). */
+void pt_api_node_on_fini(void (*fn)(ptl_handle_ni_t));
 
 /* api/ct.c: PtlCTWait bounded by timeout_ns (-1: none); PTL_EQ_EMPTY when
  * it passed first (internal, not exported). */

@@ -123,6 +123,7 @@ static int bye_setup(struct group *g)
  * that freed the group already drops it. */
 static void say_bye(struct group *g)
 {
+    g->bye_said = true;
     uint64_t c = LD_RELAXED(&g->calls);
     for (ptl_size_t i = 0; g->nmd != PTL_INVALID_HANDLE && i < g->n; i++)
         if (i != g->me && PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
@@ -145,6 +146,23 @@ static void bye_drain(struct group *g)
                 break;
             }
     }
+}
+
+/* PtlNIFini of ni (api/node.c, before the NI goes): every live group of
+ * it that has not said bye says it now, so that a member that closes its NI
+ * without freeing its groups is seen by those with no flag slots (other
+ * hosts) as PtlCollGroupFree's bye shows it. Its count is the calls it
+ * entered: a nonblocking call entered and never completed still counts
+ * (README: its peers wait, as MPI's would). */
+static void bye_at_fini(ptl_handle_ni_t ni)
+{
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    for (int i = 0; i < COLL_MAX_GROUPS; i++) {
+        struct group *g = &g_pt_coll_groups[i];
+        if (g->used && g->live && !g->bye_said && g->ni == ni && g->n > 1)
+            say_bye(g);
+    }
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
 }
 
 ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c)
@@ -746,6 +764,10 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         return rc;
     }
     pt_coll_flag_join(g);
+    pt_api_node_on_fini(bye_at_fini);
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    g->live = true;
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
     *out = enc(g->gen, idx);
     return PTL_OK;
 }
@@ -786,7 +808,12 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
         busy = 1;
     if (busy)
         return PTL_ME_IN_USE; /* requests of the group are not completed */
-    say_bye(g);
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    g->live = false; /* the PtlNIFini hook leaves it alone from here */
+    bool said = g->bye_said;
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
+    if (!said)
+        say_bye(g);
     pb_drain(g);
     group_teardown(g);
     return PTL_OK;

@@ -1002,11 +1002,12 @@ static int died(struct mp *m)
  * session). Where no flag slots tell (over ofi, PTL_COLL_FLAGS=0: members on
  * other hosts) every call waits on counters, and rank 2's bye from
  * PtlCollGroupFree must fail them (they waited for ever until the sixtieth
- * session). Rank 2
+ * session). departed_nofree: rank 2 leaves without PtlCollGroupFree (its
+ * PtlNIFini says the bye). Rank 2
  * enters the first call after a pause, so that a member that leaves right
  * after a call it made is not taken for one that did not make it. */
 #define DEP_BCASTS 3 /* PB_SIG - 1 (coll_int.h): the next one sends start signals */
-static int departed(struct mp *m)
+static int departed(struct mp *m, bool free_first)
 {
     ptl_handle_coll_t g;
     MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
@@ -1023,7 +1024,8 @@ static int departed(struct mp *m)
         struct timespec ts = {0, 300 * 1000000L};
         nanosleep(&ts, NULL);
         MP_CHECK(PtlCollBarrier(g)); /* the others wait for it here: then it leaves */
-        MP_CHECK(PtlCollGroupFree(g));
+        if (free_first) /* else PtlNIFini says the group's bye (nofree) */
+            MP_CHECK(PtlCollGroupFree(g));
         mp_fini_alone(m); /* no job barrier: rank 2 is gone */
         return 0;
     }
@@ -1072,7 +1074,8 @@ static int departed(struct mp *m)
     if (fms > 5000)
         mp_die("PtlCollGroupFree took %llu ms", (unsigned long long)fms);
     if (ME == 0)
-        printf("mp_coll departed: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
+        printf("mp_coll departed%s: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
+               free_first ? "" : " nofree",
                (unsigned long long)ms, (unsigned long long)fms);
     fflush(NULL);
     mp_fini_alone(m); /* no job barrier: rank 2 is gone */
@@ -1523,7 +1526,9 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "full"))
         return full(&m);
     if (argc > 1 && !strcmp(argv[1], "departed"))
-        return departed(&m);
+        return departed(&m, true);
+    if (argc > 1 && !strcmp(argv[1], "departed_nofree"))
+        return departed(&m, false);
     if (argc > 1 && !strcmp(argv[1], "trigfull"))
         return trigfull(&m);
     if (argc > 1 && !strcmp(argv[1], "died")) {
