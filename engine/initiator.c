@@ -175,7 +175,8 @@ PT_HOT_INLINE int cmd_rank(struct pt_nic *nic, ptl_process_id_t t)
     if (r >= 0 && (uint32_t)r < nic->xi.nranks) {
         nic->tx_id = t;
         nic->tx_rank = r;
-    }
+    } else if (r >= 0)
+        pt_nic_guest_moved(nic, (uint32_t)r); /* a new owner: the last's requests fail first */
     return r;
 }
 

@@ -464,6 +464,8 @@ static int drain_rx(struct pt_nic *nic)
             pt_wait_rx_hint(&nic->w); /* a polling waiter's D4 line, while we work */
         PT_TM_STAGE(&nic->tm, t, PT_ST_DEQUEUE);
         PT_TRACE(nic, PT_TR_RX, PT_TV_MSG(peer, cls, h->op));
+        if (PT_UNLIKELY(peer >= nic->xi.nranks))
+            pt_nic_guest_moved(nic, peer); /* a new owner's, maybe: the last's fail first */
         if (pt_rx_dispatch(nic, h, peer, cls) == PT_E_AGAIN) {
             /* Cannot answer yet: leave it queued. A request lets that peer's
              * later responses pass it (xport.h, "Order"); for the rest of
@@ -695,45 +697,79 @@ int pt_nic_poll_after(struct pt_nic *nic)
  * peer_alive asks the kernel at most every 10 ms per peer), or when the
  * launcher counted a departure (a peer that left in order and ended: once
  * per change of the count, poll_once). */
+static void fail_peer(struct pt_nic *nic, uint32_t p);
+
 static void fail_dead_peers(struct pt_nic *nic, bool all)
 {
     for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
         bool streams = all && (nic->cin[PT_CLS_REQ][p].active || nic->cin[PT_CLS_RSP][p].active);
-        if ((!streams && !nic->ireq_head[p] && !nic->rfw_head[p]) ||
-            nic->xo->peer_alive(nic->x, p))
+        if (!streams && !nic->ireq_head[p] && !nic->rfw_head[p])
             continue;
-        for (int c = 0; c < PT_CLS_NR; c++) {
-            struct pt_copyin *st = &nic->cin[c][p];
-            if (!st->active)
-                continue;
-            st->active = 0;
-            PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
-            if (st->md) {
-                st->ev.ni_fail_type = PTL_NI_PEER_DIED;
-                pt_ev_post_owed(nic, st->md,
-                                st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev,
-                                st->owes_end);
-                st->md->pending--;
-                pt_md_check_unlink(nic, st->md, &st->ev);
-            }
-        }
-        /* Copy-mode streams to it end first (failed): their END comes
-         * before the ACK its record fails with, as for a put initiated to a
-         * peer already known gone. Else a host-mode put started before the
-         * engine saw the departure posted ACK (failed), then SEND_END (ok)
-         * once the rest had gone into the rings nobody reads (an
-         * adversarial client, fifty-ninth session; mp_departed putorder). */
-        for (struct pt_op *op = nic->ops, *next; op; op = next) {
-            next = op->next;
-            if (op->kind == PT_OP_COPY_SEND && op->rsp_peer == p) {
-                op->failed = 1;
-                op->left = 0;
-                pt_copy_send_step(nic, op); /* its END, failed; the op freed */
-            }
-        }
-        pt_ireq_fail_peer(nic, p);
-        pt_rfw_fail_peer(nic, p);
+        /* A guest slot claimed again before we looked is alive, but not
+         * the owner we wait for (pt_nic_guest_moved). */
+        if (nic->xo->peer_alive(nic->x, p) &&
+            !(p >= nic->xi.nranks && nic->xo->peer_moved && nic->xo->peer_moved(nic->x, p)))
+            continue;
+        fail_peer(nic, p);
     }
+}
+
+/* Everything in flight with peer p fails (PTL_NI_PEER_DIED): the streams it
+ * was sending us, our copy-mode streams to it, our requests that wait for
+ * its answers and our rendezvous replies that wait for its RFIN. */
+static void fail_peer(struct pt_nic *nic, uint32_t p)
+{
+    for (int c = 0; c < PT_CLS_NR; c++) {
+        struct pt_copyin *st = &nic->cin[c][p];
+        if (!st->active)
+            continue;
+        st->active = 0;
+        PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
+        if (st->md) {
+            st->ev.ni_fail_type = PTL_NI_PEER_DIED;
+            pt_ev_post_owed(nic, st->md,
+                            st->is_reply ? PTL_EVENT_REPLY_END : PTL_EVENT_PUT_END, &st->ev,
+                            st->owes_end);
+            st->md->pending--;
+            pt_md_check_unlink(nic, st->md, &st->ev);
+        }
+    }
+    /* Copy-mode streams to it end first (failed): their END comes
+     * before the ACK its record fails with, as for a put initiated to a
+     * peer already known gone. Else a host-mode put started before the
+     * engine saw the departure posted ACK (failed), then SEND_END (ok)
+     * once the rest had gone into the rings nobody reads (an
+     * adversarial client, fifty-ninth session; mp_departed putorder). */
+    for (struct pt_op *op = nic->ops, *next; op; op = next) {
+        next = op->next;
+        if (op->kind == PT_OP_COPY_SEND && op->rsp_peer == p) {
+            op->failed = 1;
+            op->left = 0;
+            pt_copy_send_step(nic, op); /* its END, failed; the op freed */
+        }
+    }
+    pt_ireq_fail_peer(nic, p);
+    pt_rfw_fail_peer(nic, p);
+}
+
+/* A guest slot that changed hands (xport.h, peer_moved; shm_region.h, G-GEN):
+ * its last owner left in order and a new one claimed the slot before our
+ * departure sweep looked, so the slot looks alive, while nothing we had in
+ * flight with the last owner will ever be answered (the new owner drops
+ * what waited in the slot's queues). It all fails now, before anything of
+ * the new owner's: asked by the sweep, before a command to the slot's id
+ * (initiator.c, cmd_rank) and before a message from the slot is taken
+ * (drain_rx), so whatever the engine holds with the slot when it sees the
+ * change is the last owner's. An answer the last owner sent before it left
+ * that we take only after the change finds its request failed (stale): the
+ * ring does not say whose a message is, and a failure is what is documented.
+ * Before, a get outstanding to a guest that left while we were stopped or
+ * asleep, its slot taken again at once, waited for ever (mp_join reclaim).
+ * Cold: guests only, a change only at a claim. */
+void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p)
+{
+    if (nic->xo->peer_moved && nic->xo->peer_moved(nic->x, p))
+        fail_peer(nic, p);
 }
 
 void pt_nic_fail(struct pt_nic *nic, uint32_t code)

@@ -737,6 +737,11 @@ void pt_nic_life_fork_lock(bool lock);
 
 /* The job failed (a peer died): fail what depends on dead peers, wake waiters. */
 void pt_nic_fail(struct pt_nic *nic, uint32_t code);
+/* Token holder: guest slot p changed hands since the engine last looked
+ * (xport.h, peer_moved): everything in flight with its last owner fails
+ * (PTL_NI_PEER_DIED) before anything of the new owner's is sent or taken.
+ * Cold (guests only). */
+void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p);
 
 /* Engine internals shared between engine files. */
 int pt_cmd_dispatch(struct pt_nic *nic, const struct pt_cmd *cmd);

@@ -1492,6 +1492,24 @@ static bool shm_peer_alive(struct pt_xport *x, uint32_t peer)
     return true;
 }
 
+/* Guest slot `peer` claimed again since our engine last took its owner
+ * (shm_region.h, G-GEN): true once per change, which it takes now. The
+ * state's acquire first (A-ATT: a claimer's gen precedes its CLAIMING's
+ * release; the departure sweep reads nothing else of the slot before).
+ * Ranks, ourselves: never. Engine (token holder) only: x->gen is ours. */
+static bool shm_peer_moved(struct pt_xport *x, uint32_t peer)
+{
+    if (peer < x->n || peer >= x->np || peer == x->me)
+        return false;
+    struct pt_shm_rank *rec = &x->ranks[peer];
+    (void)LD_ACQUIRE(&rec->state);
+    uint32_t g = LD_RELAXED(&rec->gen);
+    if (PT_LIKELY(g == x->gen[peer]))
+        return false;
+    x->gen[peer] = g;
+    return true;
+}
+
 static struct pt_waitword *shm_doorbell(struct pt_xport *x) { return &x->ranks[x->me].bell; }
 
 static pid_t shm_peer_ospid(struct pt_xport *x, uint32_t peer)
@@ -1624,6 +1642,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .flag_lines = shm_flag_lines,
     .peer_left = shm_peer_left,
     .peer_alive = shm_peer_alive,
+    .peer_moved = shm_peer_moved,
     .peer_caps = shm_peer_caps,
     .doorbell = shm_doorbell,
     .ring_fd = pt_shm_ring_fd,

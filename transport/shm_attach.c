@@ -507,6 +507,10 @@ static int guest_claim(struct pt_xport *x, uint32_t want, const char *why)
     }
     struct pt_shm_rank *rec = &x->ranks[g];
     ST_RELAXED(&rec->dead, 0);
+    /* G-GEN: a new owner (the slot is ours since G-CLAIM), before CLAIMING's
+     * release below; peers that still wait for the last owner's answers
+     * find it moved (shm_peer_moved). */
+    ST_RELAXED(&rec->gen, LD_RELAXED(&rec->gen) + 1);
     /* Candidates for PTL_PID_ANY: above every rank's pid, in this slot's own
      * residue class, so two guests choosing at once never pick the same. */
     uint32_t base = 0;
@@ -748,6 +752,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         (size_t)np * PT_CLS_NR * sizeof(struct shm_tx),   /* out         */
         (size_t)np * PT_CLS_NR * D * sizeof(uint16_t),    /* ring maps   */
         (size_t)np * sizeof(uint64_t),                    /* alive_until */
+        (size_t)np * sizeof(uint32_t),                    /* gen         */
         (size_t)np * sizeof(struct shm_rx_ord),           /* rxo         */
         (size_t)np * sizeof(uint32_t),                    /* held_list   */
         (size_t)np * sizeof(uint32_t),                    /* holders     */
@@ -763,8 +768,8 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
         (size_t)np * sizeof(struct shm_fbtx),             /* fbtx        */
         (size_t)np * sizeof(uint32_t), (size_t)np,        /* txdue, txdue_f (tx_hold) */
     };
-    enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING, A_LISTED,
-           A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_FBRX, A_FBRX_OF, A_FBTX, A_TXDUE,
+    enum { A_IN, A_OUT, A_MAP, A_ALIVE, A_GEN, A_RXO, A_HELD, A_HOLDERS, A_ACT, A_HOLDING,
+           A_LISTED, A_IDS, A_FREE, A_USED, A_ARMED, A_ADV, A_FBRX, A_FBRX_OF, A_FBTX, A_TXDUE,
            A_TXDUE_F, A_NR };
     size_t at[A_NR];
     x->peer_bytes = 0;
@@ -782,6 +787,7 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     x->in = (struct shm_rx *)(pm + at[A_IN]);
     x->out = (struct shm_tx *)(pm + at[A_OUT]);
     x->alive_until = (uint64_t *)(pm + at[A_ALIVE]);
+    x->gen = (uint32_t *)(pm + at[A_GEN]);
     x->rxo = (struct shm_rx_ord *)(pm + at[A_RXO]);
     x->held_list = (uint32_t *)(pm + at[A_HELD]);
     x->holders = (uint32_t *)(pm + at[A_HOLDERS]);
@@ -848,6 +854,11 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
             goto fail;
         me = x->me;
     }
+    /* The guest slots' owners as we find them now (shm_peer_moved): one that
+     * claims a slot after this read is new to us at its first message or
+     * our first send to it, with nothing in flight to fail. */
+    for (uint32_t g = n; g < np; g++)
+        x->gen[g] = LD_RELAXED(&ranks[g].gen);
     struct pt_shm_rank *rec = &ranks[me];
     /* (claimed: nobody else attaches this record before our R-ATT below) */
     bool never = !guest && LD_ACQUIRE(&rec->state) == PT_SHM_R_NONE;

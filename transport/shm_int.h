@@ -202,6 +202,9 @@ struct pt_xport {
     uint32_t fb_streak;
     uint32_t *nids, *pids;        /* private copy of the ranks' (immutable) ids     */
     uint64_t *alive_until;        /* peer_alive: last "alive" answer valid until    */
+    uint32_t *gen;                /* [slot]: a guest slot's claim generation as our
+                                   * engine last took it (shm_peer_moved; attach
+                                   * reads them all). Our engine only.          */
     void *peer_mem;               /* the mapping that holds the per-peer arrays     */
     size_t peer_bytes;
     bool cma_allowed;             /* PTL_CMA != 0                                   */

@@ -61,7 +61,14 @@
  * publishes ATTACHED with ST_RELEASE (R-ATT, as a rank). PtlNIFini: state
  * DETACHED (R-ATT's partner), then ospid 0 (ST_RELEASE: the slot is free),
  * then `departed` raised and every bell rung: a guest slot found DETACHED is
- * gone to its peers (peer_alive), their waits for its answers fail.
+ * gone to its peers (peer_alive), their waits for its answers fail. A slot
+ * claimed again before a peer looked is not DETACHED any more: each claim
+ * raises the record's `gen` (G-GEN), and a peer whose engine finds it moved
+ * (shm_peer_moved: at the departure sweep, before it sends to the slot's
+ * id, before it takes a message from the slot) fails what it had in flight
+ * with the last owner first (engine/nic.c, pt_nic_guest_moved). Before, a
+ * get to a guest that left while its peer was stopped or asleep, and whose
+ * slot another guest took at once, waited for ever (mp_join reclaim).
  * Peers find guests that attached after they did by rescanning the guest
  * records (LD_ACQUIRE state == ATTACHED (A-ATT), then nid/pid) when an id is
  * not a rank's; the launcher polls their ospids (it cannot waitpid them).
@@ -187,7 +194,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   13u                    /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   14u                    /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
@@ -203,7 +210,9 @@
                                                  * most 3 lines again;
                                                  * 13: a ring buffer's first
                                                  * word carries its sender's
-                                                 * head (P-HEAD)              */
+                                                 * head (P-HEAD);
+                                                 * 14: a guest slot's claim
+                                                 * generation (G-GEN)         */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
 #define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
@@ -354,8 +363,15 @@ struct pt_shm_rank {
     _Atomic uint32_t wire;
     _Atomic uint32_t prov_hash;
     char prov[PT_SHM_PROV_BYTES];
-    uint8_t pad_[PT_CACHELINE - 8 * sizeof(uint32_t) - 2 * sizeof(int32_t) - sizeof(uint64_t) -
-                 PT_SHM_PROV_BYTES];
+    /* Guests: the slot's claim generation, + 1 at each claim (G-GEN): the
+     * claimer ST_RELAXEDs it once its G-CLAIM won, before its ST_RELEASE of
+     * CLAIMING (then R-ATT). Peers LD_RELAXED it after LD_ACQUIRE(state)
+     * (shm_peer_moved), or after an A-TAIL of the claimer's message or the
+     * A-ATT of its id (either follows that release): a value other than the
+     * one they last took means the owner they dealt with left and another
+     * took the slot, so what they had in flight with it will never be
+     * answered. Ranks: 0 for ever. (The line's last word.)                  */
+    _Atomic uint32_t gen;
 
     /* Lines 2-3: the rank's network endpoint name, for transports that
      * address peers by name (ofi; shm.h pt_shm_ep_publish/lookup). Written
@@ -369,6 +385,8 @@ struct pt_shm_rank {
 };
 _Static_assert(sizeof(struct pt_shm_rank) == 4 * PT_CACHELINE,
                "pt_shm_rank: doorbell line + identity line + two endpoint-name lines");
+_Static_assert(offsetof(struct pt_shm_rank, gen) + sizeof(uint32_t) == 2 * PT_CACHELINE,
+               "pt_shm_rank: the identity line is full (gen is its last word)");
 _Static_assert(sizeof(struct pt_waitword) <= PT_CACHELINE, "the doorbell fits its line");
 
 /* A descriptor ring (sender s -> receiver r, class c), in r's block. Written

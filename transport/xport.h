@@ -188,6 +188,12 @@ struct pt_xport_ops {
     bool (*peer_left)(struct pt_xport *x, uint32_t peer);
     /* Liveness: false once the peer is known dead (its NI must fail ops). */
     bool (*peer_alive)(struct pt_xport *x, uint32_t peer);
+    /* The engine (token holder): process slot `peer` (a guest's) changed
+     * hands since the engine last asked: the owner it dealt with left and
+     * another took the slot, so nothing of what is in flight with `peer`
+     * will be answered (the new owner drops it). True once per change.
+     * NULL: slots never change hands (no guests). */
+    bool (*peer_moved)(struct pt_xport *x, uint32_t peer);
     /* The doorbell this rank's NIC thread sleeps on (lives where peers reach it). */
     struct pt_waitword *(*doorbell)(struct pt_xport *x);
     /* Peer's OS pid (for CMA) and the Portals nid/pid of a rank. */

@@ -1,7 +1,7 @@
 /*
  * mp_join - processes that join a running job (issue 13 item 4).
  *
- *   usage (under ptlrun -n 2): mp_join exchange|limit|killget|leftget
+ *   usage (under ptlrun -n 2): mp_join exchange|limit|killget|leftget|reclaim
  *
  * exchange: every rank posts a source buffer (gets, MANAGE_REMOTE) and forks after
  *   PtlNIInit. The child drops its parent's NI (PtlFini), re-initialises with
@@ -51,9 +51,19 @@
  *   child takes the freed slot (the same Portals pid) and rank 0's get from
  *   it succeeds, data-checked: a slot left is not dead to its next owner.
  *
+ * reclaim: run with PTL_JOB_GUESTS=1 and a long PTL_NOMATCH_WAIT_US. Rank 0's
+ *   child joins as a guest; rank 0 gets from it with match bits nothing
+ *   matches (the request waits in the guest's queue, never answered). The
+ *   guest then stops rank 0 (SIGSTOP, every thread: its engine cannot look),
+ *   leaves in order, forks a second guest that takes the freed slot (the same
+ *   Portals pid) and, once it attached, resumes rank 0 (SIGCONT). The get must
+ *   end failed (PTL_NI_PEER_DIED) within 10 s: the slot looks alive again, and
+ *   before its claim generation (G-GEN) the get waited for ever in both modes.
+ *   Then a get from the second guest succeeds, data-checked.
+ *
  * Prints "rank 0: join OK" / "rank 0: limit OK" / "rank 0: the get from the
  * killed guest failed" / "rank 0: forkrace OK" / "rank 0: outsider OK" /
- * "rank 0: leftget OK".
+ * "rank 0: leftget OK" / "rank 0: reclaim OK".
  */
 #include "mp_util.h"
 
@@ -386,6 +396,148 @@ static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
     MP_CHECK(PtlMDUnlink(pmd));
 }
 
+/* reclaim: is OS process p stopped (its /proc stat state T)? */
+static bool os_stopped(pid_t p)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *e = strrchr(buf, ')'); /* after the command name */
+    return e && e[1] == ' ' && (e[2] == 'T' || e[2] == 't');
+}
+
+/* reclaim, the second guest (forked by the first after it left): takes the
+ * freed slot (the same Portals pid), posts a source buffer (pattern 71),
+ * says so on `ready` and stays until rank 0's get from it has ended. */
+static int child_second(struct mp *m, int ready)
+{
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
+    if (rc != PTL_OK)
+        mp_die("reclaim second guest: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    ptl_process_id_t self;
+    MP_CHECK(PtlGetId(ni, &self));
+    if (self.pid != m->ids[0].pid + m->size)
+        mp_die("reclaim second guest: pid %u, expected the freed slot's %u", self.pid,
+               m->ids[0].pid + m->size);
+    static uint8_t src[LEN];
+    mp_fill(src, LEN, 71, 5, 0);
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+    ptl_handle_me_t meh;
+    ptl_handle_md_t mdh;
+    MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+    ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
+                  PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
+    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+    if (write(ready, "a", 1) != 1)
+        mp_die("reclaim second guest: cannot tell the first");
+    ptl_event_t ev;
+    do
+        if (!mp_poll(eq, &ev, MP_WAIT_MS))
+            mp_die("reclaim second guest: rank 0's get never came");
+    while (ev.type != PTL_EVENT_GET_END);
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    return 0;
+}
+
+/* reclaim, the first guest: joins, says so on `to_parent`; at the parent's
+ * word (its get to us is sent: it waits, unmatched, in our queue) stops the
+ * parent (SIGSTOP: its engine cannot see what follows), leaves in order,
+ * forks the second guest, which takes our slot, and lets the parent go on
+ * (SIGCONT) once the second has attached. Ends after the second. */
+static int child_first(struct mp *m, int to_parent, int from_parent)
+{
+    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
+    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
+    int rc;
+    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
+    if (rc != PTL_OK)
+        mp_die("reclaim first guest: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    char b = 'r';
+    if (write(to_parent, &b, 1) != 1)
+        mp_die("reclaim first guest: cannot tell the parent");
+    if (read(from_parent, &b, 1) != 1)
+        mp_die("reclaim first guest: the parent is gone");
+    pid_t parent = getppid();
+    kill(parent, SIGSTOP);
+    uint64_t t0 = mp_now_ms();
+    while (!os_stopped(parent))
+        if (mp_now_ms() - t0 > 10000)
+            mp_die("reclaim first guest: the parent did not stop");
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    int sp[2];
+    if (pipe(sp))
+        mp_die("pipe failed");
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0) {
+        close(sp[0]);
+        _exit(child_second(m, sp[1]));
+    }
+    close(sp[1]);
+    ssize_t n = read(sp[0], &b, 1);
+    kill(parent, SIGCONT);
+    if (n != 1)
+        mp_die("reclaim first guest: the second guest ended before it joined");
+    int ws;
+    if (waitpid(c, &ws, 0) != c || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        mp_die("reclaim: the second guest failed (status %#x)", ws);
+    return 0;
+}
+
+/* reclaim: a get outstanding to a guest that leaves in order while a second
+ * guest takes its slot before our engine looked (we are stopped): the get
+ * must fail (PTL_NI_PEER_DIED) within 10 s of our resumption, not wait for
+ * ever; then a get from the second guest succeeds, data-checked. */
+static void reclaim(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8_t *got)
+{
+    ptl_process_id_t guest = {m->ids[0].nid, m->ids[0].pid + m->size};
+    int up[2], down[2];
+    if (pipe(up) || pipe(down))
+        mp_die("pipe failed");
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0)
+        _exit(child_first(m, up[1], down[0]));
+    pipe_byte(up[0], "the first guest ended before it joined");
+    /* Match bits nobody attached: the request waits in the guest's queue
+     * (PTL_NOMATCH_WAIT_US, set long by the test) and is never answered. */
+    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 6, 0));
+    ptl_event_t ev;
+    if (mp_poll(eq, &ev, 200)) /* the engine runs (host mode): the request goes */
+        mp_die("reclaim: an event (%s) before the first guest left", PtlEventKindStr(ev.type));
+    if (write(down[1], "g", 1) != 1) /* stop us, leave, let the second guest in */
+        mp_die("reclaim: write");
+    /* Resumed: the first guest left, the second holds its slot. */
+    ev = leftget_next(eq, "the get outstanding to the guest that left (slot taken again)");
+    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_PEER_DIED)
+        mp_die("reclaim: the get from the guest that left: %s, fail %u", PtlEventKindStr(ev.type),
+               (unsigned)ev.ni_fail_type);
+    memset(got, 0, LEN);
+    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 5, 0));
+    ev = leftget_next(eq, "the get from the second guest");
+    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_OK)
+        mp_die("reclaim: the get from the second guest: %s, fail %u", PtlEventKindStr(ev.type),
+               (unsigned)ev.ni_fail_type);
+    int64_t bad = mp_check_pattern(got, LEN, 71, 5, 0);
+    if (bad >= 0)
+        mp_die("reclaim: the get from the second guest differs at byte %lld", (long long)bad);
+    reap(c, eq, "the first guest");
+}
+
 /* Wait for a child, running our engine meanwhile (host-matching mode: the
  * child's get from us is answered only inside our calls). */
 static void reap(pid_t c, ptl_handle_eq_t eq, const char *what)
@@ -624,6 +776,16 @@ int main(int argc, char **argv)
         mp_barrier(&m);
         if (m.rank == 0)
             printf("rank 0: leftget OK\n");
+        mp_fini(&m);
+        return 0;
+    }
+
+    if (!strcmp(mode, "reclaim")) {
+        if (m.rank == 0)
+            reclaim(&m, gmd, eq, got);
+        mp_barrier(&m);
+        if (m.rank == 0)
+            printf("rank 0: reclaim OK\n");
         mp_fini(&m);
         return 0;
     }
