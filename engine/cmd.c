@@ -66,7 +66,18 @@ static int md_unlink(struct pt_nic *nic, uint32_t h)
  * or copy-mode put still arriving, a rendezvous reply not yet pulled) is a
  * message some MD already took: with START events disabled (Open MPI's
  * unexpected MD) the EQ is empty until that END, and an update that went
- * through then posted a receive that message had already bypassed. */
+ * through then posted a receive that message had already bypassed.
+ * The ENDs of our own operations (a put's SEND_END, a get's REPLY_END, an
+ * ACK) are not counted, though REF's eq->pending counts a put's SEND_START,
+ * SEND_END and UNLINK from PtlPut on (lib_PtlPut) and a reply's events from
+ * its arrival (parse_reply; not from PtlGet): none of them is a message an
+ * MD took, so none can make the update post a receive too late, and no
+ * client counts on an update waiting for its own sends (Open MPI's test EQ
+ * is its unexpected EQ, target side only; REF's put_pp reads its SEND_END
+ * before it updates). Counting them would make the update wait on the
+ * peer's progress here: a rendezvous put's SEND_END comes with the target's
+ * FIN, and a host-matching target pulls only inside its own calls (sixtieth
+ * session, a decision; every owed END has an end: event.c, pt_ev_owe). */
 static bool test_eq_busy(const struct pt_eqo *teq)
 {
     return teq && (!pt_eq_empty(teq->q) || teq->owed);

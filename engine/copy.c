@@ -181,6 +181,7 @@ int pt_rx_data(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer, enum pt
     if (!last)
         return PT_OK;
     st->active = 0;
+    nic->cin_live--;
     struct pt_md *md = st->md;
     if (!md)
         return PT_OK; /* a dropped put's data, swallowed */

@@ -81,6 +81,14 @@ void pt_ev_deliver(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind, 
     pt_ev_note(nic, e);
 }
 
+/* Every END owed has an end, a dead peer's included (a live application's
+ * PtlMDUpdate with this EQ as its test EQ waits for it, cmd.c): a rendezvous
+ * put's at its pull (failed: the pull fails, or coop_lost), a copy-mode
+ * put's at its last fragment or fail_dead_peers (the stream), a copy-mode
+ * reply's when its stream has left or failed (pt_copy_send_step), a
+ * rendezvous reply's at its RFIN or pt_rfw_fail_peer (every such reply has
+ * a record: target.c, rfw_add). An EQ freed meanwhile takes its count with
+ * it (its handle no longer resolves). */
 bool pt_ev_owe(struct pt_nic *nic, struct pt_md *md, ptl_event_kind_t kind)
 {
     struct pt_eqo *e = ev_dest(nic, md, kind);

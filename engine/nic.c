@@ -487,7 +487,7 @@ static int drain_rx(struct pt_nic *nic)
     return work;
 }
 
-static void fail_dead_peers(struct pt_nic *nic, bool all);
+static void fail_dead_peers(struct pt_nic *nic);
 
 /* Transfers with dead peers that are still in flight (token holder): their
  * transport holds a step (an ofi pull's posted reads end only when the
@@ -509,7 +509,7 @@ static void take_arrived_then_fail(struct pt_nic *nic)
 {
     for (int i = 0; i < PT_WAIT_FAIL_POLLS && drain_rx(nic); i++)
         ;
-    fail_dead_peers(nic, true);
+    fail_dead_peers(nic);
 }
 
 /* ---- fork() --------------------------------------------------------------
@@ -626,8 +626,8 @@ static int poll_work(struct pt_nic *nic, bool rx)
     if (PT_UNLIKELY(jf)) {
         if (!LD_RELAXED(&nic->failed))
             pt_nic_fail(nic, jf);
-        else if (nic->ireq_live)
-            fail_dead_peers(nic, false); /* a peer that died after the first */
+        else if (nic->ireq_live | nic->rfw_live | nic->cin_live)
+            fail_dead_peers(nic); /* a peer that died after the first */
     }
     /* A peer left the job in order and ended: what we still wait for from
      * it will never come (a get to a rank that had finished waited for
@@ -690,19 +690,24 @@ int pt_nic_poll_after(struct pt_nic *nic)
 }
 
 /* Everything in flight with a dead peer ends now, failed with
- * PTL_NI_PEER_DIED: the streams it was sending us (`all`: the first look,
- * when the job failed or a peer departed) and the requests we sent it that
- * wait for an answer. Only after the job failed (then every poll looks again,
- * at the peers with requests outstanding: a peer that died after the first;
- * peer_alive asks the kernel at most every 10 ms per peer), or when the
- * launcher counted a departure (a peer that left in order and ended: once
- * per change of the count, poll_once). */
+ * PTL_NI_PEER_DIED: the streams it was sending us, the requests we sent it
+ * that wait for an answer, and our rendezvous replies it has not pulled
+ * (their GET_ENDs, owed to an EQ: pt_rfw_fail_peer). Only after the job
+ * failed (then every poll looks again while any of these is outstanding
+ * with anyone: a peer that died after the first; peer_alive asks the kernel
+ * at most every 10 ms per peer), or when the launcher counted a departure
+ * (a peer that left in order and ended: once per change of the count,
+ * poll_once). Until the sixtieth session the later looks came only while
+ * requests of ours were outstanding, and at the streams not at all: a peer
+ * that died after the job had failed (another rank's death) left its
+ * replies' GET_ENDs and its stream's PUT_END owed for ever, the MDs busy
+ * (mp_rfin_died second). */
 static void fail_peer(struct pt_nic *nic, uint32_t p);
 
-static void fail_dead_peers(struct pt_nic *nic, bool all)
+static void fail_dead_peers(struct pt_nic *nic)
 {
     for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
-        bool streams = all && (nic->cin[PT_CLS_REQ][p].active || nic->cin[PT_CLS_RSP][p].active);
+        bool streams = nic->cin[PT_CLS_REQ][p].active || nic->cin[PT_CLS_RSP][p].active;
         if (!streams && !nic->ireq_head[p] && !nic->rfw_head[p])
             continue;
         /* A guest slot claimed again before we looked is alive, but not
@@ -724,6 +729,7 @@ static void fail_peer(struct pt_nic *nic, uint32_t p)
         if (!st->active)
             continue;
         st->active = 0;
+        nic->cin_live--;
         PT_TRACE(nic, PT_TR_XFER_FAIL, PT_TV_XFER(p, st->got));
         if (st->md) {
             st->ev.ni_fail_type = PTL_NI_PEER_DIED;

@@ -595,6 +595,8 @@ struct pt_nic {
     uint32_t rfw_n, rfw_free, rfw_hwm;    /* as ireqs: free list, threaded lazily     */
     uint32_t *rfw_head;                   /* [nprocs]: each initiator's list           */
     uint32_t ireq_live;
+    uint32_t rfw_live;                    /* records in use (on some rfw_head)         */
+    uint32_t cin_live;                    /* incoming copy-mode streams active (cin)   */
 
     /* counting events and triggered operations [E] (ct.c) */
     struct pt_ct *cts;
@@ -1013,6 +1015,8 @@ static inline struct pt_copyin *pt_copyin_begin(struct pt_nic *nic, enum pt_cls 
                                                 uint64_t rlen, uint64_t got)
 {
     struct pt_copyin *st = &nic->cin[cls][peer];
+    nic->cin_live += !st->active; /* one per (class, sender); a forged head
+                                   * over an active one counts it once */
     memset(st, 0, sizeof *st);
     st->active = 1;
     st->is_reply = cls == PT_CLS_RSP;

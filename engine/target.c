@@ -417,8 +417,13 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
  * record on its initiator's list; the RFIN removes it, and fail_dead_peers
  * (nic.c) fails the dead initiator's: GET_END with PTL_NI_PEER_DIED, the MD
  * no longer busy. Records come from a table as large as the request table,
- * threaded PT_LAZY_CHUNK at a time; when none is free the reply goes
- * untracked (as before: the RFIN still ends it). Engine only. */
+ * threaded PT_LAZY_CHUNK at a time. When none is free the get waits for one
+ * (pt_req_handle: AGAIN before any side effect; an RFIN or a death frees
+ * one). Until the sixtieth session its reply went untracked instead, and an
+ * initiator that died before pulling it left the MD busy and its GET_END owed
+ * to the EQ for ever: every PtlMDUpdate with that test EQ answered
+ * PTL_MD_NO_UPDATE, and the EQ's room was one smaller, for the life of the NI
+ * (mp_rfin_died untracked). Engine only. */
 static void rfw_grow(struct pt_nic *nic)
 {
     uint32_t end = nic->rfw_hwm + PT_LAZY_CHUNK < nic->rfw_n ? nic->rfw_hwm + PT_LAZY_CHUNK
@@ -448,13 +453,18 @@ void pt_rfw_fini(struct pt_nic *nic)
     nic->rfws = NULL;
 }
 
+/* A record is free, or can be threaded (rfw_add then finds one). */
+static inline bool rfw_avail(const struct pt_nic *nic)
+{
+    return nic->rfw_free || nic->rfw_hwm < nic->rfw_n;
+}
+
+/* The caller saw rfw_avail. */
 static void rfw_add(struct pt_nic *nic, uint32_t peer, uint32_t md, const ptl_event_t *ev)
 {
-    if (!nic->rfw_free && nic->rfw_hwm < nic->rfw_n)
+    if (!nic->rfw_free)
         rfw_grow(nic);
     uint32_t s = nic->rfw_free;
-    if (!s)
-        return; /* untracked: the RFIN alone ends it */
     struct pt_rfw *r = &nic->rfws[s - 1];
     nic->rfw_free = r->next;
     r->md = md;
@@ -465,6 +475,7 @@ static void rfw_add(struct pt_nic *nic, uint32_t peer, uint32_t md, const ptl_ev
     if (r->next)
         nic->rfws[r->next - 1].prev = s;
     nic->rfw_head[peer] = s;
+    nic->rfw_live++;
 }
 
 static void rfw_remove(struct pt_nic *nic, struct pt_rfw *r)
@@ -478,6 +489,7 @@ static void rfw_remove(struct pt_nic *nic, struct pt_rfw *r)
         nic->rfws[r->next - 1].prev = r->prev;
     r->next = nic->rfw_free;
     nic->rfw_free = s;
+    nic->rfw_live--;
 }
 
 /* The RFIN for MD md from peer came: its record (any of several alike) goes. */
@@ -558,8 +570,13 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
      * not: the initiator pulls, with an op promised to it, ops_promised;
      * waiting for one here while it waits for ours, both sides' replies
      * could wait for ever). */
-    if (h->op == PT_W_GET && md && reply_proto(nic, h, peer, mlen, md, off) == PT_PROTO_COPY &&
-        (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_RSP][peer]))
+    /* A rendezvous reply needs a record that waits for its RFIN (rfw_add):
+     * with every record taken the get waits for an RFIN (a response: it
+     * passes this request) or a death to free one. */
+    enum pt_proto_kind rpk =
+        h->op == PT_W_GET && md ? reply_proto(nic, h, peer, mlen, md, off) : PT_PROTO_EAGER;
+    if ((rpk == PT_PROTO_COPY && (!pt_ops_avail(nic) || nic->copy_busy[PT_CLS_RSP][peer])) ||
+        (rpk == PT_PROTO_RNDV && !rfw_avail(nic)))
         return PT_E_AGAIN; /* no side effect yet: retried on a later poll */
     /* A rendezvous put needs an op for its pull: with PTL_MAX_OPS of them in
      * flight it waits (its sender's later responses pass it, xport.h) rather
@@ -715,7 +732,7 @@ int pt_req_handle(struct pt_nic *nic, struct pt_wire_hdr *h, uint32_t peer)
         rsp_init(nic, rsp, PT_W_REPLY, h);
         rsp->mlength = mlen;
         rsp->tgt_offset = off;
-        enum pt_proto_kind pk = reply_proto(nic, h, peer, mlen, md, off);
+        enum pt_proto_kind pk = rpk; /* reply_proto, above */
         if (pk == PT_PROTO_EAGER) {
             pt_proto_table[PT_PROTO_EAGER]->pack(rsp, &md->mem, off, mlen);
             pt_xmit(nic, peer, PT_CLS_RSP, rsp);
