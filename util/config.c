@@ -90,7 +90,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_MAX_OBJECTS", max_objs, PT_CFG_MAX_OBJECTS, 16, PT_CFG_MAX_OBJECTS,
       "library limit on MEs, MDs and EQs per NI (each)"),
     T("PTL_REQ_SLOTS", req_slots, 4096, 16, 1 << 20,
-      "initiator requests per NI that wait for their answer (gets, rendezvous puts, puts asking for an ACK; power of two): more wait in their command ring"),
+      "initiator requests per NI that wait for their answer (gets, rendezvous puts, puts asking for an ACK; power of two): more wait in their command ring; as many records of rendezvous get replies not yet pulled (target side, all initiators together): more such gets wait at the target"),
     T("PTL_MAX_CTS", max_cts, 4096, 1, PT_CFG_MAX_CTS,
       "counting events (PtlCTAlloc, portals3_ext.h) per NI; one more gives PTL_NO_SPACE"),
     T("PTL_COLL_PT", coll_pt, 60, 0, 255,
