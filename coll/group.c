@@ -91,6 +91,51 @@ static void drop_md_sent(ptl_handle_md_t h)
  * member's absence is then left to the flag slots, or the wait waits). */
 #define BYE_EQ_MAX 1024
 
+/* A bye that no group's bye ME takes (the group freed here already, or
+ * never made here) must be taken at once: the engine holds an unmatched
+ * request up to PTL_NOMATCH_WAIT_US (20 ms) for an entry that may be coming,
+ * and its sender's later messages behind it, so every free of a member
+ * that freed last cost the others 20 ms on its next group's hello (mp_coll
+ * lists: 4 s -> 46 s). One sink per NI, made with its first group: an ME
+ * that takes every bye, whatever the group id (ignore bits), into a 0-byte
+ * MD with no EQ. Each group's bye ME is inserted just before it, so it sees
+ * its own byes first. Under g_pt_coll_tab_lock; an NI's handle is new after
+ * PtlNIFini (generational), so a stale entry never matches. */
+#define BYE_SINKS 4
+static struct {
+    ptl_handle_ni_t ni;
+    ptl_handle_me_t me;
+} bye_sinks[BYE_SINKS];
+static unsigned bye_sink_next;
+
+static int bye_sink(struct group *g, ptl_handle_me_t *out)
+{
+    int rc = PTL_OK;
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    int k = 0;
+    while (k < BYE_SINKS && !(bye_sinks[k].me != 0 && bye_sinks[k].ni == g->ni))
+        k++;
+    if (k == BYE_SINKS) {
+        const ptl_process_id_t any = {.nid = PTL_NID_ANY, .pid = PTL_PID_ANY};
+        ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
+        ptl_handle_me_t me;
+        ptl_handle_md_t md;
+        rc = PtlMEAttach(g->ni, g->pt, any, mbits(0, K_HELLO, 0, HELLO_BYE), mbits(~0ull, 0, 0, 0),
+                         PTL_RETAIN, PTL_INS_AFTER, &me);
+        if (rc == PTL_OK && (rc = PtlMDAttach(me, d, PTL_RETAIN, &md)) != PTL_OK)
+            PtlMEUnlink(me);
+        if (rc == PTL_OK) {
+            k = (int)(bye_sink_next++ % BYE_SINKS);
+            bye_sinks[k].ni = g->ni;
+            bye_sinks[k].me = me;
+        }
+    }
+    if (rc == PTL_OK)
+        *out = bye_sinks[k].me;
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
+    return rc;
+}
+
 static int bye_setup(struct group *g)
 {
     if (g->n < 2)
@@ -107,8 +152,11 @@ static int bye_setup(struct group *g)
         return rc;
     }
     const ptl_process_id_t any = {.nid = PTL_NID_ANY, .pid = PTL_PID_ANY};
-    rc = PtlMEAttach(g->ni, g->pt, any, mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, PTL_RETAIN,
-                     PTL_INS_AFTER, &g->bye_me);
+    ptl_handle_me_t sink;
+    rc = bye_sink(g, &sink);
+    if (rc == PTL_OK)
+        rc = PtlMEInsert(sink, any, mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, PTL_RETAIN,
+                         PTL_INS_BEFORE, &g->bye_me);
     ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE,
                   NULL, g->bye_eq};
     ptl_handle_md_t md;
@@ -125,10 +173,18 @@ static void say_bye(struct group *g)
 {
     g->bye_said = true;
     uint64_t c = LD_RELAXED(&g->calls);
-    for (ptl_size_t i = 0; g->nmd != PTL_INVALID_HANDLE && i < g->n; i++)
-        if (i != g->me && PtlPut(g->nmd, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
+    /* An MD of their own, unlinked once they left (bounded): nmd may stay
+     * busy with triggered RTRs that never fire (left to PtlNIFini, as
+     * before), and waiting for it cost every free 0.2 s. */
+    ptl_md_t z = {NULL, 0, PTL_MD_THRESH_INF, 0, 0, NULL, PTL_EQ_NONE};
+    ptl_handle_md_t md;
+    if (g->n < 2 || PtlMDBind(g->ni, z, PTL_RETAIN, &md) != PTL_OK)
+        return; /* the NI is gone or out of room: nobody hears more from us */
+    for (ptl_size_t i = 0; i < g->n; i++)
+        if (i != g->me && PtlPut(md, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
                                  mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, c) != PTL_OK)
-            break; /* the NI is gone or failed: nobody hears more from us */
+            break; /* the NI failed */
+    drop_md_sent(md);
 }
 
 /* Take the byes that came into bye[] (under bye_lock). */
@@ -428,7 +484,7 @@ static void group_teardown(struct group *g)
         drop_me(g->from_me[i]);
         drop_ct(g->from[i]);
     }
-    drop_md_sent(g->nmd); /* the byes may still be leaving */
+    drop_md(g->nmd);
     free(g->ids);
     free(g->from);
     free(g->from_me);

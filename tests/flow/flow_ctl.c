@@ -29,20 +29,6 @@
 #define MIN_ROUND_TRIPS 200
 #define STALL_MS 600
 
-static bool stopped(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
-}
-
 int main(void)
 {
     struct mp m;
@@ -89,7 +75,7 @@ int main(void)
         mp_expect(eq, PTL_EVENT_PUT_END, "rank 3's pid");
         pid_t pid3 = (pid_t)pidbuf;
         uint64_t t0 = mp_now_ms();
-        while (!stopped(pid3))
+        while (!mp_os_stopped(pid3))
             if (mp_now_ms() - t0 > 10000)
                 mp_die("rank 3 (pid %d) did not stop", (int)pid3);
         /* rank 3 is stopped: start rank 2's stream, then ping-pong with 1 */
@@ -109,7 +95,7 @@ int main(void)
             MP_CHECK(PtlPut(pmd, PTL_NO_ACK_REQ, m.ids[1], PT_PING, 0, 0, 0, 0));
             mp_expect(eq, PTL_EVENT_PUT_END, "pong from rank 1");
         }
-        if (!stopped(pid3))
+        if (!mp_os_stopped(pid3))
             mp_die("rank 3 resumed early: the measurement is void");
         printf("rank 0: %d round trips with rank 1 while rank 3 was stopped (%llu ms)\n", trips, (unsigned long long)(mp_now_ms() - tp));
         MP_CHECK(PtlPut(smd, PTL_NO_ACK_REQ, m.ids[1], PT_PING, 0, 0, 0, 0)); /* "stop" */

@@ -191,18 +191,7 @@ int main(int argc, char **argv)
 
     mp_usr1_wait("waiting for rank 1 to leave Portals");
     if (second) { /* rank 2 leaves; wait until the NI has failed */
-        const ptl_event_kind_t k2[2] = {PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
-        mp_expect_all(g_eqa, k2, 2, NULL, "rank 2's pid");
-        if (kill((pid_t)pid2, SIGUSR1))
-            mp_die("kill(rank 2)");
-        ptl_event_t ev;
-        int which, rc;
-        uint64_t t0 = mp_now_ms();
-        while ((rc = PtlEQPoll(&g_eq, 1, 100, &ev, &which)) == PTL_EQ_EMPTY &&
-               mp_now_ms() - t0 < 10000)
-            ;
-        if (rc != PTL_FAIL)
-            mp_die("waiting for rank 2's death to fail the NI: %s", PtlErrorStr((unsigned)rc));
+        mp_second_death(g_eqa, g_eq, &pid2, 10000);
         g_failed = true;
     }
     static uint64_t a[1], c[8], e1[1] = {0x5eed}, e2[1], f[1], g[1];

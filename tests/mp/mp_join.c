@@ -192,25 +192,58 @@ static int child_limit(struct mp *m, bool expect_ok)
     return 0;
 }
 
-/* killget: the guest that will be killed with a get outstanding to it. */
-static int child_victim(struct mp *m, int ready_fd)
+/* A guest's NI (child_init over the job's two ranks), or the test dies. */
+static ptl_handle_ni_t guest_ni(struct mp *m, const char *who)
 {
     ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
     ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
     int rc;
     ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
     if (rc != PTL_OK)
-        mp_die("victim: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
-    static uint8_t src[LEN];
-    mp_fill(src, LEN, 50, 5, 0);
+        mp_die("%s: PtlNIInit: %s", who, PtlErrorStr((unsigned)rc));
+    return ni;
+}
+
+/* A guest's source on PT_SRC (match bits 5, any initiator): src, LEN bytes
+ * of pattern `who`, for ops (PTL_MD_OP_*), its events (no STARTs) to eq. */
+static void guest_source(ptl_handle_ni_t ni, uint8_t *src, unsigned who, unsigned ops,
+                         ptl_handle_eq_t eq)
+{
+    mp_fill(src, LEN, who, 5, 0);
     ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
     ptl_handle_me_t meh;
     ptl_handle_md_t mdh;
     MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
     ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
-                  PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL,
-                  PTL_EQ_NONE};
+                  ops | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
     MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+}
+
+/* Fork a child that runs fn(m, w) and exits with what it returns, w the
+ * write end of a pipe whose read end comes back in *r. */
+static pid_t fork_piped(struct mp *m, int (*fn)(struct mp *, int), int *r)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        mp_die("pipe failed");
+    pid_t c = fork();
+    if (c < 0)
+        mp_die("fork failed");
+    if (c == 0) {
+        close(p[0]);
+        _exit(fn(m, p[1]));
+    }
+    close(p[1]);
+    *r = p[0];
+    return c;
+}
+
+/* killget: the guest that will be killed with a get outstanding to it. */
+static int child_victim(struct mp *m, int ready_fd)
+{
+    ptl_handle_ni_t ni = guest_ni(m, "victim");
+    static uint8_t src[LEN];
+    guest_source(ni, src, 50, PTL_MD_OP_GET, PTL_EQ_NONE);
     if (write(ready_fd, "r", 1) != 1)
         mp_die("victim: cannot tell the parent");
     for (;;)
@@ -219,20 +252,11 @@ static int child_victim(struct mp *m, int ready_fd)
 
 static void killget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq)
 {
-    int pfd[2];
-    if (pipe(pfd) != 0)
-        mp_die("pipe failed");
-    pid_t c = fork();
-    if (c < 0)
-        mp_die("fork failed");
-    if (c == 0) {
-        close(pfd[0]);
-        _exit(child_victim(m, pfd[1]));
-    }
-    close(pfd[1]);
+    int rfd;
+    pid_t c = fork_piped(m, child_victim, &rfd);
     char b;
     ssize_t n;
-    while ((n = read(pfd[0], &b, 1)) < 0 && errno == EINTR)
+    while ((n = read(rfd, &b, 1)) < 0 && errno == EINTR)
         ;
     if (n != 1)
         mp_die("the victim ended before it joined");
@@ -277,25 +301,11 @@ static void reap(pid_t c, ptl_handle_eq_t eq, const char *what);
  * from it has ended (its engine may run only inside its calls). */
 static int child_leaver(struct mp *m, unsigned round, int to_parent, int from_parent)
 {
-    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
-    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
-    int rc;
-    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
-    if (rc != PTL_OK)
-        mp_die("leftget child %u: PtlNIInit: %s", round, PtlErrorStr((unsigned)rc));
+    ptl_handle_ni_t ni = guest_ni(m, round ? "leftget child 1" : "leftget child 0");
     static uint8_t src[LEN];
-    mp_fill(src, LEN, 60 + round, 5, 0);
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
-    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-    ptl_handle_me_t meh;
-    ptl_handle_md_t mdh;
-    MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
-    ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
-                  PTL_MD_OP_GET | PTL_MD_OP_PUT | PTL_MD_MANAGE_REMOTE |
-                      PTL_MD_EVENT_START_DISABLE,
-                  NULL, eq};
-    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+    guest_source(ni, src, 60 + round, PTL_MD_OP_GET | PTL_MD_OP_PUT, eq);
     char b = 'r';
     if (write(to_parent, &b, 1) != 1)
         mp_die("leftget child: cannot tell the parent");
@@ -343,18 +353,45 @@ static ptl_event_t leftget_next(ptl_handle_eq_t eq, const char *what)
     mp_die("leftget: %s did not end within 10 s", what);
 }
 
-static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8_t *got)
+/* A get of LEN bytes (match bits `bits`) from guest into gmd: its REPLY_END
+ * comes within 10 s with failure type `fail`. */
+static void get_ends(ptl_handle_md_t gmd, ptl_process_id_t guest, ptl_match_bits_t bits,
+                     ptl_handle_eq_t eq, ptl_ni_fail_t fail, const char *what)
 {
-    ptl_process_id_t guest = {m->ids[0].nid, m->ids[0].pid + m->size};
-    int up[2], down[2];
+    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, bits, 0));
+    ptl_event_t ev = leftget_next(eq, what);
+    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != fail)
+        mp_die("%s: %s, fail %u (want REPLY_END, %u)", what, PtlEventKindStr(ev.type),
+               (unsigned)ev.ni_fail_type, (unsigned)fail);
+}
+
+/* Two pipes for a guest: up (guest -> us), down (us -> guest). */
+static void guest_pipes(int up[2], int down[2])
+{
     if (pipe(up) || pipe(down))
         mp_die("pipe failed");
+}
+
+/* Fork a guest running fn(m, round, up[1], down[0]); returns once it said
+ * it joined (a byte on up). */
+static pid_t fork_guest(struct mp *m, int (*fn)(struct mp *, unsigned, int, int), unsigned round,
+                        int up[2], int down[2], const char *what)
+{
     pid_t c = fork();
     if (c < 0)
         mp_die("fork failed");
     if (c == 0)
-        _exit(child_leaver(m, 0, up[1], down[0]));
-    pipe_byte(up[0], "the first guest ended before it joined");
+        _exit(fn(m, round, up[1], down[0]));
+    pipe_byte(up[0], what);
+    return c;
+}
+
+static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8_t *got)
+{
+    ptl_process_id_t guest = {m->ids[0].nid, m->ids[0].pid + m->size};
+    int up[2], down[2];
+    guest_pipes(up, down);
+    pid_t c = fork_guest(m, child_leaver, 0, up, down, "the first guest ended before it joined");
     if (write(down[1], "l", 1) != 1) /* leave */
         mp_die("leftget: write");
     pipe_byte(up[0], "the first guest ended before it left");
@@ -362,13 +399,9 @@ static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
     static uint64_t word = 7;
     ptl_handle_md_t pmd = mp_bind(m, &word, sizeof word, PTL_MD_THRESH_INF,
                                   PTL_MD_EVENT_START_DISABLE, eq);
-    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 5, 0));
-    ptl_event_t ev = leftget_next(eq, "the get from the guest that left");
-    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_PEER_DIED)
-        mp_die("leftget: the get from the guest that left: %s, fail %u", PtlEventKindStr(ev.type),
-               (unsigned)ev.ni_fail_type);
+    get_ends(gmd, guest, 5, eq, PTL_NI_PEER_DIED, "leftget: the get from the guest that left");
     MP_CHECK(PtlPut(pmd, PTL_ACK_REQ, guest, PT_SRC, 0, 5, 0, 0));
-    ev = leftget_next(eq, "the ACK-ed put to the guest that left");
+    ptl_event_t ev = leftget_next(eq, "the ACK-ed put to the guest that left");
     if (ev.type != PTL_EVENT_ACK || ev.ni_fail_type != PTL_NI_PEER_DIED)
         mp_die("leftget: the put to the guest that left: %s, fail %u", PtlEventKindStr(ev.type),
                (unsigned)ev.ni_fail_type);
@@ -377,18 +410,9 @@ static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
     reap(c, eq, "the guest that left");
     /* The slot is free (PTL_JOB_GUESTS=1): the next guest takes it and its
      * pid, and answers. */
-    c = fork();
-    if (c < 0)
-        mp_die("fork failed");
-    if (c == 0)
-        _exit(child_leaver(m, 1, up[1], down[0]));
-    pipe_byte(up[0], "the second guest ended before it joined");
+    c = fork_guest(m, child_leaver, 1, up, down, "the second guest ended before it joined");
     memset(got, 0, LEN);
-    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 5, 0));
-    ev = leftget_next(eq, "the get from the second guest");
-    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_OK)
-        mp_die("leftget: the get from the second guest: %s, fail %u", PtlEventKindStr(ev.type),
-               (unsigned)ev.ni_fail_type);
+    get_ends(gmd, guest, 5, eq, PTL_NI_OK, "leftget: the get from the second guest");
     int64_t bad = mp_check_pattern(got, LEN, 61, 5, 0);
     if (bad >= 0)
         mp_die("leftget: the get from the second guest differs at byte %lld", (long long)bad);
@@ -396,48 +420,21 @@ static void leftget(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
     MP_CHECK(PtlMDUnlink(pmd));
 }
 
-/* reclaim: is OS process p stopped (its /proc stat state T)? */
-static bool os_stopped(pid_t p)
-{
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *e = strrchr(buf, ')'); /* after the command name */
-    return e && e[1] == ' ' && (e[2] == 'T' || e[2] == 't');
-}
-
 /* reclaim, the second guest (forked by the first after it left): takes the
  * freed slot (the same Portals pid), posts a source buffer (pattern 71),
  * says so on `ready` and stays until rank 0's get from it has ended. */
 static int child_second(struct mp *m, int ready)
 {
-    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
-    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
-    int rc;
-    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
-    if (rc != PTL_OK)
-        mp_die("reclaim second guest: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    ptl_handle_ni_t ni = guest_ni(m, "reclaim second guest");
     ptl_process_id_t self;
     MP_CHECK(PtlGetId(ni, &self));
     if (self.pid != m->ids[0].pid + m->size)
         mp_die("reclaim second guest: pid %u, expected the freed slot's %u", self.pid,
                m->ids[0].pid + m->size);
     static uint8_t src[LEN];
-    mp_fill(src, LEN, 71, 5, 0);
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
-    ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
-    ptl_handle_me_t meh;
-    ptl_handle_md_t mdh;
-    MP_CHECK(PtlMEAttach(ni, PT_SRC, any, 5, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
-    ptl_md_t d = {src, LEN, PTL_MD_THRESH_INF, 0,
-                  PTL_MD_OP_GET | PTL_MD_MANAGE_REMOTE | PTL_MD_EVENT_START_DISABLE, NULL, eq};
-    MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+    guest_source(ni, src, 71, PTL_MD_OP_GET, eq);
     if (write(ready, "a", 1) != 1)
         mp_die("reclaim second guest: cannot tell the first");
     ptl_event_t ev;
@@ -455,14 +452,10 @@ static int child_second(struct mp *m, int ready)
  * parent (SIGSTOP: its engine cannot see what follows), leaves in order,
  * forks the second guest, which takes our slot, and lets the parent go on
  * (SIGCONT) once the second has attached. Ends after the second. */
-static int child_first(struct mp *m, int to_parent, int from_parent)
+static int child_first(struct mp *m, unsigned round, int to_parent, int from_parent)
 {
-    ptl_pid_t pids[2] = {m->ids[0].pid, m->ids[1].pid};
-    ptl_nid_t nids[2] = {m->ids[0].nid, m->ids[1].nid};
-    int rc;
-    ptl_handle_ni_t ni = child_init(m->rank, m->size, pids, nids, &rc);
-    if (rc != PTL_OK)
-        mp_die("reclaim first guest: PtlNIInit: %s", PtlErrorStr((unsigned)rc));
+    (void)round;
+    ptl_handle_ni_t ni = guest_ni(m, "reclaim first guest");
     char b = 'r';
     if (write(to_parent, &b, 1) != 1)
         mp_die("reclaim first guest: cannot tell the parent");
@@ -471,23 +464,14 @@ static int child_first(struct mp *m, int to_parent, int from_parent)
     pid_t parent = getppid();
     kill(parent, SIGSTOP);
     uint64_t t0 = mp_now_ms();
-    while (!os_stopped(parent))
+    while (!mp_os_stopped(parent))
         if (mp_now_ms() - t0 > 10000)
             mp_die("reclaim first guest: the parent did not stop");
     MP_CHECK(PtlNIFini(ni));
     PtlFini();
-    int sp[2];
-    if (pipe(sp))
-        mp_die("pipe failed");
-    pid_t c = fork();
-    if (c < 0)
-        mp_die("fork failed");
-    if (c == 0) {
-        close(sp[0]);
-        _exit(child_second(m, sp[1]));
-    }
-    close(sp[1]);
-    ssize_t n = read(sp[0], &b, 1);
+    int rfd;
+    pid_t c = fork_piped(m, child_second, &rfd);
+    ssize_t n = read(rfd, &b, 1);
     kill(parent, SIGCONT);
     if (n != 1)
         mp_die("reclaim first guest: the second guest ended before it joined");
@@ -505,14 +489,8 @@ static void reclaim(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
 {
     ptl_process_id_t guest = {m->ids[0].nid, m->ids[0].pid + m->size};
     int up[2], down[2];
-    if (pipe(up) || pipe(down))
-        mp_die("pipe failed");
-    pid_t c = fork();
-    if (c < 0)
-        mp_die("fork failed");
-    if (c == 0)
-        _exit(child_first(m, up[1], down[0]));
-    pipe_byte(up[0], "the first guest ended before it joined");
+    guest_pipes(up, down);
+    pid_t c = fork_guest(m, child_first, 0, up, down, "the first guest ended before it joined");
     /* Match bits nobody attached: the request waits in the guest's queue
      * (PTL_NOMATCH_WAIT_US, set long by the test) and is never answered. */
     MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 6, 0));
@@ -527,11 +505,7 @@ static void reclaim(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
         mp_die("reclaim: the get from the guest that left: %s, fail %u", PtlEventKindStr(ev.type),
                (unsigned)ev.ni_fail_type);
     memset(got, 0, LEN);
-    MP_CHECK(PtlGet(gmd, guest, PT_SRC, 0, 5, 0));
-    ev = leftget_next(eq, "the get from the second guest");
-    if (ev.type != PTL_EVENT_REPLY_END || ev.ni_fail_type != PTL_NI_OK)
-        mp_die("reclaim: the get from the second guest: %s, fail %u", PtlEventKindStr(ev.type),
-               (unsigned)ev.ni_fail_type);
+    get_ends(gmd, guest, 5, eq, PTL_NI_OK, "reclaim: the get from the second guest");
     int64_t bad = mp_check_pattern(got, LEN, 71, 5, 0);
     if (bad >= 0)
         mp_die("reclaim: the get from the second guest differs at byte %lld", (long long)bad);

@@ -80,16 +80,11 @@ static void wait_stopped(pid_t pid)
         while (all && (e = readdir(d))) {
             if (e->d_name[0] == '.')
                 continue;
-            char sp[400], st[512];
+            char sp[400];
             snprintf(sp, sizeof sp, "%s/%s/stat", path, e->d_name);
-            FILE *f = fopen(sp, "r");
-            if (!f)
+            if (access(sp, R_OK))
                 continue; /* a thread that ended */
-            size_t n = fread(st, 1, sizeof st - 1, f);
-            fclose(f);
-            st[n] = 0;
-            const char *c = strrchr(st, ')'); /* "pid (comm) S ..." */
-            all = c && c[1] == ' ' && (c[2] == 'T' || c[2] == 't');
+            all = mp_stat_stopped(sp);
         }
         closedir(d);
         if (all)
@@ -203,19 +198,8 @@ int main(int argc, char **argv)
     if (rc != PTL_MD_IN_USE)
         mp_die("PtlMDUnlink with %u replies outstanding: %s, not PTL_MD_IN_USE", starts,
                PtlErrorStr((unsigned)rc));
-    if (second) { /* rank 2 dies; wait until the NI has failed */
-        const ptl_event_kind_t k2[2] = {PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
-        mp_expect_all(eqa, k2, 2, NULL, "rank 2's pid");
-        if (kill((pid_t)pid2, SIGUSR1))
-            mp_die("kill(rank 2)");
-        int which;
-        uint64_t t1 = mp_now_ms();
-        while ((rc = PtlEQPoll(&eqa, 1, 100, &ev, &which)) == PTL_EQ_EMPTY &&
-               mp_now_ms() - t1 < MP_WAIT_MS)
-            ;
-        if (rc != PTL_FAIL)
-            mp_die("waiting for rank 2's death to fail the NI: %s", PtlErrorStr((unsigned)rc));
-    }
+    if (second) /* rank 2 dies; wait until the NI has failed */
+        mp_second_death(eqa, eqa, &pid2, MP_WAIT_MS);
     if (kill(peer, SIGUSR1))
         mp_die("kill(rank 1)");
 

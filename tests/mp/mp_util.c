@@ -52,6 +52,46 @@ uint64_t mp_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+bool mp_stat_stopped(const char *path)
+{
+    char buf[512];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *c = strrchr(buf, ')'); /* "pid (comm) S ...": after the name */
+    return c && c[1] == ' ' && (c[2] == 'T' || c[2] == 't');
+}
+
+bool mp_os_stopped(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    return mp_stat_stopped(path);
+}
+
+void mp_second_death(ptl_handle_eq_t pid_eq, ptl_handle_eq_t poll_eq, const uint64_t *pid2,
+                     unsigned ms)
+{
+    const ptl_event_kind_t k2[2] = {PTL_EVENT_PUT_START, PTL_EVENT_PUT_END};
+    mp_expect_all(pid_eq, k2, 2, NULL, "rank 2's pid");
+    pid_t p = (pid_t)*(const volatile uint64_t *)pid2; /* written by the put that ended */
+    if (p <= 1) /* never kill(0): our whole process group */
+        mp_die("rank 2's pid is %d", (int)p);
+    if (kill(p, SIGUSR1))
+        mp_die("kill(rank 2)");
+    ptl_event_t ev;
+    int which, rc;
+    uint64_t t0 = mp_now_ms();
+    while ((rc = PtlEQPoll(&poll_eq, 1, 100, &ev, &which)) == PTL_EQ_EMPTY &&
+           mp_now_ms() - t0 < ms)
+        ;
+    if (rc != PTL_FAIL)
+        mp_die("waiting for rank 2's death to fail the NI: %s", PtlErrorStr((unsigned)rc));
+}
+
 static void vlog(const char *fmt, va_list ap)
 {
     char buf[1024];

@@ -133,6 +133,18 @@ int64_t mp_check_pattern(const void *buf, uint64_t len, unsigned who, unsigned t
 /* Monotonic milliseconds. */
 uint64_t mp_now_ms(void);
 
+/* Is the process or thread whose /proc stat file is `path` stopped (state T
+ * or t)? False when it cannot be read. mp_os_stopped: process `pid`'s. */
+bool mp_stat_stopped(const char *path);
+bool mp_os_stopped(pid_t pid);
+
+/* A second death (3 ranks): rank 2, whose pid a put writes to *pid2 (its
+ * PUT_START and PUT_END come to pid_eq), is told to die (SIGUSR1); then
+ * poll_eq is polled until the NI reports PTL_FAIL (the job failed), within
+ * ms. *pid2 is read once the put has ended. */
+void mp_second_death(ptl_handle_eq_t pid_eq, ptl_handle_eq_t poll_eq, const uint64_t *pid2,
+                     unsigned ms);
+
 /* The NI's PTL_SR_DROP_COUNT. */
 ptl_sr_value_t mp_drops(struct mp *m);
 /* The job region (ptlrun's memfd: PTL_JOB_FD, PTL_JOB_SIZE) mapped read-write
