@@ -166,10 +166,11 @@ static int bye_setup(struct group *g)
 }
 
 /* Tell every other member we leave, and after how many calls: a 0-byte put
- * each from nmd, hdr_data = our calls (every path counts them,
- * pt_coll_enter; none is in flight: PtlCollGroupFree checked). A member
- * that freed the group already drops it. */
-static void say_bye(struct group *g)
+ * each, hdr_data = our calls (every path counts them, pt_coll_enter; from
+ * PtlCollGroupFree none is in flight, it checked). A member that freed the
+ * group already takes it into its sink (bye_sink). at_fini: from the
+ * PtlNIFini hook, which does not wait for them to leave. */
+static void say_bye(struct group *g, bool at_fini)
 {
     g->bye_said = true;
     uint64_t c = LD_RELAXED(&g->calls);
@@ -184,7 +185,10 @@ static void say_bye(struct group *g)
         if (i != g->me && PtlPut(md, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
                                  mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, c) != PTL_OK)
             break; /* the NI failed */
-    drop_md_sent(md);
+    if (at_fini)
+        PtlMDUnlink(md); /* or left to the NI's teardown, which flushes the puts */
+    else
+        drop_md_sent(md);
 }
 
 /* Take the byes that came into bye[] (under bye_lock). */
@@ -216,7 +220,7 @@ static void bye_at_fini(ptl_handle_ni_t ni)
     for (int i = 0; i < COLL_MAX_GROUPS; i++) {
         struct group *g = &g_pt_coll_groups[i];
         if (g->used && g->live && !g->bye_said && g->ni == ni && g->n > 1)
-            say_bye(g);
+            say_bye(g, true); /* no 0.2 s per group at PtlNIFini: its flush sends them */
     }
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
 }
@@ -869,7 +873,7 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
     bool said = g->bye_said;
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
     if (!said)
-        say_bye(g);
+        say_bye(g, false);
     pb_drain(g);
     group_teardown(g);
     return PTL_OK;
