@@ -136,6 +136,15 @@ static int bye_sink(struct group *g, ptl_handle_me_t *out)
     return rc;
 }
 
+static void bye_sink_drop(ptl_handle_me_t me)
+{
+    pthread_mutex_lock(&g_pt_coll_tab_lock);
+    for (int k = 0; k < BYE_SINKS; k++)
+        if (bye_sinks[k].me == me)
+            bye_sinks[k].me = 0;
+    pthread_mutex_unlock(&g_pt_coll_tab_lock);
+}
+
 static int bye_setup(struct group *g)
 {
     if (g->n < 2)
@@ -152,11 +161,16 @@ static int bye_setup(struct group *g)
         return rc;
     }
     const ptl_process_id_t any = {.nid = PTL_NID_ANY, .pid = PTL_PID_ANY};
-    ptl_handle_me_t sink;
-    rc = bye_sink(g, &sink);
-    if (rc == PTL_OK)
-        rc = PtlMEInsert(sink, any, mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, PTL_RETAIN,
-                         PTL_INS_BEFORE, &g->bye_me);
+    ptl_handle_me_t sink = PTL_INVALID_HANDLE;
+    for (int tries = 0; tries < 2; tries++) {
+        rc = bye_sink(g, &sink);
+        if (rc == PTL_OK)
+            rc = PtlMEInsert(sink, any, mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, PTL_RETAIN,
+                             PTL_INS_BEFORE, &g->bye_me);
+        if (rc != PTL_ME_INVALID)
+            break;
+        bye_sink_drop(sink); /* unlinked under us (not by us): a new one */
+    }
     ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE,
                   NULL, g->bye_eq};
     ptl_handle_md_t md;
@@ -222,6 +236,9 @@ static void bye_at_fini(ptl_handle_ni_t ni)
         if (g->used && g->live && !g->bye_said && g->ni == ni && g->n > 1)
             say_bye(g, true); /* no 0.2 s per group at PtlNIFini: its flush sends them */
     }
+    for (int k = 0; k < BYE_SINKS; k++) /* the NI's sink goes with it */
+        if (bye_sinks[k].ni == ni)
+            bye_sinks[k].me = 0;
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
 }
 

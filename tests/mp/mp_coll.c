@@ -1494,6 +1494,20 @@ static int afterfini(struct mp *m)
     PtlFini();
     free(m->ids); /* mp_fini's part (the NI is gone already) */
     free(m->seen);
+    /* A new NI after it: its groups work (the first NI's bye sink, an ME of
+     * the collective library's, went with that NI: coll/group.c). Twice. */
+    for (unsigned e = 1; e <= 2; e++) {
+        struct mp m2;
+        mp_init_epoch(&m2, 2, e);
+        ptl_handle_coll_t g2;
+        MP_CHECK(PtlCollGroupCreate(m2.ni, m2.ids, m2.size, &g2));
+        x = (int64_t)m2.rank + 1;
+        MP_CHECK(PtlCollAllreduce(g2, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM));
+        if (y != (int64_t)m2.size * (m2.size + 1) / 2)
+            mp_die("afterfini: allreduce on NI %u gave %lld", e, (long long)y);
+        MP_CHECK(PtlCollGroupFree(g2));
+        mp_fini(&m2);
+    }
     if (ME == 0)
         printf("mp_coll afterfini: OK\n");
     return 0;
