@@ -772,7 +772,11 @@ static void fail_peer(struct pt_nic *nic, uint32_t p)
  * Before, a get outstanding to a guest that left while we were stopped or
  * asleep, its slot taken again at once, waited for ever (mp_join reclaim).
  * Cold: guests only, a change only at a claim. */
-void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p)
+/* Out of line and cold on purpose: cmd_rank (initiator.c, inlined into
+ * every put) calls it on its guest branch, and with link-time optimisation
+ * inlining it (fail_peer and all) there the 8 B put ping-pong's p50 rose
+ * 10-25 ns in host mode (sixtieth session, bench/RESULTS.md). */
+__attribute__((noinline, cold)) void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p)
 {
     if (nic->xo->peer_moved && nic->xo->peer_moved(nic->x, p))
         fail_peer(nic, p);
