@@ -704,6 +704,13 @@ int pt_nic_poll_after(struct pt_nic *nic)
  * (mp_rfin_died second). */
 static void fail_peer(struct pt_nic *nic, uint32_t p);
 
+/* Process slot p changed hands since the engine last asked (xport.h,
+ * peer_moved: true once per change). */
+static bool slot_moved(struct pt_nic *nic, uint32_t p)
+{
+    return nic->xo->peer_moved && nic->xo->peer_moved(nic->x, p);
+}
+
 static void fail_dead_peers(struct pt_nic *nic)
 {
     for (uint32_t p = 0; p < nic->xi.nprocs; p++) {
@@ -712,8 +719,7 @@ static void fail_dead_peers(struct pt_nic *nic)
             continue;
         /* A guest slot claimed again before we looked is alive, but not
          * the owner we wait for (pt_nic_guest_moved). */
-        if (nic->xo->peer_alive(nic->x, p) &&
-            !(p >= nic->xi.nranks && nic->xo->peer_moved && nic->xo->peer_moved(nic->x, p)))
+        if (nic->xo->peer_alive(nic->x, p) && !(p >= nic->xi.nranks && slot_moved(nic, p)))
             continue;
         fail_peer(nic, p);
     }
@@ -771,14 +777,14 @@ static void fail_peer(struct pt_nic *nic, uint32_t p)
  * ring does not say whose a message is, and a failure is what is documented.
  * Before, a get outstanding to a guest that left while we were stopped or
  * asleep, its slot taken again at once, waited for ever (mp_join reclaim).
- * Cold: guests only, a change only at a claim. */
-/* Out of line and cold on purpose: cmd_rank (initiator.c, inlined into
- * every put) calls it on its guest branch, and with link-time optimisation
- * inlining it (fail_peer and all) there the 8 B put ping-pong's p50 rose
- * 10-25 ns in host mode (sixtieth session, bench/RESULTS.md). */
+ * Cold: guests only, a change only at a claim. Out of line and cold on
+ * purpose: cmd_rank (initiator.c, inlined into every put) calls it on its
+ * guest branch, and with link-time optimisation inlining it (fail_peer and
+ * all) there the 8 B put ping-pong's p50 rose 10-25 ns in host mode
+ * (sixtieth session, bench/RESULTS.md). */
 __attribute__((noinline, cold)) void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p)
 {
-    if (nic->xo->peer_moved && nic->xo->peer_moved(nic->x, p))
+    if (slot_moved(nic, p))
         fail_peer(nic, p);
 }
 
