@@ -338,6 +338,10 @@ struct group *pt_coll_group_get(ptl_handle_coll_t h);
 struct req *pt_coll_req_take(void);
 void pt_coll_req_put(struct req *r);
 void pt_coll_req_cache_drop(struct group *g);
+/* The first of g's calls whose request is still in flight here (its
+ * counters short: not complete, whether or not PtlCollTest/Wait ran), or
+ * UINT64_MAX: for PtlNIFini's bye (group.c). */
+uint64_t pt_coll_first_pending(const struct group *g);
 void pt_coll_fill_identity(void *buf, ptl_size_t count, ptl_coll_type_t t, ptl_coll_op_t op);
 
 /* ---- req.c: the per-call path's requests --------------------------------- */

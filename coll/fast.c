@@ -81,6 +81,33 @@ void pt_coll_req_cache_drop(struct group *g)
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
 }
 
+/* Counter ct has reached thr (none: nothing to count). */
+static bool ct_reached(ptl_handle_ct_t ct, ptl_size_t thr)
+{
+    ptl_ct_event_t e = {0, 0};
+    return ct == PTL_CT_NONE || (PtlCTGet(ct, &e) == PTL_OK && e.success + e.failure >= thr);
+}
+
+/* Read at PtlNIFini (the bye hook, under g_pt_coll_tab_lock) without g->lock:
+ * no call of the NI may run beside its PtlNIFini (a program that does is
+ * erroneous), so the requests of g keep their fields. A request whose
+ * counters are complete counts as done (PtlCollTest would say so), one
+ * short of them as in flight, whichever path made it (a per-call request's
+ * sent count is always armed; a persistent one's only with nsent). */
+uint64_t pt_coll_first_pending(const struct group *g)
+{
+    uint64_t first = UINT64_MAX;
+    for (int i = 0; i < COLL_MAX_REQS; i++) {
+        const struct req *r = &g_pt_coll_reqs[i];
+        if (!r->used || r->g != g || r->call >= first)
+            continue;
+        bool sent = r->fast && !r->nsent ? true : ct_reached(r->sent, r->nsent);
+        if (!sent || !ct_reached(r->done, r->done_thr))
+            first = r->call;
+    }
+    return first;
+}
+
 /* Free slot i in use from here: its generation kept, the rest zeroed. */
 static struct req *req_reset(int i)
 {

@@ -180,14 +180,14 @@ static int bye_setup(struct group *g)
 }
 
 /* Tell every other member we leave, and after how many calls: a 0-byte put
- * each, hdr_data = our calls (every path counts them, pt_coll_enter; from
- * PtlCollGroupFree none is in flight, it checked). A member that freed the
- * group already takes it into its sink (bye_sink). at_fini: from the
- * PtlNIFini hook, which does not wait for them to leave. */
-static void say_bye(struct group *g, bool at_fini)
+ * each, hdr_data = c, the calls we completed (PtlCollGroupFree: every call
+ * entered, pt_coll_enter's count, since none is in flight, it checked;
+ * PtlNIFini: those before the first still in flight, bye_at_fini). A
+ * member that freed the group already takes it into its sink (bye_sink).
+ * at_fini: from the PtlNIFini hook, which does not wait for them to leave. */
+static void say_bye(struct group *g, bool at_fini, uint64_t c)
 {
     g->bye_said = true;
-    uint64_t c = LD_RELAXED(&g->calls);
     /* An MD of their own, unlinked once they left (bounded): nmd may stay
      * busy with triggered RTRs that never fire (left to PtlNIFini, as
      * before), and waiting for it cost every free 0.2 s. */
@@ -226,15 +226,30 @@ static void bye_drain(struct group *g)
  * it that has not said bye says it now, so that a member that closes its NI
  * without freeing its groups is seen by those with no flag slots (other
  * hosts) as PtlCollGroupFree's bye shows it. Its count is the calls it
- * entered: a nonblocking call entered and never completed still counts
- * (README: its peers wait, as MPI's would). */
+ * completed: those before the first still in flight, if one is (a
+ * nonblocking call entered and never completed: its part of the later
+ * rounds never goes, and its peers waited for ever, flag slots and byes
+ * alike, mp_coll_departed_pending). With flag slots the same count goes to
+ * our slot's calls word, which the members read once they see us gone
+ * (req.c left_before: A-CALLS after A-LEFT; the NI's close, after this, is
+ * the release). Such a peer's call then fails, also where our part of it
+ * had all left (the counters cannot say whose part a stalled call lacks):
+ * the program was erroneous, and a failure is what its peers can be told. */
 static void bye_at_fini(ptl_handle_ni_t ni)
 {
     pthread_mutex_lock(&g_pt_coll_tab_lock);
     for (int i = 0; i < COLL_MAX_GROUPS; i++) {
         struct group *g = &g_pt_coll_groups[i];
-        if (g->used && g->live && !g->bye_said && g->ni == ni && g->n > 1)
-            say_bye(g, true); /* no 0.2 s per group at PtlNIFini: its flush sends them */
+        if (!g->used || !g->live || g->ni != ni || g->n < 2)
+            continue;
+        uint64_t c = LD_RELAXED(&g->calls), first = pt_coll_first_pending(g);
+        if (first <= c) {
+            c = first - 1;
+            if (g->fl_on && pt_api_node_alive(g->ni))
+                ST_RELAXED(&g->fl[g->me]->calls, c);
+        }
+        if (!g->bye_said)
+            say_bye(g, true, c); /* no 0.2 s per group at PtlNIFini: its flush sends them */
     }
     for (int k = 0; k < BYE_SINKS; k++) /* the NI's sink goes with it */
         if (bye_sinks[k].ni == ni)
@@ -890,7 +905,7 @@ int PtlCollGroupFree(ptl_handle_coll_t h)
     bool said = g->bye_said;
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
     if (!said)
-        say_bye(g, false);
+        say_bye(g, false, LD_RELAXED(&g->calls));
     pb_drain(g);
     group_teardown(g);
     return PTL_OK;

@@ -131,14 +131,14 @@ int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_e
         ptl_size_t gone = g->fl_on ? left_before(g, r->call) : g->n;
         if (gone < g->n) {
             pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) called "
-                                "PtlNIFini without entering this call: PTL_FAIL",
+                                "PtlNIFini before completing this call: PTL_FAIL",
                    (size_t)gone, (unsigned)g->ids[gone].pid);
             return PTL_FAIL;
         }
         gone = pt_coll_bye_before(g, r->call);
         if (gone < g->n) {
-            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) freed the "
-                                "group without entering this call: PTL_FAIL",
+            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) left the "
+                                "group before completing this call: PTL_FAIL",
                    (size_t)gone, (unsigned)g->ids[gone].pid);
             return PTL_FAIL;
         }

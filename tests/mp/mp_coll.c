@@ -1082,6 +1082,54 @@ static int departed(struct mp *m, bool free_first)
     return 0;
 }
 
+/* mp_coll departed_pending (4 ranks): the last rank enters a nonblocking
+ * allreduce (small: the persistent path; or large: the per-call path) and
+ * closes its NI at once, without PtlCollWait (an erroneous program, as an
+ * MPI rank that finalizes with requests pending). Its part of the later
+ * rounds depends on what the others send after it left, so their blocking
+ * allreduce of that call can never complete: it must return PTL_FAIL within
+ * seconds, never hang (it waited for ever: the member's count said it had
+ * entered the call, flag slots and byes alike). A first call completed by
+ * everyone checks the others still agree on a good result before. */
+static int departed_pending(struct mp *m, bool large)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    static int64_t bx[8192], by[8192];
+    ptl_size_t cnt = large ? 8192 : 1;
+    for (ptl_size_t i = 0; i < cnt; i++)
+        bx[i] = ME + 1 + (int64_t)i;
+    MP_CHECK(PtlCollAllreduce(g, bx, by, cnt, PTL_COLL_INT64, PTL_COLL_SUM));
+    int64_t want = (int64_t)(N * (N + 1) / 2);
+    if (by[0] != want)
+        mp_die("first allreduce: %lld, expected %lld", (long long)by[0], (long long)want);
+    if (ME == N - 1) {
+        ptl_handle_coll_req_t q;
+        MP_CHECK(PtlCollIallreduce(g, bx, by, cnt, PTL_COLL_INT64, PTL_COLL_SUM, &q));
+        mp_fini_alone(m); /* PtlNIFini with the call in flight: no PtlCollWait */
+        return 0;
+    }
+    struct timespec ts = {0, 300 * 1000000L}; /* the last rank is gone by then */
+    nanosleep(&ts, NULL);
+    uint64_t t0 = mp_now_ms();
+    mp_doing("an allreduce whose member left with its own still in flight");
+    int rc = PtlCollAllreduce(g, bx, by, cnt, PTL_COLL_INT64, PTL_COLL_SUM);
+    uint64_t ms = mp_now_ms() - t0;
+    if (rc != PTL_FAIL)
+        mp_die("the allreduce returned %d (value %lld), expected PTL_FAIL", rc,
+               (long long)by[0]);
+    if (ms > 15000)
+        mp_die("the allreduce took %llu ms", (unsigned long long)ms);
+    mp_doing("PtlCollGroupFree after a member left");
+    MP_CHECK(PtlCollGroupFree(g));
+    if (ME == 0)
+        printf("mp_coll departed pending%s: OK (PTL_FAIL after %llu ms)\n", large ? " large" : "",
+               (unsigned long long)ms);
+    fflush(NULL);
+    mp_fini_alone(m);
+    return 0;
+}
+
 /* mp_coll trigfull (3 ranks; PTL_TRIG_SLOTS small): rank 0 starts TF_CALLS
  * nonblocking alltoalls at once while the others start theirs 300 ms later.
  * Rank 0's early calls arm triggered puts that wait for the others' RTRs and
@@ -1543,6 +1591,8 @@ int main(int argc, char **argv)
         return departed(&m, true);
     if (argc > 1 && !strcmp(argv[1], "departed_nofree"))
         return departed(&m, false);
+    if (argc > 1 && !strcmp(argv[1], "departed_pending"))
+        return departed_pending(&m, argc > 2 && !strcmp(argv[2], "large"));
     if (argc > 1 && !strcmp(argv[1], "trigfull"))
         return trigfull(&m);
     if (argc > 1 && !strcmp(argv[1], "died")) {
