@@ -719,8 +719,11 @@ static void fail_dead_peers(struct pt_nic *nic)
             continue;
         /* A guest slot claimed again before we looked is alive, but not
          * the owner we wait for (pt_nic_guest_moved). */
-        if (nic->xo->peer_alive(nic->x, p) && !(p >= nic->xi.nranks && slot_moved(nic, p)))
-            continue;
+        if (nic->xo->peer_alive(nic->x, p)) {
+            if (p < nic->xi.nranks || !slot_moved(nic, p))
+                continue;
+            pt_ops_fail_moved(nic, p);
+        }
         fail_peer(nic, p);
     }
 }
@@ -770,11 +773,18 @@ static void fail_peer(struct pt_nic *nic, uint32_t p)
  * flight with the last owner will ever be answered (the new owner drops
  * what waited in the slot's queues). It all fails now, before anything of
  * the new owner's: asked by the sweep, before a command to the slot's id
- * (initiator.c, cmd_rank) and before a message from the slot is taken
- * (drain_rx), so whatever the engine holds with the slot when it sees the
- * change is the last owner's. An answer the last owner sent before it left
- * that we take only after the change finds its request failed (stale): the
- * ring does not say whose a message is, and a failure is what is documented.
+ * (initiator.c, cmd_rank), before a message from the slot is taken
+ * (drain_rx) and before each step of a transfer with it (pt_ops_progress),
+ * so whatever the engine holds with the slot when it sees the change is the
+ * last owner's. That includes our rendezvous pulls and pushes and copy-mode
+ * streams with it (pt_ops_fail_moved, fail_peer): their next step would
+ * name the slot, that is its new owner (before, a pull under way took the
+ * new owner's bytes and ended PTL_NI_OK, a push wrote into its memory, a
+ * stream went on into its queue: mp_join rndvmove); shm's CMA also refuses
+ * a slot whose owner changed since (shm.c, cma_owner_same). An answer the
+ * last owner sent before it left that we take only after the change finds
+ * its request failed (stale): the ring does not say whose a message is, and
+ * a failure is what is documented.
  * Before, a get outstanding to a guest that left while we were stopped or
  * asleep, its slot taken again at once, waited for ever (mp_join reclaim).
  * Cold: guests only, a change only at a claim. Out of line and cold on
@@ -782,10 +792,14 @@ static void fail_peer(struct pt_nic *nic, uint32_t p)
  * guest branch, and with link-time optimisation inlining it (fail_peer and
  * all) there the 8 B put ping-pong's p50 rose 10-25 ns in host mode
  * (sixtieth session, bench/RESULTS.md). */
-__attribute__((noinline, cold)) void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p)
+__attribute__((noinline, cold)) bool pt_nic_guest_moved(struct pt_nic *nic, uint32_t p)
 {
-    if (slot_moved(nic, p))
-        fail_peer(nic, p);
+    if (!slot_moved(nic, p))
+        return false;
+    pt_ops_fail_moved(nic, p); /* our pulls and pushes with the last owner: no
+                                * step of theirs may reach the new one */
+    fail_peer(nic, p);
+    return true;
 }
 
 void pt_nic_fail(struct pt_nic *nic, uint32_t code)

@@ -157,7 +157,9 @@ struct pt_op {
     uint8_t post_end, rsp_pending, failed;
     uint8_t owes_end;             /* its END was counted by pt_ev_owe          */
     uint8_t gone;                 /* failed: the peer's process no longer exists
-                                   * (a CMA step said ESRCH): PEER_DIED      */
+                                   * (a CMA step said ESRCH), or its guest slot
+                                   * has another owner: PEER_DIED, and no
+                                   * FIN/RFIN/PDONE to the slot (op_respond) */
     /* cooperative rendezvous, target side */
     uint8_t coop_wait;            /* the initiator's PDONE has not come        */
     uint8_t idle;                 /* nothing to do but wait for it (nops_idle) */
@@ -743,7 +745,7 @@ void pt_nic_fail(struct pt_nic *nic, uint32_t code);
  * (xport.h, peer_moved): everything in flight with its last owner fails
  * (PTL_NI_PEER_DIED) before anything of the new owner's is sent or taken.
  * Cold (guests only). */
-void pt_nic_guest_moved(struct pt_nic *nic, uint32_t p);
+bool pt_nic_guest_moved(struct pt_nic *nic, uint32_t p); /* true: it had moved */
 
 /* Engine internals shared between engine files. */
 int pt_cmd_dispatch(struct pt_nic *nic, const struct pt_cmd *cmd);
@@ -1084,5 +1086,9 @@ void pt_ireq_fail_peer(struct pt_nic *nic, uint32_t peer);
 int pt_rfw_init(struct pt_nic *nic, uint32_t n);
 void pt_rfw_fini(struct pt_nic *nic);
 void pt_rfw_fail_peer(struct pt_nic *nic, uint32_t peer);
+/* Guest slot `peer` changed hands (pt_nic_guest_moved): our rendezvous pulls
+ * and pushes with its last owner fail (PTL_NI_PEER_DIED), no step or answer
+ * of theirs reaching the new owner (target.c). */
+void pt_ops_fail_moved(struct pt_nic *nic, uint32_t peer);
 
 #endif

@@ -872,6 +872,20 @@ static bool coop_lost(struct pt_nic *nic, struct pt_op *op)
     return true;
 }
 
+void pt_ops_fail_moved(struct pt_nic *nic, uint32_t peer)
+{
+    for (struct pt_op *op = nic->ops; op; op = op->next) {
+        if (op->rsp_peer != peer || op->kind == PT_OP_COPY_SEND)
+            continue; /* (copy-mode streams: fail_peer) */
+        op->gone = 1; /* PEER_DIED; nothing more to or from the slot */
+        if (op->rsp_pending)
+            continue; /* moved already: its END only (op_respond) */
+        op->failed = 1;
+        if (op->coop_wait)
+            coop_settle(nic, op, 0); /* no PDONE of the last owner's will count */
+    }
+}
+
 /* A transfer whose data has all moved (or failed): its FIN/RFIN is due. */
 static void op_moved(struct pt_nic *nic, struct pt_op *op)
 {
@@ -892,9 +906,11 @@ static void op_respond(struct pt_nic *nic, struct pt_op *op)
 {
     struct pt_md *md = op->md;
     coop_unclaim(nic, op);
-    struct pt_wire_hdr *r = nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
+    /* gone: nobody to tell, and a guest slot's next owner must not take the
+     * last owner's answer (its requests may have the same indexes) */
+    struct pt_wire_hdr *r = op->gone ? NULL : nic->xo->reserve(nic->x, op->rsp_peer, PT_CLS_RSP);
     if (!r) {
-        if (nic->xo->peer_alive(nic->x, op->rsp_peer))
+        if (!op->gone && nic->xo->peer_alive(nic->x, op->rsp_peer))
             return;
     } else { /* (a dead peer: nobody to tell) */
         pt_wire_copy(r, &op->rsp);
@@ -1024,6 +1040,15 @@ int pt_ops_progress(struct pt_nic *nic)
     bool abusy = false;         /* a reduction's step is in flight (the scratch) */
     bool several = false;       /* another op has data to move too */
     for (struct pt_op *op = nic->ops, *next; op; op = next) {
+        /* A guest slot that changed hands: what we move with its last owner
+         * fails before its next step (pt_nic_guest_moved), whose list walk
+         * may free ops: from the head again (true once per change). Before,
+         * a copy-mode stream went on into the new owner's queue (and in host
+         * mode waited for ever for its credits). Guests' ops only. */
+        if (PT_UNLIKELY(op->rsp_peer >= nic->xi.nranks) && pt_nic_guest_moved(nic, op->rsp_peer)) {
+            next = nic->ops;
+            continue;
+        }
         next = op->next;
         if (op->kind == PT_OP_COPY_SEND) {
             work += pt_copy_send_step(nic, op);

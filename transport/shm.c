@@ -1380,6 +1380,32 @@ static pid_t cma_retarget(struct pt_xport *x, uint32_t peer, pid_t pid, pid_t tr
     return t;
 }
 
+/* Guest slot `peer` (its ospid just read with acquire) is still held by the
+ * owner our engine took last (x->gen, shm_peer_moved): every transfer our
+ * engine has with the slot is that owner's, since a change fails them all
+ * first (engine/nic.c, pt_nic_guest_moved). Else the owner left (DETACHED
+ * or CLAIMING) or another claimed the slot since: its process is not the
+ * transfer's peer, and a step must not read or write it (before, a pull
+ * under way when the slot changed hands while we were stopped took the new
+ * owner's bytes and reported PTL_NI_OK, and a cooperative push wrote into
+ * the new owner's memory: mp_join rndvmove). Race-free against a claim:
+ * ospid first (acquire), then the state (acquire), then gen. A claimer
+ * replaces the ospid only after the last owner's DETACHED (and its ospid
+ * 0), and stores gen before its CLAIMING's release (G-GEN): a pid read of a
+ * later owner's comes with DETACHED, CLAIMING or that owner's ATTACHED, and
+ * then with its gen. A claim after the check does not change the pid the
+ * step names: the last owner's, whose process left the NI (its flush gave
+ * up on us) or ended (ESRCH). Not covered: an owner that died without
+ * PtlNIFini (no DETACHED; the job fails) whose slot is claimed between our
+ * two loads, and a pid the kernel reused, as for a rank. */
+static bool cma_owner_same(struct pt_xport *x, uint32_t peer)
+{
+    struct pt_shm_rank *rec = &x->ranks[peer];
+    if (LD_ACQUIRE(&rec->state) != PT_SHM_R_ATTACHED)
+        return false;
+    return LD_RELAXED(&rec->gen) == x->gen[peer];
+}
+
 /* CMA between this process and a peer: read its memory into local iovecs
  * (pull) or write local iovecs into its memory (push, the cooperative
  * rendezvous: wire.h). */
@@ -1396,9 +1422,9 @@ static ssize_t shm_cma(struct pt_xport *x, uint32_t peer, const struct iovec *lo
                                  "through the job region");
         return -EPERM;
     }
-    pid_t ospid = LD_RELAXED(&x->ranks[peer].ospid);
-    if (ospid <= 0)
-        return -ESRCH;
+    pid_t ospid = LD_ACQUIRE(&x->ranks[peer].ospid); /* before cma_owner_same's loads */
+    if (ospid <= 0 || (peer >= x->n && !cma_owner_same(x, peer)))
+        return -ESRCH; /* the peer's process is gone: PTL_NI_PEER_DIED */
     pid_t pid = cma_thread(x, peer, ospid);
     if (pid <= 0)
         pid = ospid;

@@ -65,8 +65,10 @@
  * claimed again before a peer looked is not DETACHED any more: each claim
  * raises the record's `gen` (G-GEN), and a peer whose engine finds it moved
  * (shm_peer_moved: at the departure sweep, before it sends to the slot's
- * id, before it takes a message from the slot) fails what it had in flight
- * with the last owner first (engine/nic.c, pt_nic_guest_moved). Before, a
+ * id, before it takes a message from the slot, before a transfer's step)
+ * fails what it had in flight with the last owner first (engine/nic.c,
+ * pt_nic_guest_moved), and a CMA step refuses a slot whose state or gen
+ * says its owner changed (shm.c, cma_owner_same). Before, a
  * get to a guest that left while its peer was stopped or asleep, and whose
  * slot another guest took at once, waited for ever (mp_join reclaim).
  * Peers find guests that attached after they did by rescanning the guest

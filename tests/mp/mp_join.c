@@ -1,7 +1,7 @@
 /*
  * mp_join - processes that join a running job (issue 13 item 4).
  *
- *   usage (under ptlrun -n 2): mp_join exchange|limit|killget|leftget|reclaim
+ *   usage (under ptlrun -n 2): mp_join exchange|limit|killget|leftget|reclaim|rndvmove
  *
  * exchange: every rank posts a source buffer (gets, MANAGE_REMOTE) and forks after
  *   PtlNIInit. The child drops its parent's NI (PtlFini), re-initialises with
@@ -61,9 +61,26 @@
  *   before its claim generation (G-GEN) the get waited for ever in both modes.
  *   Then a get from the second guest succeeds, data-checked.
  *
+ * rndvmove pull|push [msg|noack]: run with PTL_JOB_GUESTS=1 and a short
+ *   PTL_PEER_TIMEOUT_MS. A rendezvous under way between rank 0 and its guest
+ *   when the slot changes hands: pull, the guest puts 64 MiB to rank 0, which
+ *   pulls them (PTL_RNDV_COOP_MIN=0; with PTL_CMA=0 the guest streams them);
+ *   push, rank 0 puts 64 MiB to the guest (ACK asked; noack: none), writing
+ *   the second half itself (cooperative; with PTL_CMA=0 it streams all). Once
+ *   rank 0's copy is under way the guest stops it (SIGSTOP), leaves in order
+ *   (its flush gives up), forks a second guest that fills the same addresses
+ *   with its own bytes and takes the slot (msg: and puts 8 bytes to rank 0,
+ *   taken before rank 0's next step), and resumes rank 0. The transfer must
+ *   end failed (PTL_NI_PEER_DIED) and no byte move between rank 0 and the
+ *   second guest: none of its bytes in rank 0's ME (pull), none of rank 0's
+ *   in its memory (push). Before, each step took the slot's current OS pid:
+ *   rank 0 pulled the rest from the second guest (PTL_NI_OK, 63 of 64 MiB
+ *   its bytes) or wrote the rest into its memory, and a copy-mode stream went
+ *   on into its queue (host mode: waited for its credits for ever).
+ *
  * Prints "rank 0: join OK" / "rank 0: limit OK" / "rank 0: the get from the
  * killed guest failed" / "rank 0: forkrace OK" / "rank 0: outsider OK" /
- * "rank 0: leftget OK" / "rank 0: reclaim OK".
+ * "rank 0: leftget OK" / "rank 0: reclaim OK" / "rank 0: rndvmove ... OK".
  */
 #include "mp_util.h"
 
@@ -73,6 +90,7 @@
 #include <string.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -512,6 +530,211 @@ static void reclaim(struct mp *m, ptl_handle_md_t gmd, ptl_handle_eq_t eq, uint8
     reap(c, eq, "the first guest");
 }
 
+/* ---- rndvmove: a rendezvous under way when the guest slot changes hands ----
+ * BIG bytes; rank 0 maps, before it forks, `mv_land` (shared: rank 0's
+ * landing area in "pull", which the first guest watches) and `mv_guest`
+ * (private: the guests' buffer, at the same address in both guests, the
+ * second a child of the first). */
+#define MV_BIG (64u << 20)
+#define PT_BIG (MP_PT_USER + 13)
+#define MV_A 80 /* pattern of the first guest's bytes  */
+#define MV_B 81 /* ... of the second guest's           */
+#define MV_R 82 /* ... of rank 0's (push)              */
+static uint8_t *mv_land, *mv_guest;
+static int mv_down[2]; /* rank 0 -> the second guest: "look now" */
+static bool mv_push, mv_msg, mv_noack;
+
+/* Byte i of who's buffer: mp_pattern's bytes do not depend on `who` below
+ * 2^16 (its bits 40-47 never reach the byte), so each owner's differs by a
+ * constant of its own here: no byte of one equals the other's. */
+static inline uint8_t mv_byte(unsigned who, uint64_t i)
+{
+    return (uint8_t)(mp_pattern(0, 9, i) ^ (uint8_t)(who * 0x35u));
+}
+
+static void mv_fill(uint8_t *buf, unsigned who)
+{
+    for (uint64_t i = 0; i < MV_BIG; i++)
+        buf[i] = mv_byte(who, i);
+}
+
+/* First index in [from, to) where buf is not who's, or -1. */
+static int64_t mv_check(const uint8_t *buf, unsigned who, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++)
+        if (buf[i] != mv_byte(who, i))
+            return (int64_t)i;
+    return -1;
+}
+
+/* Has byte range [at, at + 64) of buf arrived (who's bytes)? */
+static bool mv_arrived(const uint8_t *buf, unsigned who, uint64_t at)
+{
+    return mv_check(buf, who, at, at + 64) < 0;
+}
+
+/* rndvmove, the second guest: its own bytes at the first's addresses
+ * (pattern MV_B), then it takes the freed slot, says so and, at rank 0's
+ * word, checks that none of them changed (push: rank 0 wrote nothing into
+ * us). */
+static int mv_second(struct mp *m, int ready)
+{
+    alarm(60);
+    mv_fill(mv_guest, MV_B);
+    ptl_handle_ni_t ni = guest_ni(m, "rndvmove second guest");
+    if (mv_msg) { /* rank 0 takes it first when it resumes (no entry matches it) */
+        static uint64_t word = 1;
+        ptl_md_t d = {&word, sizeof word, 1, 0, 0, NULL, PTL_EQ_NONE};
+        ptl_handle_md_t md;
+        MP_CHECK(PtlMDBind(ni, d, PTL_UNLINK, &md));
+        MP_CHECK(PtlPut(md, PTL_NOACK_REQ, m->ids[0], PT_BIG, 0, 10, 0, 0));
+    }
+    if (write(ready, "a", 1) != 1)
+        mp_die("rndvmove second guest: cannot tell the first");
+    char b;
+    if (read(mv_down[0], &b, 1) != 1)
+        mp_die("rndvmove second guest: rank 0 is gone");
+    int64_t bad = mv_check(mv_guest, MV_B, 0, MV_BIG);
+    if (bad >= 0)
+        mp_die("rndvmove second guest: rank 0 wrote into our memory (byte %lld, for the first "
+               "guest's transfer)", (long long)bad);
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    return 0;
+}
+
+/* rndvmove, the first guest. pull: puts MV_BIG bytes (pattern MV_A) to rank
+ * 0, which pulls them; push: takes rank 0's put of MV_BIG into mv_guest,
+ * rank 0 writing the second half. Once rank 0's copy is under way it stops
+ * rank 0 (SIGSTOP), leaves in order (its flush gives up after
+ * PTL_PEER_TIMEOUT_MS), forks the second guest, which takes the slot, and
+ * resumes rank 0. */
+static int mv_first(struct mp *m, unsigned round, int to_parent, int from_parent)
+{
+    (void)round;
+    (void)from_parent;
+    alarm(60);
+    ptl_handle_ni_t ni = guest_ni(m, "rndvmove first guest");
+    ptl_handle_eq_t eq;
+    MP_CHECK(PtlEQAlloc(ni, 64, PTL_EQ_HANDLER_NONE, &eq));
+    const uint8_t *watch; /* where rank 0's copy lands */
+    uint64_t at;          /* ... a piece of it past its start */
+    if (!mv_push) {
+        mv_fill(mv_guest, MV_A);
+        ptl_md_t d = {mv_guest, MV_BIG, 1, 0, PTL_MD_EVENT_START_DISABLE, NULL, eq};
+        ptl_handle_md_t md;
+        MP_CHECK(PtlMDBind(ni, d, PTL_UNLINK, &md));
+        MP_CHECK(PtlPut(md, PTL_NOACK_REQ, m->ids[0], PT_BIG, 0, 9, 0, 0));
+        watch = mv_land;
+        at = 1u << 20;
+    } else {
+        memset(mv_guest, 0, MV_BIG);
+        ptl_process_id_t any = {PTL_NID_ANY, PTL_PID_ANY};
+        ptl_handle_me_t meh;
+        ptl_handle_md_t mdh;
+        MP_CHECK(PtlMEAttach(ni, PT_BIG, any, 9, 0, PTL_RETAIN, PTL_INS_AFTER, &meh));
+        ptl_md_t d = {mv_guest, MV_BIG, PTL_MD_THRESH_INF, 0,
+                      PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE, NULL, eq};
+        MP_CHECK(PtlMDAttach(meh, d, PTL_RETAIN, &mdh));
+        watch = mv_guest;
+        at = MV_BIG / 2 + (1u << 20); /* rank 0 writes the second half */
+    }
+    char b = 'r';
+    if (write(to_parent, &b, 1) != 1)
+        mp_die("rndvmove first guest: cannot tell the parent");
+    unsigned src = mv_push ? MV_R : MV_A;
+    for (uint64_t t0 = mp_now_ms(); !mv_arrived(watch, src, at);) {
+        ptl_event_t ev;
+        (void)PtlEQPoll(&eq, 1, 0, &ev, &(int){0}); /* host mode: our engine */
+        if (mp_now_ms() - t0 > 20000)
+            mp_die("rndvmove first guest: rank 0's copy did not start");
+    }
+    pid_t parent = getppid();
+    kill(parent, SIGSTOP);
+    for (uint64_t t0 = mp_now_ms(); !mp_os_stopped(parent);)
+        if (mp_now_ms() - t0 > 10000)
+            mp_die("rndvmove first guest: the parent did not stop");
+    if (mv_arrived(watch, src, MV_BIG - 64)) {
+        kill(parent, SIGCONT);
+        mp_die("rndvmove first guest: rank 0's copy ended before it stopped");
+    }
+    MP_CHECK(PtlNIFini(ni)); /* gives up on rank 0 after PTL_PEER_TIMEOUT_MS */
+    PtlFini();
+    int rfd;
+    pid_t c = fork_piped(m, mv_second, &rfd);
+    ssize_t n = read(rfd, &b, 1);
+    kill(parent, SIGCONT);
+    if (n != 1)
+        mp_die("rndvmove first guest: the second guest ended before it joined");
+    int ws;
+    if (waitpid(c, &ws, 0) != c || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        return 1; /* (it said why) */
+    return 0;
+}
+
+/* rndvmove pull|push: rank 0's rendezvous copy with the first guest is
+ * under way when it stops, the guest leaves and a second guest takes its
+ * slot. Resumed, the transfer must fail (PTL_NI_PEER_DIED) and no byte may
+ * move between rank 0 and the second guest: pull, none of its bytes lands
+ * in our ME; push, none of ours lands in its memory. */
+static void rndvmove(struct mp *m, ptl_handle_eq_t eq)
+{
+    mv_land = mmap(NULL, MV_BIG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    mv_guest = mmap(NULL, MV_BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mv_land == MAP_FAILED || mv_guest == MAP_FAILED || pipe(mv_down))
+        mp_die("rndvmove: mmap or pipe failed");
+    ptl_process_id_t guest = {m->ids[0].nid, m->ids[0].pid + m->size};
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    mv_fill(mv_land, MV_R); /* push: our source; pull: no byte of it is either guest's */
+    if (!mv_push)
+        mp_post(m, PT_BIG, 9, mv_land, MV_BIG, 1, PTL_MD_OP_PUT | PTL_MD_EVENT_START_DISABLE,
+                eq, PTL_UNLINK, NULL);
+    int up[2], down[2];
+    guest_pipes(up, down);
+    pid_t c = fork_guest(m, mv_first, 0, up, down, "the first guest ended before it joined");
+    if (mv_push) {
+        md = mp_bind(m, mv_land, MV_BIG, PTL_MD_THRESH_INF, PTL_MD_EVENT_START_DISABLE, eq);
+        MP_CHECK(PtlPut(md, mv_noack ? PTL_NOACK_REQ : PTL_ACK_REQ, guest, PT_BIG, 0, 9, 0, 0));
+    }
+    /* pull: PUT_END; push: SEND_END then the ACK (both failed), noack: SEND_END */
+    ptl_event_kind_t want = !mv_push ? PTL_EVENT_PUT_END
+                                     : mv_noack ? PTL_EVENT_SEND_END : PTL_EVENT_ACK;
+    ptl_event_t ev;
+    uint64_t t0 = mp_now_ms();
+    for (;;) {
+        if (mp_now_ms() - t0 > 40000)
+            mp_die("rndvmove: the transfer did not end within 40 s");
+        if (!mp_poll(eq, &ev, 100))
+            continue;
+        if (ev.type == want)
+            break;
+        if (ev.ni_fail_type != PTL_NI_PEER_DIED)
+            mp_die("rndvmove: %s, fail %u (want PTL_NI_PEER_DIED)", PtlEventKindStr(ev.type),
+                   (unsigned)ev.ni_fail_type);
+    }
+    if (mv_push) { /* our MD is free once nothing of ours moves any more */
+        int rc;
+        for (t0 = mp_now_ms(); (rc = PtlMDUnlink(md)) == PTL_MD_IN_USE;)
+            if (mp_now_ms() - t0 > 20000 || (mp_poll(eq, &ev, 10), false))
+                mp_die("rndvmove: our MD stayed in use");
+        MP_CHECK(rc);
+    } else {
+        uint64_t hers = 0;
+        for (uint64_t i = 0; i < MV_BIG; i++)
+            hers += mv_land[i] == mv_byte(MV_B, i);
+        if (hers)
+            mp_die("rndvmove: %llu bytes of the second guest's memory landed in our ME "
+                   "(the first guest's put)", (unsigned long long)hers);
+    }
+    if (ev.ni_fail_type != PTL_NI_PEER_DIED)
+        mp_die("rndvmove: %s ended with fail %u, mlength %llu (want PTL_NI_PEER_DIED)",
+               PtlEventKindStr(ev.type), (unsigned)ev.ni_fail_type,
+               (unsigned long long)ev.mlength);
+    if (write(mv_down[1], "x", 1) != 1)
+        mp_die("rndvmove: write");
+    reap(c, eq, "the first guest");
+}
+
 /* Wait for a child, running our engine meanwhile (host-matching mode: the
  * child's get from us is answered only inside our calls). */
 static void reap(pid_t c, ptl_handle_eq_t eq, const char *what)
@@ -760,6 +983,20 @@ int main(int argc, char **argv)
         mp_barrier(&m);
         if (m.rank == 0)
             printf("rank 0: reclaim OK\n");
+        mp_fini(&m);
+        return 0;
+    }
+
+    if (!strcmp(mode, "rndvmove")) {
+        mv_push = argc > 2 && !strcmp(argv[2], "push");
+        mv_msg = argc > 3 && !strcmp(argv[3], "msg");
+        mv_noack = argc > 3 && !strcmp(argv[3], "noack");
+        if (m.rank == 0)
+            rndvmove(&m, eq);
+        mp_barrier(&m);
+        if (m.rank == 0)
+            printf("rank 0: rndvmove %s%s OK\n", mv_push ? "push" : "pull",
+                   mv_msg ? " msg" : mv_noack ? " noack" : "");
         mp_fini(&m);
         return 0;
     }
