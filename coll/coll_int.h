@@ -291,6 +291,10 @@ struct req {
      * scratch memory it takes part through, freed at completion, where the
      * call reports PTL_SEGV */
     void *scratch;
+    /* PtlCollTest of a call not done (req.c, pt_coll_test_stalled; the
+     * testing thread's, as the request is): its counters' sum when last
+     * seen, and since when (ns) it has not moved */
+    uint64_t t_seen, t_since;
 };
 
 /* The tables, fast.c's. g_pt_coll_tab_lock: taking and releasing table
@@ -461,6 +465,11 @@ static inline uint64_t pt_coll_enter(struct group *g)
  * once a member closed its NI in order (flag slots) or freed the group (its
  * bye) without entering the call. */
 int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev);
+/* PtlCollTest of call r, not done, its counters summing to `seen`: what
+ * pt_coll_ct_wait would end with, without waiting: PTL_FAIL once the
+ * counters stood still for COLL_LEFT_NAP_NS and the job failed, the NI is
+ * gone, or a member left without entering the call; else PTL_OK. */
+int pt_coll_test_stalled(struct req *r, uint64_t seen);
 
 /* rc = call (a PtlTriggered* operation of a schedule), again while every
  * triggered slot of the NI is armed (PTL_NO_SPACE) and pt_coll_trig_wait

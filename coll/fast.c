@@ -175,10 +175,12 @@ int PtlCollTest(ptl_handle_coll_req_t h, int *done)
             rc = PtlCTGet(r->sent, &b);
         *done = rc != PTL_OK || ((r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr) &&
                                  b.success + b.failure >= r->nsent);
-        if (!*done)
+        if (!*done && pt_coll_test_stalled(r, a.success + a.failure + b.success + b.failure) ==
+                          PTL_OK)
             return PTL_OK;
-        if (rc == PTL_OK && (a.failure || b.failure))
-            rc = PTL_FAIL;
+        if (rc == PTL_OK && (!*done || a.failure || b.failure))
+            rc = PTL_FAIL; /* failed, or can never complete (PtlCollWait's PTL_FAIL) */
+        *done = 1;
         return fast_done(r, rc);
     }
     ptl_ct_event_t a = {0, 0}, b;
@@ -191,6 +193,10 @@ int PtlCollTest(ptl_handle_coll_req_t h, int *done)
         r->rc = PTL_FAIL;
     *done = b.success + b.failure >= r->nsent &&
             (r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr);
+    if (!*done && pt_coll_test_stalled(r, a.success + a.failure + b.success + b.failure) != PTL_OK) {
+        r->rc = PTL_FAIL; /* can never complete: as PtlCollWait ends it */
+        *done = 1;
+    }
     if (*done)
         return req_finish(r);
     return PTL_OK;

@@ -1003,10 +1003,31 @@ static int died(struct mp *m)
  * other hosts) every call waits on counters, and rank 2's bye from
  * PtlCollGroupFree must fail them (they waited for ever until the sixtieth
  * session). departed_nofree: rank 2 leaves without PtlCollGroupFree (its
- * PtlNIFini says the bye). Rank 2
+ * PtlNIFini says the bye). departed_test: the nonblocking calls completed by
+ * polling PtlCollTest, which must say done with PTL_FAIL too. Rank 2
  * enters the first call after a pause, so that a member that leaves right
  * after a call it made is not taken for one that did not make it. */
 #define DEP_BCASTS 3 /* PB_SIG - 1 (coll_int.h): the next one sends start signals */
+/* departed_test: the same, the nonblocking calls completed by polling
+ * PtlCollTest (a large Iallreduce too): done with PTL_FAIL within seconds,
+ * as PtlCollWait; it said "not done" for ever before (an adversarial client). */
+static bool dep_poll;
+static int dep_complete(ptl_handle_coll_req_t q)
+{
+    if (!dep_poll)
+        return PtlCollWait(q);
+    uint64_t t0 = mp_now_ms();
+    for (;;) {
+        int done = 0, rc = PtlCollTest(q, &done);
+        if (done || rc != PTL_OK)
+            return rc;
+        if (mp_now_ms() - t0 > 10000)
+            mp_die("PtlCollTest of a call whose member left: still not done after 10 s");
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int departed(struct mp *m, bool free_first)
 {
     ptl_handle_coll_t g;
@@ -1043,14 +1064,20 @@ static int departed(struct mp *m, bool free_first)
     mp_doing("an Ibarrier whose member left");
     int rib = PtlCollIbarrier(g, &q);
     if (rib == PTL_OK)
-        rib = PtlCollWait(q);
+        rib = dep_complete(q);
     mp_doing("an Iallreduce whose member left");
     int ria = PtlCollIallreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &q);
     if (ria == PTL_OK)
-        ria = PtlCollWait(q);
+        ria = dep_complete(q);
     static int64_t bx[8192], by[8192];
     mp_doing("a large allreduce whose member left");
     int rl = PtlCollAllreduce(g, bx, by, 8192, PTL_COLL_INT64, PTL_COLL_SUM);
+    if (dep_poll && rl == PTL_FAIL) { /* and a nonblocking one, polled */
+        mp_doing("a large Iallreduce whose member left, polled");
+        rl = PtlCollIallreduce(g, bx, by, 8192, PTL_COLL_INT64, PTL_COLL_SUM, &q);
+        if (rl == PTL_OK)
+            rl = dep_complete(q);
+    }
     uint64_t ms = mp_now_ms() - t0;
     if (rb != PTL_FAIL || ra != PTL_FAIL || rib != PTL_FAIL || ria != PTL_FAIL || rl != PTL_FAIL)
         mp_die("calls with a member that left in order returned %d, %d (flag path), %d, %d "
@@ -1074,8 +1101,8 @@ static int departed(struct mp *m, bool free_first)
     if (fms > 5000)
         mp_die("PtlCollGroupFree took %llu ms", (unsigned long long)fms);
     if (ME == 0)
-        printf("mp_coll departed%s: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
-               free_first ? "" : " nofree",
+        printf("mp_coll departed%s%s: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
+               free_first ? "" : " nofree", dep_poll ? " test" : "",
                (unsigned long long)ms, (unsigned long long)fms);
     fflush(NULL);
     mp_fini_alone(m); /* no job barrier: rank 2 is gone */
@@ -1541,6 +1568,10 @@ int main(int argc, char **argv)
         return full(&m);
     if (argc > 1 && !strcmp(argv[1], "departed"))
         return departed(&m, true);
+    if (argc > 1 && !strcmp(argv[1], "departed_test")) {
+        dep_poll = true;
+        return departed(&m, true);
+    }
     if (argc > 1 && !strcmp(argv[1], "departed_nofree"))
         return departed(&m, false);
     if (argc > 1 && !strcmp(argv[1], "trigfull"))
