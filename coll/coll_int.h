@@ -320,6 +320,18 @@ static inline uint64_t enc(uint32_t gen, int idx)
     return (uint64_t)gen << 20 | (uint64_t)(idx + 1);
 }
 
+/* A request's handle: enc with COLL_REQ_BIT, which no group's index reaches
+ * (COLL_MAX_GROUPS, COLL_MAX_REQS < 2^19), so a group handle given where a
+ * request goes, or a request's where a group goes, is PTL_HANDLE_INVALID.
+ * Both tables start at generation 0: without it the first group and the
+ * first request both had handle 1 (an adversarial client's PtlCollWait(group)
+ * completed a request, and PtlCollBarrier(request) ran on a group). */
+#define COLL_REQ_BIT 0x80000ull
+static inline uint64_t enc_req(uint32_t gen, int idx)
+{
+    return enc(gen, idx) | COLL_REQ_BIT;
+}
+
 /* A call whose buffers would span more than an address space can (a count
  * or length past it, or a product that wraps) is refused before anything
  * moves (an audit: an allreduce of 2^61 + 1 int64s returned PTL_OK having

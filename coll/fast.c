@@ -38,6 +38,9 @@ struct group *pt_coll_group_get(ptl_handle_coll_t h)
 
 static struct req *req_get(ptl_handle_coll_req_t h)
 {
+    if (!(h & COLL_REQ_BIT))
+        return NULL; /* no request's (a group's, or made up) */
+    h &= ~COLL_REQ_BIT;
     uint64_t idx = (h & 0xfffff) - 1;
     if ((h & 0xfffff) == 0 || idx >= COLL_MAX_REQS)
         return NULL;
@@ -443,7 +446,7 @@ static int fast_end(struct group *g, struct req *r, int rc, ptl_handle_coll_req_
         return rc;
     }
     pthread_mutex_unlock(&g->lock);
-    *h = enc(r->gen, (int)(r - g_pt_coll_reqs));
+    *h = enc_req(r->gen, (int)(r - g_pt_coll_reqs));
     return PTL_OK;
 }
 

@@ -334,6 +334,6 @@ int pt_coll_req_start(struct req *r, int rc, ptl_handle_coll_req_t *h)
         return rc;
     }
     pthread_mutex_unlock(&g->lock);
-    *h = enc(r->gen, (int)(r - g_pt_coll_reqs));
+    *h = enc_req(r->gen, (int)(r - g_pt_coll_reqs));
     return PTL_OK;
 }

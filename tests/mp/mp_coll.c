@@ -955,6 +955,33 @@ static void t_bad(struct mp *m, ptl_handle_coll_t g)
     mp_log("bad arguments checked");
 }
 
+/* mp_coll handles (2 ranks): the process's first group and first request,
+ * whose handles were both 1: a group's handle given where a request's goes,
+ * and back, is PTL_HANDLE_INVALID, never the other object (PtlCollWait(g)
+ * completed the request, PtlCollBarrier(q) ran a barrier on g). */
+static int finish(struct mp *m, ptl_handle_coll_t g, const char *name);
+static int handles(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    int64_t xv = 1, yv = 0;
+    ptl_handle_coll_req_t qq;
+    MP_CHECK(PtlCollIallreduce(g, &xv, &yv, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qq));
+    int dn = -1;
+    expect_rc(PtlCollTest((ptl_handle_coll_req_t)g, &dn), PTL_HANDLE_INVALID,
+              "test of a group's handle");
+    expect_rc(PtlCollWait((ptl_handle_coll_req_t)g), PTL_HANDLE_INVALID,
+              "wait of a group's handle");
+    expect_rc(PtlCollBarrier((ptl_handle_coll_t)qq), PTL_HANDLE_INVALID,
+              "barrier on a request's handle");
+    expect_rc(PtlCollGroupFree((ptl_handle_coll_t)qq), PTL_HANDLE_INVALID,
+              "free of a request's handle");
+    MP_CHECK(PtlCollWait(qq));
+    if (yv != (int64_t)N)
+        mp_die("allreduce beside the wrong handles: %lld", (long long)yv);
+    return finish(m, g, "mp_coll handles");
+}
+
 static int died(struct mp *m)
 {
     ptl_handle_coll_t g;
@@ -1546,7 +1573,8 @@ int main(int argc, char **argv)
     int large = argc > 1 && !strcmp(argv[1], "large");
     int pr = argc > 1 && !strcmp(argv[1], "pairs");
     int bc = argc > 1 && !strcmp(argv[1], "bcast");
-    int fl = argc > 1 && (!strcmp(argv[1], "flags") || !strcmp(argv[1], "afterfini"));
+    int fl = argc > 1 && (!strcmp(argv[1], "flags") || !strcmp(argv[1], "afterfini") ||
+                          !strcmp(argv[1], "handles"));
     /* MP_COLL_NOFLAGS_RID=r: rank r alone runs with PTL_COLL_FLAGS=0 (it takes
      * no flag slot, so every group of it must run on triggered operations on
      * every member, not hang with the others on flags) */
@@ -1568,6 +1596,8 @@ int main(int argc, char **argv)
         return full(&m);
     if (argc > 1 && !strcmp(argv[1], "departed"))
         return departed(&m, true);
+    if (argc > 1 && !strcmp(argv[1], "handles"))
+        return handles(&m);
     if (argc > 1 && !strcmp(argv[1], "departed_test")) {
         dep_poll = true;
         return departed(&m, true);
