@@ -291,6 +291,10 @@ struct req {
      * scratch memory it takes part through, freed at completion, where the
      * call reports PTL_SEGV */
     void *scratch;
+    /* PtlCollTest of a call not done (req.c, pt_coll_test_stalled; the
+     * testing thread's, as the request is): its counters' sum when last
+     * seen, and since when (ns) it has not moved */
+    uint64_t t_seen, t_since;
 };
 
 /* The tables, fast.c's. g_pt_coll_tab_lock: taking and releasing table
@@ -314,6 +318,18 @@ static inline void state_set(_Atomic uint64_t *st, uint32_t gen, int used)
 static inline uint64_t enc(uint32_t gen, int idx)
 {
     return (uint64_t)gen << 20 | (uint64_t)(idx + 1);
+}
+
+/* A request's handle: enc with COLL_REQ_BIT, which no group's index reaches
+ * (COLL_MAX_GROUPS, COLL_MAX_REQS < 2^19), so a group handle given where a
+ * request goes, or a request's where a group goes, is PTL_HANDLE_INVALID.
+ * Both tables start at generation 0: without it the first group and the
+ * first request both had handle 1 (an adversarial client's PtlCollWait(group)
+ * completed a request, and PtlCollBarrier(request) ran on a group). */
+#define COLL_REQ_BIT 0x80000ull
+static inline uint64_t enc_req(uint32_t gen, int idx)
+{
+    return enc(gen, idx) | COLL_REQ_BIT;
 }
 
 /* A call whose buffers would span more than an address space can (a count
@@ -465,6 +481,11 @@ static inline uint64_t pt_coll_enter(struct group *g)
  * once a member closed its NI in order (flag slots) or freed the group (its
  * bye) without entering the call. */
 int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev);
+/* PtlCollTest of call r, not done, its counters summing to `seen`: what
+ * pt_coll_ct_wait would end with, without waiting: PTL_FAIL once the
+ * counters stood still for COLL_LEFT_NAP_NS and the job failed, the NI is
+ * gone, or a member left without entering the call; else PTL_OK. */
+int pt_coll_test_stalled(struct req *r, uint64_t seen);
 
 /* rc = call (a PtlTriggered* operation of a schedule), again while every
  * triggered slot of the NI is armed (PTL_NO_SPACE) and pt_coll_trig_wait

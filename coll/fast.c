@@ -38,6 +38,9 @@ struct group *pt_coll_group_get(ptl_handle_coll_t h)
 
 static struct req *req_get(ptl_handle_coll_req_t h)
 {
+    if (!(h & COLL_REQ_BIT))
+        return NULL; /* no request's (a group's, or made up) */
+    h &= ~COLL_REQ_BIT;
     uint64_t idx = (h & 0xfffff) - 1;
     if ((h & 0xfffff) == 0 || idx >= COLL_MAX_REQS)
         return NULL;
@@ -202,10 +205,12 @@ int PtlCollTest(ptl_handle_coll_req_t h, int *done)
             rc = PtlCTGet(r->sent, &b);
         *done = rc != PTL_OK || ((r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr) &&
                                  b.success + b.failure >= r->nsent);
-        if (!*done)
+        if (!*done && pt_coll_test_stalled(r, a.success + a.failure + b.success + b.failure) ==
+                          PTL_OK)
             return PTL_OK;
-        if (rc == PTL_OK && (a.failure || b.failure))
-            rc = PTL_FAIL;
+        if (rc == PTL_OK && (!*done || a.failure || b.failure))
+            rc = PTL_FAIL; /* failed, or can never complete (PtlCollWait's PTL_FAIL) */
+        *done = 1;
         return fast_done(r, rc);
     }
     ptl_ct_event_t a = {0, 0}, b;
@@ -218,6 +223,10 @@ int PtlCollTest(ptl_handle_coll_req_t h, int *done)
         r->rc = PTL_FAIL;
     *done = b.success + b.failure >= r->nsent &&
             (r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr);
+    if (!*done && pt_coll_test_stalled(r, a.success + a.failure + b.success + b.failure) != PTL_OK) {
+        r->rc = PTL_FAIL; /* can never complete: as PtlCollWait ends it */
+        *done = 1;
+    }
     if (*done)
         return req_finish(r);
     return PTL_OK;
@@ -464,7 +473,7 @@ static int fast_end(struct group *g, struct req *r, int rc, ptl_handle_coll_req_
         return rc;
     }
     pthread_mutex_unlock(&g->lock);
-    *h = enc(r->gen, (int)(r - g_pt_coll_reqs));
+    *h = enc_req(r->gen, (int)(r - g_pt_coll_reqs));
     return PTL_OK;
 }
 

@@ -783,6 +783,17 @@ int PtlCollGroupCreate(ptl_handle_ni_t ni, const ptl_process_id_t *members, ptl_
         return PTL_NO_SPACE;
     }
     uint64_t gid = (h ^ h >> 24 ^ h >> 48) + seen[si].count++ * 0x9e37ull;
+    /* The match bits hold 24 bits of the id: two lists can give a live group
+     * here and this one the same bits (8 ranks: a 5-member list's 7th create
+     * and a 4-member list's first), and their messages then land in each
+     * other's MEs (an adversarial client: both groups' calls hung). The
+     * members cannot pick another id alone, so this one refuses: every
+     * member's create returns PTL_NO_SPACE, and the next create over the
+     * list (its count moved on everywhere) has another id. */
+    for (int i = 0; i < COLL_MAX_GROUPS && idx >= 0; i++)
+        if (g_pt_coll_groups[i].used && g_pt_coll_groups[i].ni == ni &&
+            ((g_pt_coll_groups[i].gid ^ gid) & 0xffffffull) == 0)
+            idx = -1;
     if (idx < 0) {
         pthread_mutex_unlock(&g_pt_coll_tab_lock);
         return refuse(ni, members, n, me, gid);

@@ -121,29 +121,62 @@ static ptl_size_t left_before(const struct group *g, uint64_t c)
  * waited for (README, known limits). */
 #define COLL_LEFT_NAP_NS 100000000
 
+/* A member left without completing call r (PtlNIFini with it in flight
+ * says so too: group.c bye_at_fini; the warning says who): true. */
+static bool member_left(struct req *r)
+{
+    struct group *g = r->g;
+    ptl_size_t gone = g->fl_on ? left_before(g, r->call) : g->n;
+    if (gone < g->n) {
+        pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) called "
+                            "PtlNIFini before completing this call: PTL_FAIL",
+               (size_t)gone, (unsigned)g->ids[gone].pid);
+        return true;
+    }
+    gone = pt_coll_bye_before(g, r->call);
+    if (gone < g->n) {
+        pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) left the "
+                            "group before completing this call: PTL_FAIL",
+               (size_t)gone, (unsigned)g->ids[gone].pid);
+        return true;
+    }
+    return false;
+}
+
 int pt_coll_ct_wait(struct req *r, ptl_handle_ct_t ct, ptl_size_t test, ptl_ct_event_t *ev)
 {
     struct group *g = r->g;
     if (!g->fl_on && g->bye_eq == PTL_EQ_NONE)
         return PtlCTWait(ct, test, ev);
     int rc;
-    while ((rc = pt_api_ct_wait(ct, test, ev, COLL_LEFT_NAP_NS)) == PTL_EQ_EMPTY) {
-        ptl_size_t gone = g->fl_on ? left_before(g, r->call) : g->n;
-        if (gone < g->n) {
-            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) called "
-                                "PtlNIFini before completing this call: PTL_FAIL",
-                   (size_t)gone, (unsigned)g->ids[gone].pid);
+    while ((rc = pt_api_ct_wait(ct, test, ev, COLL_LEFT_NAP_NS)) == PTL_EQ_EMPTY)
+        if (member_left(r))
             return PTL_FAIL;
-        }
-        gone = pt_coll_bye_before(g, r->call);
-        if (gone < g->n) {
-            pt_log(PT_LOG_WARN, "collective: member %zu of the group (pid %u) left the "
-                                "group before completing this call: PTL_FAIL",
-                   (size_t)gone, (unsigned)g->ids[gone].pid);
-            return PTL_FAIL;
-        }
-    }
     return rc;
+}
+
+/* A program that completes its calls by polling PtlCollTest asks the same
+ * as PtlCollWait's wait does, at most every COLL_LEFT_NAP_NS while the
+ * call's counters stand still (one clock read per test, vDSO): before,
+ * PtlCollTest said "not done" for ever where PtlCollWait said PTL_FAIL (a
+ * member that freed the group or closed its NI without entering the call,
+ * or a job whose rank died: an adversarial client). */
+int pt_coll_test_stalled(struct req *r, uint64_t seen)
+{
+    uint64_t now = pt_now_ns();
+    if (!r->t_since || seen != r->t_seen) {
+        r->t_seen = seen;
+        r->t_since = now;
+        return PTL_OK;
+    }
+    if (now - r->t_since < COLL_LEFT_NAP_NS)
+        return PTL_OK;
+    r->t_since = now;
+    if (pt_api_node_progress(r->g->ni) != PTL_OK) /* the job failed, or the NI is gone */
+        return PTL_FAIL;
+    if ((r->g->fl_on || r->g->bye_eq != PTL_EQ_NONE) && member_left(r))
+        return PTL_FAIL;
+    return PTL_OK;
 }
 
 /* Post an ME for this call (tag) over buf, counting arrivals into ct; from is
@@ -302,6 +335,6 @@ int pt_coll_req_start(struct req *r, int rc, ptl_handle_coll_req_t *h)
         return rc;
     }
     pthread_mutex_unlock(&g->lock);
-    *h = enc(r->gen, (int)(r - g_pt_coll_reqs));
+    *h = enc_req(r->gen, (int)(r - g_pt_coll_reqs));
     return PTL_OK;
 }

@@ -38,9 +38,10 @@
  * PTL_FAIL (an operation of the schedule failed).
  *
  * PtlCollGroupCreate is collective: when one member has no room for the
- * group (its table of groups, or its NI's MEs, counters or MDs), every
- * member's create returns PTL_NO_SPACE, and the next create over the same
- * members works once that member has room. A member that never calls it
+ * group (its table of groups, or its NI's MEs, counters or MDs; or a live
+ * group whose 24-bit id the new one would share), every member's create
+ * returns PTL_NO_SPACE, and the next create over the same members works
+ * once that member has room (a new id). A member that never calls it
  * makes the others' create return PTL_FAIL after 30 s.
  */
 #ifndef P3_P3COLL_H

@@ -955,6 +955,172 @@ static void t_bad(struct mp *m, ptl_handle_coll_t g)
     mp_log("bad arguments checked");
 }
 
+/* mp_coll handles (2 ranks): the process's first group and first request,
+ * whose handles were both 1: a group's handle given where a request's goes,
+ * and back, is PTL_HANDLE_INVALID, never the other object (PtlCollWait(g)
+ * completed the request, PtlCollBarrier(q) ran a barrier on g). */
+static int finish(struct mp *m, ptl_handle_coll_t g, const char *name);
+static int handles(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    int64_t xv = 1, yv = 0;
+    ptl_handle_coll_req_t qq;
+    MP_CHECK(PtlCollIallreduce(g, &xv, &yv, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qq));
+    int dn = -1;
+    expect_rc(PtlCollTest((ptl_handle_coll_req_t)g, &dn), PTL_HANDLE_INVALID,
+              "test of a group's handle");
+    expect_rc(PtlCollWait((ptl_handle_coll_req_t)g), PTL_HANDLE_INVALID,
+              "wait of a group's handle");
+    expect_rc(PtlCollBarrier((ptl_handle_coll_t)qq), PTL_HANDLE_INVALID,
+              "barrier on a request's handle");
+    expect_rc(PtlCollGroupFree((ptl_handle_coll_t)qq), PTL_HANDLE_INVALID,
+              "free of a request's handle");
+    MP_CHECK(PtlCollWait(qq));
+    if (yv != (int64_t)N)
+        mp_die("allreduce beside the wrong handles: %lld", (long long)yv);
+    return finish(m, g, "mp_coll handles");
+}
+
+/* mp_coll idclash (8 ranks): two live groups over different member lists
+ * whose 24-bit group ids collide (coll/group.c: an FNV hash of the list plus
+ * 0x9e37 per earlier create of that list). The test finds, with that formula,
+ * lists A and B (2-4 members, one in common) such that A's (d+1)-th create
+ * has B's first create's id; B is made, A made and freed d times, then made
+ * again: that create must fail everywhere (PTL_NO_SPACE) or give a group
+ * that works, and the next one must work; then both groups run interleaved
+ * nonblocking allreduces, polled with a deadline. Before, the create succeeded
+ * and the groups' messages landed in each other's MEs: every call hung. */
+static uint64_t ic_base(struct mp *m, const unsigned char *l, unsigned k)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned i = 0; i < k; i++) {
+        h = (h ^ m->ids[l[i]].nid) * 1099511628211ull;
+        h = (h ^ m->ids[l[i]].pid) * 1099511628211ull;
+    }
+    return (h ^ h >> 24 ^ h >> 48) & 0xffffff;
+}
+
+static int ic_poll(ptl_handle_coll_req_t q, const char *what)
+{
+    uint64_t t0 = mp_now_ms();
+    for (;;) {
+        int done = 0, rc = PtlCollTest(q, &done);
+        if (done || rc != PTL_OK)
+            return rc;
+        if (mp_now_ms() - t0 > 20000)
+            mp_die("%s: not done after 20 s (groups with one id?)", what);
+        usleep(100);
+    }
+}
+
+static int idclash(struct mp *m)
+{
+    enum { MAXL = 2100 };
+    static unsigned char L[MAXL][4], K[MAXL];
+    static uint64_t base[MAXL];
+    unsigned nl = 0;
+    for (unsigned k = 2; k <= 4 && k <= N; k++) { /* ordered lists of k distinct ranks */
+        unsigned char c[4];
+        unsigned total = 1;
+        for (unsigned i = 0; i < k; i++)
+            total *= N;
+        for (unsigned v = 0; v < total && nl < MAXL; v++) {
+            unsigned x = v, ok = 1;
+            for (unsigned i = 0; i < k; i++, x /= N)
+                c[i] = (unsigned char)(x % N);
+            for (unsigned i = 0; i < k; i++)
+                for (unsigned j = i + 1; j < k; j++)
+                    ok &= c[i] != c[j];
+            if (!ok)
+                continue;
+            memcpy(L[nl], c, k);
+            K[nl] = (unsigned char)k;
+            base[nl] = ic_base(m, c, k);
+            nl++;
+        }
+    }
+    uint32_t inv = 1; /* 0x9e37^-1 mod 2^24 (Newton) */
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - 0x9e37u * inv;
+    uint64_t best = UINT64_MAX;
+    unsigned ba = 0, bb = 0;
+    for (unsigned i = 0; i < nl; i++)
+        for (unsigned j = 0; j < nl; j++) {
+            if (i == j)
+                continue;
+            uint64_t d = ((base[j] - base[i]) * inv) & 0xffffff;
+            if (d >= best)
+                continue;
+            int common = 0;
+            for (unsigned x = 0; x < K[i]; x++)
+                for (unsigned y = 0; y < K[j]; y++)
+                    common |= L[i][x] == L[j][y];
+            if (common) {
+                best = d;
+                ba = i;
+                bb = j;
+            }
+        }
+    if (best > 200)
+        mp_die("no colliding pair of lists within 200 creates (best %llu)",
+               (unsigned long long)best);
+    unsigned ma = 0, mb = 0;
+    int ina = 0, inb = 0;
+    ptl_process_id_t ia[4], ib[4];
+    for (unsigned x = 0; x < K[ba]; x++) {
+        ia[x] = m->ids[L[ba][x]];
+        if (L[ba][x] == ME)
+            ina = 1, ma = x;
+    }
+    for (unsigned y = 0; y < K[bb]; y++) {
+        ib[y] = m->ids[L[bb][y]];
+        if (L[bb][y] == ME)
+            inb = 1, mb = y;
+    }
+    (void)ma;
+    (void)mb;
+    ptl_handle_coll_t ga = 0, gb = 0;
+    if (inb)
+        MP_CHECK(PtlCollGroupCreate(m->ni, ib, K[bb], &gb));
+    for (uint64_t c = 0; ina && c < best; c++) {
+        MP_CHECK(PtlCollGroupCreate(m->ni, ia, K[ba], &ga));
+        MP_CHECK(PtlCollBarrier(ga));
+        MP_CHECK(PtlCollGroupFree(ga));
+    }
+    if (ina) { /* the id of B: refused everywhere, or a group that works */
+        int rc = PtlCollGroupCreate(m->ni, ia, K[ba], &ga);
+        if (rc == PTL_NO_SPACE)
+            rc = PtlCollGroupCreate(m->ni, ia, K[ba], &ga);
+        MP_CHECK(rc);
+    }
+    for (int it = 0; it < 100; it++) {
+        int64_t xa = 1000 + ME, ya = 0, xb = 1, yb = 0, wa = 0;
+        ptl_handle_coll_req_t qa = 0, qb = 0;
+        if (ina)
+            MP_CHECK(PtlCollIallreduce(ga, &xa, &ya, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qa));
+        if (inb)
+            MP_CHECK(PtlCollIallreduce(gb, &xb, &yb, 1, PTL_COLL_INT64, PTL_COLL_SUM, &qb));
+        for (unsigned x = 0; x < K[ba]; x++)
+            wa += 1000 + L[ba][x];
+        if (ina && (ic_poll(qa, "allreduce on A") != PTL_OK || ya != wa))
+            mp_die("allreduce %d on A: %lld, expected %lld", it, (long long)ya, (long long)wa);
+        if (inb && (ic_poll(qb, "allreduce on B") != PTL_OK || yb != K[bb]))
+            mp_die("allreduce %d on B: %lld, expected %u", it, (long long)yb, K[bb]);
+    }
+    if (ina)
+        MP_CHECK(PtlCollGroupFree(ga));
+    if (inb)
+        MP_CHECK(PtlCollGroupFree(gb));
+    mp_barrier(m);
+    if (ME == 0)
+        printf("mp_coll idclash: OK (lists of %u and %u members, %llu creates apart)\n", K[ba],
+               K[bb], (unsigned long long)best);
+    fflush(NULL);
+    mp_fini(m);
+    return 0;
+}
+
 static int died(struct mp *m)
 {
     ptl_handle_coll_t g;
@@ -1003,10 +1169,31 @@ static int died(struct mp *m)
  * other hosts) every call waits on counters, and rank 2's bye from
  * PtlCollGroupFree must fail them (they waited for ever until the sixtieth
  * session). departed_nofree: rank 2 leaves without PtlCollGroupFree (its
- * PtlNIFini says the bye). Rank 2
+ * PtlNIFini says the bye). departed_test: the nonblocking calls completed by
+ * polling PtlCollTest, which must say done with PTL_FAIL too. Rank 2
  * enters the first call after a pause, so that a member that leaves right
  * after a call it made is not taken for one that did not make it. */
 #define DEP_BCASTS 3 /* PB_SIG - 1 (coll_int.h): the next one sends start signals */
+/* departed_test: the same, the nonblocking calls completed by polling
+ * PtlCollTest (a large Iallreduce too): done with PTL_FAIL within seconds,
+ * as PtlCollWait; it said "not done" for ever before (an adversarial client). */
+static bool dep_poll;
+static int dep_complete(ptl_handle_coll_req_t q)
+{
+    if (!dep_poll)
+        return PtlCollWait(q);
+    uint64_t t0 = mp_now_ms();
+    for (;;) {
+        int done = 0, rc = PtlCollTest(q, &done);
+        if (done || rc != PTL_OK)
+            return rc;
+        if (mp_now_ms() - t0 > 10000)
+            mp_die("PtlCollTest of a call whose member left: still not done after 10 s");
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int departed(struct mp *m, bool free_first)
 {
     ptl_handle_coll_t g;
@@ -1043,14 +1230,20 @@ static int departed(struct mp *m, bool free_first)
     mp_doing("an Ibarrier whose member left");
     int rib = PtlCollIbarrier(g, &q);
     if (rib == PTL_OK)
-        rib = PtlCollWait(q);
+        rib = dep_complete(q);
     mp_doing("an Iallreduce whose member left");
     int ria = PtlCollIallreduce(g, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &q);
     if (ria == PTL_OK)
-        ria = PtlCollWait(q);
+        ria = dep_complete(q);
     static int64_t bx[8192], by[8192];
     mp_doing("a large allreduce whose member left");
     int rl = PtlCollAllreduce(g, bx, by, 8192, PTL_COLL_INT64, PTL_COLL_SUM);
+    if (dep_poll && rl == PTL_FAIL) { /* and a nonblocking one, polled */
+        mp_doing("a large Iallreduce whose member left, polled");
+        rl = PtlCollIallreduce(g, bx, by, 8192, PTL_COLL_INT64, PTL_COLL_SUM, &q);
+        if (rl == PTL_OK)
+            rl = dep_complete(q);
+    }
     uint64_t ms = mp_now_ms() - t0;
     if (rb != PTL_FAIL || ra != PTL_FAIL || rib != PTL_FAIL || ria != PTL_FAIL || rl != PTL_FAIL)
         mp_die("calls with a member that left in order returned %d, %d (flag path), %d, %d "
@@ -1074,8 +1267,8 @@ static int departed(struct mp *m, bool free_first)
     if (fms > 5000)
         mp_die("PtlCollGroupFree took %llu ms", (unsigned long long)fms);
     if (ME == 0)
-        printf("mp_coll departed%s: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
-               free_first ? "" : " nofree",
+        printf("mp_coll departed%s%s: OK (PTL_FAIL after %llu ms, free %llu ms)\n",
+               free_first ? "" : " nofree", dep_poll ? " test" : "",
                (unsigned long long)ms, (unsigned long long)fms);
     fflush(NULL);
     mp_fini_alone(m); /* no job barrier: rank 2 is gone */
@@ -1567,7 +1760,8 @@ int main(int argc, char **argv)
     int large = argc > 1 && !strcmp(argv[1], "large");
     int pr = argc > 1 && !strcmp(argv[1], "pairs");
     int bc = argc > 1 && !strcmp(argv[1], "bcast");
-    int fl = argc > 1 && (!strcmp(argv[1], "flags") || !strcmp(argv[1], "afterfini"));
+    int fl = argc > 1 && (!strcmp(argv[1], "flags") || !strcmp(argv[1], "afterfini") ||
+                          !strcmp(argv[1], "handles"));
     /* MP_COLL_NOFLAGS_RID=r: rank r alone runs with PTL_COLL_FLAGS=0 (it takes
      * no flag slot, so every group of it must run on triggered operations on
      * every member, not hang with the others on flags) */
@@ -1589,6 +1783,14 @@ int main(int argc, char **argv)
         return full(&m);
     if (argc > 1 && !strcmp(argv[1], "departed"))
         return departed(&m, true);
+    if (argc > 1 && !strcmp(argv[1], "idclash"))
+        return idclash(&m);
+    if (argc > 1 && !strcmp(argv[1], "handles"))
+        return handles(&m);
+    if (argc > 1 && !strcmp(argv[1], "departed_test")) {
+        dep_poll = true;
+        return departed(&m, true);
+    }
     if (argc > 1 && !strcmp(argv[1], "departed_nofree"))
         return departed(&m, false);
     if (argc > 1 && !strcmp(argv[1], "departed_pending"))
