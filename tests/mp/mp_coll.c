@@ -1323,6 +1323,51 @@ static int departed_pending(struct mp *m, bool large)
     return 0;
 }
 
+/* mp_coll manybye G (N ranks): G groups over different member orders, all
+ * alive; the last rank closes its NI without freeing them, so its PtlNIFini
+ * says G x (N - 1) byes at once; every other rank's barrier on every group
+ * must fail (PTL_FAIL), none wait for ever for a bye that did not leave. */
+static int manybye(struct mp *m, unsigned G)
+{
+    ptl_process_id_t *ids = xmalloc(N * sizeof *ids);
+    ptl_handle_coll_t *g = xmalloc(G * sizeof *g);
+    for (unsigned k = 0; k < G; k++) {
+        for (unsigned i = 0; i < N; i++) /* rotation k % N, reversed on odd rounds */
+            ids[i] = m->ids[((k & 1 ? N - 1 - i : i) + k) % N];
+        int rc, tries = 0;
+        while ((rc = PtlCollGroupCreate(m->ni, ids, N, &g[k])) == PTL_NO_SPACE && ++tries < 3)
+            ; /* an id clash (docs/coll.md): the next create has another id */
+        if (rc != PTL_OK)
+            mp_die("create %u: %s", k, PtlErrorStr((unsigned)rc));
+        MP_CHECK(PtlCollBarrier(g[k]));
+    }
+    if (ME == N - 1) {
+        mp_fini_alone(m); /* PtlNIFini: every group's bye */
+        free(g);
+        free(ids);
+        return 0;
+    }
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    uint64_t t0 = mp_now_ms();
+    for (unsigned k = 0; k < G; k++) {
+        mp_doing("a barrier of one of many groups whose member left");
+        int rc = PtlCollBarrier(g[k]);
+        if (rc != PTL_FAIL)
+            mp_die("group %u: barrier returned %d, expected PTL_FAIL", k, rc);
+    }
+    uint64_t ms = mp_now_ms() - t0;
+    for (unsigned k = 0; k < G; k++)
+        MP_CHECK(PtlCollGroupFree(g[k]));
+    if (ME == 0)
+        printf("mp_coll manybye: OK %u groups, %llu ms\n", G, (unsigned long long)ms);
+    fflush(NULL);
+    free(g);
+    free(ids);
+    mp_fini_alone(m);
+    return 0;
+}
+
 /* mp_coll trigfull (3 ranks; PTL_TRIG_SLOTS small): rank 0 starts TF_CALLS
  * nonblocking alltoalls at once while the others start theirs 300 ms later.
  * Rank 0's early calls arm triggered puts that wait for the others' RTRs and
@@ -1795,6 +1840,8 @@ int main(int argc, char **argv)
         return departed(&m, false);
     if (argc > 1 && !strcmp(argv[1], "departed_pending"))
         return departed_pending(&m, argc > 2 && !strcmp(argv[2], "large"));
+    if (argc > 2 && !strcmp(argv[1], "manybye"))
+        return manybye(&m, (unsigned)atoi(argv[2]));
     if (argc > 1 && !strcmp(argv[1], "trigfull"))
         return trigfull(&m);
     if (argc > 1 && !strcmp(argv[1], "died")) {

@@ -612,7 +612,7 @@ static long env_or(const char *name, long def)
 static void test_exhaustion_and_fini(void **state)
 {
 	(void)state;
-	long nslots = env_or("PTL_TRIG_SLOTS", 4096), ncts = env_or("PTL_MAX_CTS", 4096);
+	long nslots = env_or("PTL_TRIG_SLOTS", 4096), ncts = env_or("PTL_MAX_CTS", 65535);
 	for (int round = 0; round < 2; round++) {
 		ptlt_env_t env;
 		ptlt_ni_init(&env, NULL);
