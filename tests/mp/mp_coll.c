@@ -1001,17 +1001,25 @@ static uint64_t ic_base(struct mp *m, const unsigned char *l, unsigned k)
     return (h ^ h >> 24 ^ h >> 48) & 0xffffff;
 }
 
-static int ic_poll(ptl_handle_coll_req_t q, const char *what)
+/* Complete request q by polling PtlCollTest (nap_us between tests), or die
+ * after limit_ms: "WHAT: not done after N s". */
+static int test_until(ptl_handle_coll_req_t q, uint64_t limit_ms, long nap_us, const char *what)
 {
     uint64_t t0 = mp_now_ms();
     for (;;) {
         int done = 0, rc = PtlCollTest(q, &done);
         if (done || rc != PTL_OK)
             return rc;
-        if (mp_now_ms() - t0 > 20000)
-            mp_die("%s: not done after 20 s (groups with one id?)", what);
-        usleep(100);
+        if (mp_now_ms() - t0 > limit_ms)
+            mp_die("%s: not done after %llu s", what, (unsigned long long)(limit_ms / 1000));
+        struct timespec ts = {0, nap_us * 1000L};
+        nanosleep(&ts, NULL);
     }
+}
+
+static int ic_poll(ptl_handle_coll_req_t q, const char *what)
+{
+    return test_until(q, 20000, 100, what); /* (groups with one id would never end) */
 }
 
 static int idclash(struct mp *m)
@@ -1182,16 +1190,7 @@ static int dep_complete(ptl_handle_coll_req_t q)
 {
     if (!dep_poll)
         return PtlCollWait(q);
-    uint64_t t0 = mp_now_ms();
-    for (;;) {
-        int done = 0, rc = PtlCollTest(q, &done);
-        if (done || rc != PTL_OK)
-            return rc;
-        if (mp_now_ms() - t0 > 10000)
-            mp_die("PtlCollTest of a call whose member left: still not done after 10 s");
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    return test_until(q, 10000, 1000, "PtlCollTest of a call whose member left");
 }
 
 static int departed(struct mp *m, bool free_first)

@@ -465,6 +465,27 @@ static int child_second(struct mp *m, int ready)
     return 0;
 }
 
+/* The first guest leaves in order (PtlNIFini, PtlFini), forks the second,
+ * which claims its slot, and lets the stopped parent go on (SIGCONT) once the
+ * second has joined (a byte on the pipe). The second's exit status, or -1. */
+static int hand_over(struct mp *m, ptl_handle_ni_t ni, pid_t parent,
+                     int (*second)(struct mp *, int), const char *what)
+{
+    MP_CHECK(PtlNIFini(ni));
+    PtlFini();
+    int rfd;
+    char b;
+    pid_t c = fork_piped(m, second, &rfd);
+    ssize_t n = read(rfd, &b, 1);
+    kill(parent, SIGCONT);
+    if (n != 1)
+        mp_die("%s first guest: the second guest ended before it joined", what);
+    int ws;
+    if (waitpid(c, &ws, 0) != c || !WIFEXITED(ws))
+        return -1;
+    return WEXITSTATUS(ws);
+}
+
 /* reclaim, the first guest: joins, says so on `to_parent`; at the parent's
  * word (its get to us is sent: it waits, unmatched, in our queue) stops the
  * parent (SIGSTOP: its engine cannot see what follows), leaves in order,
@@ -485,17 +506,8 @@ static int child_first(struct mp *m, unsigned round, int to_parent, int from_par
     while (!mp_os_stopped(parent))
         if (mp_now_ms() - t0 > 10000)
             mp_die("reclaim first guest: the parent did not stop");
-    MP_CHECK(PtlNIFini(ni));
-    PtlFini();
-    int rfd;
-    pid_t c = fork_piped(m, child_second, &rfd);
-    ssize_t n = read(rfd, &b, 1);
-    kill(parent, SIGCONT);
-    if (n != 1)
-        mp_die("reclaim first guest: the second guest ended before it joined");
-    int ws;
-    if (waitpid(c, &ws, 0) != c || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-        mp_die("reclaim: the second guest failed (status %#x)", ws);
+    if (hand_over(m, ni, parent, child_second, "reclaim") != 0)
+        mp_die("reclaim: the second guest failed");
     return 0;
 }
 
@@ -658,18 +670,8 @@ static int mv_first(struct mp *m, unsigned round, int to_parent, int from_parent
         kill(parent, SIGCONT);
         mp_die("rndvmove first guest: rank 0's copy ended before it stopped");
     }
-    MP_CHECK(PtlNIFini(ni)); /* gives up on rank 0 after PTL_PEER_TIMEOUT_MS */
-    PtlFini();
-    int rfd;
-    pid_t c = fork_piped(m, mv_second, &rfd);
-    ssize_t n = read(rfd, &b, 1);
-    kill(parent, SIGCONT);
-    if (n != 1)
-        mp_die("rndvmove first guest: the second guest ended before it joined");
-    int ws;
-    if (waitpid(c, &ws, 0) != c || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-        return 1; /* (it said why) */
-    return 0;
+    /* PtlNIFini gives up on rank 0 after PTL_PEER_TIMEOUT_MS */
+    return hand_over(m, ni, parent, mv_second, "rndvmove") != 0; /* (it said why) */
 }
 
 /* rndvmove pull|push: rank 0's rendezvous copy with the first guest is
