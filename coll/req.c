@@ -174,7 +174,7 @@ int pt_coll_test_stalled(struct req *r, uint64_t seen)
     r->t_since = now;
     if (pt_api_node_progress(r->g->ni) != PTL_OK) /* the job failed, or the NI is gone */
         return PTL_FAIL;
-    if ((r->g->fl_on || r->g->bye_eq != PTL_EQ_NONE) && member_left(r))
+    if (member_left(r)) /* (no flag slots and no byes: nobody can say) */
         return PTL_FAIL;
     return PTL_OK;
 }

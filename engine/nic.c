@@ -718,11 +718,11 @@ static void fail_dead_peers(struct pt_nic *nic)
         if (!streams && !nic->ireq_head[p] && !nic->rfw_head[p])
             continue;
         /* A guest slot claimed again before we looked is alive, but not
-         * the owner we wait for (pt_nic_guest_moved). */
+         * the owner we wait for: pt_nic_guest_moved fails the last owner's. */
         if (nic->xo->peer_alive(nic->x, p)) {
-            if (p < nic->xi.nranks || !slot_moved(nic, p))
-                continue;
-            pt_ops_fail_moved(nic, p);
+            if (p >= nic->xi.nranks)
+                (void)pt_nic_guest_moved(nic, p);
+            continue;
         }
         fail_peer(nic, p);
     }
