@@ -297,6 +297,37 @@ struct req {
     uint64_t t_seen, t_since;
 };
 
+/* Are request r's counters complete: done >= done_thr (none: nothing to
+ * count) and every send it made counted (a per-call request's sent counter
+ * is always read; a persistent one's only where it made sends, nsent > 0)?
+ * Successes and failures both count, as the engine counts a failed
+ * operation into .failure. The one predicate of PtlCollTest (both paths,
+ * fast.c) and PtlNIFini's pt_coll_first_pending; a counter that cannot be
+ * read (PtlCTGet failed: *rc says why) is a result of its own, which each
+ * caller maps: PtlCollTest's persistent path completes the request with
+ * *rc, its per-call path returns *rc and leaves it in flight, and
+ * pt_coll_first_pending counts it in flight. *seen: the sum of what was
+ * read (PtlCollTest's stall check), *failed: a failure was counted. */
+enum pt_coll_cts { PT_COLL_CTS_SHORT, PT_COLL_CTS_COMPLETE, PT_COLL_CTS_UNREADABLE };
+static inline enum pt_coll_cts pt_coll_req_cts(const struct req *r, uint64_t *seen, bool *failed,
+                                               int *rc)
+{
+    ptl_ct_event_t a = {0, 0}, b = {0, 0};
+    bool read_sent = !r->fast || r->nsent;
+    *rc = PTL_OK;
+    if (r->done != PTL_CT_NONE)
+        *rc = PtlCTGet(r->done, &a);
+    if (*rc == PTL_OK && read_sent && r->sent != PTL_CT_NONE)
+        *rc = PtlCTGet(r->sent, &b);
+    *seen = a.success + a.failure + b.success + b.failure;
+    *failed = a.failure || b.failure;
+    if (*rc != PTL_OK)
+        return PT_COLL_CTS_UNREADABLE;
+    bool done_ok = r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr;
+    bool sent_ok = !read_sent || r->sent == PTL_CT_NONE || b.success + b.failure >= r->nsent;
+    return done_ok && sent_ok ? PT_COLL_CTS_COMPLETE : PT_COLL_CTS_SHORT;
+}
+
 /* The tables, fast.c's. g_pt_coll_tab_lock: taking and releasing table
  * entries (group.c takes and releases group entries in PtlCollGroupCreate and
  * group_teardown, fast.c request entries and the groups' caches of them). A

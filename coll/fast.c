@@ -84,19 +84,14 @@ void pt_coll_req_cache_drop(struct group *g)
     pthread_mutex_unlock(&g_pt_coll_tab_lock);
 }
 
-/* Counter ct has reached thr (none: nothing to count). */
-static bool ct_reached(ptl_handle_ct_t ct, ptl_size_t thr)
-{
-    ptl_ct_event_t e = {0, 0};
-    return ct == PTL_CT_NONE || (PtlCTGet(ct, &e) == PTL_OK && e.success + e.failure >= thr);
-}
-
 /* Read at PtlNIFini (the bye hook, under g_pt_coll_tab_lock) without g->lock:
  * no call of the NI may run beside its PtlNIFini (a program that does is
  * erroneous), so the requests of g keep their fields. A request whose
- * counters are complete counts as done (PtlCollTest would say so), one
- * short of them as in flight, whichever path made it (a per-call request's
- * sent count is always armed; a persistent one's only with nsent). */
+ * counters are complete (pt_coll_req_cts, PtlCollTest's predicate) counts as
+ * done, one short of them as in flight, whichever path made it; so does one
+ * whose counter cannot be read (the bye then says fewer calls completed:
+ * a peer's stalled call fails rather than waits for a part that may not
+ * have left). */
 uint64_t pt_coll_first_pending(const struct group *g)
 {
     uint64_t first = UINT64_MAX;
@@ -104,9 +99,11 @@ uint64_t pt_coll_first_pending(const struct group *g)
         const struct req *r = &g_pt_coll_reqs[i];
         if (!r->used || r->g != g || r->call >= first)
             continue;
-        bool sent = r->fast && !r->nsent ? true : ct_reached(r->sent, r->nsent);
-        if (!sent || !ct_reached(r->done, r->done_thr))
-            first = r->call;
+        uint64_t seen;
+        bool failed;
+        int rc;
+        if (pt_coll_req_cts(r, &seen, &failed, &rc) != PT_COLL_CTS_COMPLETE)
+            first = r->call; /* short, or unreadable: in flight */
     }
     return first;
 }
@@ -196,34 +193,25 @@ int PtlCollTest(ptl_handle_coll_req_t h, int *done)
         return PTL_HANDLE_INVALID;
     if (!done)
         return PTL_SEGV;
-    if (r->fast) {
-        ptl_ct_event_t a = {0, 0}, b = {0, 0};
-        int rc = PTL_OK;
-        if (r->done != PTL_CT_NONE)
-            rc = PtlCTGet(r->done, &a);
-        if (rc == PTL_OK && r->nsent)
-            rc = PtlCTGet(r->sent, &b);
-        *done = rc != PTL_OK || ((r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr) &&
-                                 b.success + b.failure >= r->nsent);
-        if (!*done && pt_coll_test_stalled(r, a.success + a.failure + b.success + b.failure) ==
-                          PTL_OK)
+    uint64_t seen;
+    bool failed;
+    int rc;
+    enum pt_coll_cts st = pt_coll_req_cts(r, &seen, &failed, &rc);
+    if (r->fast) { /* unreadable: done, with the read's error */
+        *done = st != PT_COLL_CTS_SHORT;
+        if (!*done && pt_coll_test_stalled(r, seen) == PTL_OK)
             return PTL_OK;
-        if (rc == PTL_OK && (!*done || a.failure || b.failure))
+        if (rc == PTL_OK && (!*done || failed))
             rc = PTL_FAIL; /* failed, or can never complete (PtlCollWait's PTL_FAIL) */
         *done = 1;
         return fast_done(r, rc);
     }
-    ptl_ct_event_t a = {0, 0}, b;
-    int rc = PtlCTGet(r->sent, &b);
-    if (rc == PTL_OK && r->done != PTL_CT_NONE)
-        rc = PtlCTGet(r->done, &a);
-    if (rc != PTL_OK)
+    if (st == PT_COLL_CTS_UNREADABLE) /* the error, the request still in flight */
         return rc;
-    if (a.failure || b.failure)
+    if (failed)
         r->rc = PTL_FAIL;
-    *done = b.success + b.failure >= r->nsent &&
-            (r->done == PTL_CT_NONE || a.success + a.failure >= r->done_thr);
-    if (!*done && pt_coll_test_stalled(r, a.success + a.failure + b.success + b.failure) != PTL_OK) {
+    *done = st == PT_COLL_CTS_COMPLETE;
+    if (!*done && pt_coll_test_stalled(r, seen) != PTL_OK) {
         r->rc = PTL_FAIL; /* can never complete: as PtlCollWait ends it */
         *done = 1;
     }
