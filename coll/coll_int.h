@@ -115,8 +115,18 @@ static inline ptl_match_bits_t mbits(uint64_t gid, uint64_t kind, uint64_t seq, 
 /* The pair slots' match bits (group.c pair_setup, fast.c pair_allreduce) */
 #define PSEQ_BASE 0x100ull
 #define FT_PAIR   202u
-/* A member's bye (group.c say_bye): K_HELLO bits with this tag */
+/* A member's bye (group.c say_bye): K_HELLO bits with this tag, and in the
+ * call sequence's 30 bits the group id's bits 24-53. A bye may still be in
+ * flight when its group is freed, and a newer group over another member
+ * list may have the same 24 bits (a create refuses only a clash with a live
+ * group): its bye ME must not take the old group's bye for a member leaving
+ * it (mp_coll_idbye: its second call failed with PTL_FAIL). With 54 bits of
+ * the id the old bye finds no group and goes to the sink. */
 #define HELLO_BYE 3u
+static inline ptl_match_bits_t bye_bits(uint64_t gid)
+{
+    return mbits(gid, K_HELLO, gid >> 24, HELLO_BYE);
+}
 /* The flag path's wake messages (flag.c) */
 #define FLSEQ_WAKE 0x400ull
 #define FT_WAKE   204u

@@ -97,7 +97,8 @@ static void drop_md_sent(ptl_handle_md_t h)
  * and its sender's later messages behind it, so every free of a member
  * that freed last cost the others 20 ms on its next group's hello (mp_coll
  * lists: 4 s -> 46 s). One sink per NI, made with its first group: an ME
- * that takes every bye, whatever the group id (ignore bits), into a 0-byte
+ * that takes every bye, whatever the group id (ignore bits: the id's 24
+ * bits and the 30 more of it a bye carries, bye_bits), into a 0-byte
  * MD with no EQ. Each group's bye ME is inserted just before it, so it sees
  * its own byes first. Under g_pt_coll_tab_lock; an NI's handle is new after
  * PtlNIFini (generational), so a stale entry never matches. */
@@ -120,8 +121,8 @@ static int bye_sink(struct group *g, ptl_handle_me_t *out)
         ptl_md_t d = {NULL, 0, PTL_MD_THRESH_INF, 0, PTL_MD_OP_PUT, NULL, PTL_EQ_NONE};
         ptl_handle_me_t me;
         ptl_handle_md_t md;
-        rc = PtlMEAttach(g->ni, g->pt, any, mbits(0, K_HELLO, 0, HELLO_BYE), mbits(~0ull, 0, 0, 0),
-                         PTL_RETAIN, PTL_INS_AFTER, &me);
+        rc = PtlMEAttach(g->ni, g->pt, any, mbits(0, K_HELLO, 0, HELLO_BYE),
+                         mbits(~0ull, 0, ~0ull, 0), PTL_RETAIN, PTL_INS_AFTER, &me);
         if (rc == PTL_OK && (rc = PtlMDAttach(me, d, PTL_RETAIN, &md)) != PTL_OK)
             PtlMEUnlink(me);
         if (rc == PTL_OK) {
@@ -165,8 +166,8 @@ static int bye_setup(struct group *g)
     for (int tries = 0; tries < 2; tries++) {
         rc = bye_sink(g, &sink);
         if (rc == PTL_OK)
-            rc = PtlMEInsert(sink, any, mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, PTL_RETAIN,
-                             PTL_INS_BEFORE, &g->bye_me);
+            rc = PtlMEInsert(sink, any, bye_bits(g->gid), 0, PTL_RETAIN, PTL_INS_BEFORE,
+                             &g->bye_me);
         if (rc != PTL_ME_INVALID)
             break;
         bye_sink_drop(sink); /* unlinked under us (not by us): a new one */
@@ -196,8 +197,8 @@ static void say_bye(struct group *g, bool at_fini, uint64_t c)
     if (g->n < 2 || PtlMDBind(g->ni, z, PTL_RETAIN, &md) != PTL_OK)
         return; /* the NI is gone or out of room: nobody hears more from us */
     for (ptl_size_t i = 0; i < g->n; i++)
-        if (i != g->me && PtlPut(md, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0,
-                                 mbits(g->gid, K_HELLO, 0, HELLO_BYE), 0, c) != PTL_OK)
+        if (i != g->me &&
+            PtlPut(md, PTL_NO_ACK_REQ, g->ids[i], g->pt, 0, bye_bits(g->gid), 0, c) != PTL_OK)
             break; /* the NI failed */
     if (at_fini)
         PtlMDUnlink(md); /* or left to the NI's teardown, which flushes the puts */

@@ -1022,18 +1022,22 @@ static int ic_poll(ptl_handle_coll_req_t q, const char *what)
     return test_until(q, 20000, 100, what); /* (groups with one id would never end) */
 }
 
-static int idclash(struct mp *m)
+/* The ordered lists of 2-4 distinct ranks of the job, and the pair A, B of
+ * them (with at least `common` members in common) whose ids collide soonest:
+ * A's (*best + 1)-th create has B's first create's 24 bits (idclash,
+ * idbye). */
+enum { IC_MAXL = 2100 };
+static unsigned char L[IC_MAXL][4], K[IC_MAXL];
+static void ic_find(struct mp *m, int common_min, unsigned *pa, unsigned *pb, uint64_t *pbest)
 {
-    enum { MAXL = 2100 };
-    static unsigned char L[MAXL][4], K[MAXL];
-    static uint64_t base[MAXL];
+    static uint64_t base[IC_MAXL];
     unsigned nl = 0;
     for (unsigned k = 2; k <= 4 && k <= N; k++) { /* ordered lists of k distinct ranks */
         unsigned char c[4];
         unsigned total = 1;
         for (unsigned i = 0; i < k; i++)
             total *= N;
-        for (unsigned v = 0; v < total && nl < MAXL; v++) {
+        for (unsigned v = 0; v < total && nl < IC_MAXL; v++) {
             unsigned x = v, ok = 1;
             for (unsigned i = 0; i < k; i++, x /= N)
                 c[i] = (unsigned char)(x % N);
@@ -1063,8 +1067,8 @@ static int idclash(struct mp *m)
             int common = 0;
             for (unsigned x = 0; x < K[i]; x++)
                 for (unsigned y = 0; y < K[j]; y++)
-                    common |= L[i][x] == L[j][y];
-            if (common) {
+                    common += L[i][x] == L[j][y];
+            if (common >= common_min) {
                 best = d;
                 ba = i;
                 bb = j;
@@ -1073,6 +1077,16 @@ static int idclash(struct mp *m)
     if (best > 200)
         mp_die("no colliding pair of lists within 200 creates (best %llu)",
                (unsigned long long)best);
+    *pa = ba;
+    *pb = bb;
+    *pbest = best;
+}
+
+static int idclash(struct mp *m)
+{
+    unsigned ba, bb;
+    uint64_t best;
+    ic_find(m, 1, &ba, &bb, &best);
     unsigned ma = 0, mb = 0;
     int ina = 0, inb = 0;
     ptl_process_id_t ia[4], ib[4];
@@ -1123,6 +1137,112 @@ static int idclash(struct mp *m)
     mp_barrier(m);
     if (ME == 0)
         printf("mp_coll idclash: OK (lists of %u and %u members, %llu creates apart)\n", K[ba],
+               K[bb], (unsigned long long)best);
+    fflush(NULL);
+    mp_fini(m);
+    return 0;
+}
+
+/* mp_coll idbye (8 ranks): a late bye of a freed group must not reach a
+ * newer group of another member list whose 24-bit id is the same. Lists A
+ * and B with two members R and P in common are found as in idclash; A is
+ * made and freed until its next create has B's id (X). Every member of A
+ * runs a barrier on X and frees it at once, except P, which frees it 500 ms
+ * later, so that R has freed X and made B's group (Y: the same 24 bits, its
+ * bye ME posted before its hello) when P's bye of X (calls entered: 1)
+ * arrives. Then four calls on Y (a nonblocking barrier and small allreduce,
+ * a 64 KiB allreduce, a nonblocking barrier), P 250 ms late to each, so that
+ * the others' waits stall and look at the byes: every call must return
+ * PTL_OK with the right values. Before, R took P's bye of X for P leaving Y
+ * after one call, and Y's second call failed with PTL_FAIL (a spurious
+ * "left the group before completing this call"). */
+static void ib_nap(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int idbye(struct mp *m)
+{
+    unsigned ba, bb;
+    uint64_t best;
+    ic_find(m, 2, &ba, &bb, &best);
+    int ina = 0, inb = 0;
+    unsigned r = N, p = N; /* the first two members of B that are in A */
+    ptl_process_id_t ia[4], ib[4];
+    for (unsigned x = 0; x < K[ba]; x++) {
+        ia[x] = m->ids[L[ba][x]];
+        ina |= L[ba][x] == ME;
+    }
+    for (unsigned y = 0; y < K[bb]; y++) {
+        ib[y] = m->ids[L[bb][y]];
+        inb |= L[bb][y] == ME;
+        for (unsigned x = 0; x < K[ba]; x++)
+            if (L[bb][y] == L[ba][x]) {
+                if (r == N)
+                    r = L[bb][y];
+                else if (p == N)
+                    p = L[bb][y];
+            }
+    }
+    ptl_handle_coll_t ga, gb;
+    for (uint64_t c = 0; ina && c < best; c++) {
+        mp_doing("A made and freed up to B's id");
+        MP_CHECK(PtlCollGroupCreate(m->ni, ia, K[ba], &ga));
+        MP_CHECK(PtlCollBarrier(ga));
+        MP_CHECK(PtlCollGroupFree(ga));
+    }
+    if (ina) { /* X: B's id */
+        mp_doing("X (A with B's id)");
+        MP_CHECK(PtlCollGroupCreate(m->ni, ia, K[ba], &ga));
+        MP_CHECK(PtlCollBarrier(ga));
+        if (ME == p)
+            ib_nap(500); /* R frees X and makes Y meanwhile */
+        MP_CHECK(PtlCollGroupFree(ga)); /* P's bye: 1 call entered */
+    }
+    if (inb) {
+        mp_doing("Y (B) made");
+        MP_CHECK(PtlCollGroupCreate(m->ni, ib, K[bb], &gb));
+        static int64_t bx[8192], by[8192];
+        for (int i = 0; i < 8192; i++)
+            bx[i] = ME + i;
+        int64_t x = ME + 1, y = 0, want = 0, lwant = 0;
+        for (unsigned j = 0; j < K[bb]; j++) {
+            want += L[bb][j] + 1;
+            lwant += L[bb][j] + 8191;
+        }
+        for (int k = 0; k < 4; k++) {
+            if (ME == p)
+                ib_nap(250); /* the others' waits stall: they look at the byes */
+            ptl_handle_coll_req_t q;
+            int rc;
+            mp_doing("a call on Y after P's bye of X");
+            if (k == 0 || k == 3) {
+                rc = PtlCollIbarrier(gb, &q);
+                if (rc == PTL_OK)
+                    rc = PtlCollWait(q);
+            } else if (k == 1) {
+                y = 0;
+                rc = PtlCollIallreduce(gb, &x, &y, 1, PTL_COLL_INT64, PTL_COLL_SUM, &q);
+                if (rc == PTL_OK)
+                    rc = PtlCollWait(q);
+                if (rc == PTL_OK && y != want)
+                    mp_die("allreduce on Y: %lld, expected %lld", (long long)y, (long long)want);
+            } else {
+                rc = PtlCollAllreduce(gb, bx, by, 8192, PTL_COLL_INT64, PTL_COLL_SUM);
+                if (rc == PTL_OK && by[8191] != lwant)
+                    mp_die("large allreduce on Y: %lld, expected %lld", (long long)by[8191],
+                           (long long)lwant);
+            }
+            if (rc != PTL_OK)
+                mp_die("call %d on Y (B: %u members, R %u, P %u; X freed by P late): %s", k + 1,
+                       K[bb], r, p, PtlErrorStr((unsigned)rc));
+        }
+        MP_CHECK(PtlCollGroupFree(gb));
+    }
+    mp_barrier(m);
+    if (ME == 0)
+        printf("mp_coll idbye: OK (lists of %u and %u members, %llu creates apart)\n", K[ba],
                K[bb], (unsigned long long)best);
     fflush(NULL);
     mp_fini(m);
@@ -1829,6 +1949,8 @@ int main(int argc, char **argv)
         return departed(&m, true);
     if (argc > 1 && !strcmp(argv[1], "idclash"))
         return idclash(&m);
+    if (argc > 1 && !strcmp(argv[1], "idbye"))
+        return idbye(&m);
     if (argc > 1 && !strcmp(argv[1], "handles"))
         return handles(&m);
     if (argc > 1 && !strcmp(argv[1], "departed_test")) {
