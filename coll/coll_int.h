@@ -299,7 +299,7 @@ struct req {
     ptl_size_t bytes;
     /* a receive-only member that passed no buffer (pt_coll_req_adopt): the
      * scratch memory it takes part through, freed at completion, where the
-     * call reports PTL_SEGV */
+     * call reports PTL_SEGV (or its failure: fast.c scratch_end) */
     void *scratch;
     /* PtlCollTest of a call not done (req.c, pt_coll_test_stalled; the
      * testing thread's, as the request is): its counters' sum when last
@@ -544,7 +544,8 @@ ptl_size_t pt_coll_bye_before(struct group *g, uint64_t c);
 
 /* A nonblocking call made with scratch memory tmp for a member that only
  * receives and passed no buffer (rc: the call's result): the request owns
- * tmp and reports PTL_SEGV when it completes. PTL_OK, or rc (tmp freed). */
+ * tmp and reports PTL_SEGV when it completes, or its failure (PTL_FAIL...)
+ * when it fails. PTL_OK, or rc (tmp freed). */
 int pt_coll_req_adopt(int rc, ptl_handle_coll_req_t *h, void *tmp);
 
 #define BLOCKING(call)                                                                             \

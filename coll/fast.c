@@ -140,13 +140,16 @@ static struct req *req_take_g(struct group *g)
 }
 
 /* The end of an adopted call (pt_coll_req_adopt): its scratch freed, once
- * nothing writes it; PTL_SEGV for the buffer the caller did not pass. */
+ * nothing writes it; PTL_SEGV for the buffer the caller did not pass, unless
+ * the call failed (rc: PTL_FAIL when a member left or died), which says
+ * more: the group's calls are failing (it said PTL_SEGV, as for a call that
+ * completed: mp_coll_departed_scratch). */
 static int scratch_end(void *scratch, int rc)
 {
     if (!scratch)
         return rc;
     free(scratch);
-    return PTL_SEGV;
+    return rc == PTL_OK ? PTL_SEGV : rc;
 }
 
 static int req_finish(struct req *r)
@@ -969,25 +972,28 @@ int PtlCollIreduce(ptl_handle_coll_t h, const void *sendbuf, void *recvbuf, ptl_
  * passed no buffer gets PTL_SEGV, and still takes part through a scratch
  * buffer where memory allows: the members that wait for nobody (a bcast's
  * root, a reduce's others) have moved on, and a member that left this call
- * out would take their next call's data for this one's (mp_coll flags). */
+ * out would take their next call's data for this one's (mp_coll flags).
+ * A call that failed says why instead (scratch_end). */
 static int scratch_bcast(ptl_handle_coll_t h, ptl_size_t len, ptl_size_t root)
 {
     void *tmp = malloc(len);
+    int rc = PTL_OK;
     if (tmp) {
-        (void)PtlCollBcast(h, tmp, len, root);
+        rc = PtlCollBcast(h, tmp, len, root);
         free(tmp);
     }
-    return PTL_SEGV;
+    return rc == PTL_OK ? PTL_SEGV : rc;
 }
 static int scratch_reduce(ptl_handle_coll_t h, const void *s, ptl_size_t count,
                           ptl_coll_type_t t, ptl_coll_op_t op, ptl_size_t root)
 {
     void *tmp = malloc(count * type_size(t));
+    int rc = PTL_OK;
     if (tmp) {
-        (void)PtlCollReduce(h, s, tmp, count, t, op, root);
+        rc = PtlCollReduce(h, s, tmp, count, t, op, root);
         free(tmp);
     }
-    return PTL_SEGV;
+    return rc == PTL_OK ? PTL_SEGV : rc;
 }
 
 /* A blocking barrier, and a blocking allreduce, reduce or bcast of 1 to 16

@@ -1394,6 +1394,91 @@ static int departed(struct mp *m, bool free_first)
     return 0;
 }
 
+/* mp_coll departed_scratch (3 ranks): rank 2 frees the group and closes its
+ * NI (as in departed) without entering the next calls; ranks 0 and 1 then
+ * make calls in which they only receive and pass no buffer (the library
+ * takes part through scratch memory and reports PTL_SEGV, docs/coll.md),
+ * and which cannot complete without rank 2: bcasts and a scatter from root
+ * 2 (blocking 8 B: the flag path, or the slot bcast without flag slots;
+ * blocking 64 KiB: the per-call path; nonblocking 8 B, completed by
+ * PtlCollWait and by polling PtlCollTest), a reduce and a gather to root 0
+ * without a recvbuf (rank 2 is a child of the root). Each must return
+ * PTL_FAIL, the call's failure, not PTL_SEGV, at every member whose call
+ * needs rank 2 (rank 1 is a leaf of the reduce and a sender of the gather:
+ * PTL_OK, PTL_SEGV or PTL_FAIL there). Before, every one of them said
+ * PTL_SEGV: a caller could not tell a failed call from a completed one. */
+static int departed_scratch(struct mp *m)
+{
+    ptl_handle_coll_t g;
+    MP_CHECK(PtlCollGroupCreate(m->ni, m->ids, N, &g));
+    for (int i = 0; i < 5; i++)
+        MP_CHECK(PtlCollBarrier(g));
+    if (ME == 2) {
+        struct timespec ts = {0, 300 * 1000000L};
+        nanosleep(&ts, NULL);
+        MP_CHECK(PtlCollBarrier(g)); /* the others wait for it here: then it leaves */
+        MP_CHECK(PtlCollGroupFree(g));
+        mp_fini_alone(m);
+        return 0;
+    }
+    MP_CHECK(PtlCollBarrier(g));
+    struct timespec ts = {0, 300 * 1000000L}; /* rank 2 is gone by then */
+    nanosleep(&ts, NULL);
+    uint64_t t0 = mp_now_ms();
+    int64_t x = ME + 1;
+    ptl_handle_coll_req_t q;
+    int rc[8];
+    const char *what[8] = {"blocking 8 B bcast from the departed root",
+                           "blocking 64 KiB bcast from the departed root",
+                           "nonblocking 8 B bcast from the departed root (PtlCollWait)",
+                           "nonblocking 8 B bcast from the departed root (PtlCollTest)",
+                           "blocking 8 B reduce to root 0, no recvbuf",
+                           "nonblocking 8 B reduce to root 0, no recvbuf",
+                           "nonblocking gather to root 0, no recvbuf",
+                           "nonblocking scatter from the departed root"};
+    mp_doing(what[0]);
+    rc[0] = PtlCollBcast(g, NULL, 8, 2);
+    mp_doing(what[1]);
+    rc[1] = PtlCollBcast(g, NULL, 65536, 2);
+    mp_doing(what[2]);
+    if ((rc[2] = PtlCollIbcast(g, NULL, 8, 2, &q)) == PTL_OK)
+        rc[2] = PtlCollWait(q);
+    mp_doing(what[3]);
+    if ((rc[3] = PtlCollIbcast(g, NULL, 8, 2, &q)) == PTL_OK)
+        rc[3] = test_until(q, 10000, 1000, what[3]);
+    mp_doing(what[4]);
+    rc[4] = PtlCollReduce(g, &x, NULL, 1, PTL_COLL_INT64, PTL_COLL_SUM, 0);
+    mp_doing(what[5]);
+    if ((rc[5] = PtlCollIreduce(g, &x, NULL, 1, PTL_COLL_INT64, PTL_COLL_SUM, 0, &q)) == PTL_OK)
+        rc[5] = PtlCollWait(q);
+    mp_doing(what[6]);
+    if ((rc[6] = PtlCollIgather(g, &x, NULL, 8, 0, &q)) == PTL_OK)
+        rc[6] = PtlCollWait(q);
+    mp_doing(what[7]);
+    if ((rc[7] = PtlCollIscatter(g, NULL, NULL, 8, 2, &q)) == PTL_OK)
+        rc[7] = PtlCollWait(q);
+    uint64_t ms = mp_now_ms() - t0;
+    int bad = 0;
+    for (int i = 0; i < 8; i++) {
+        bool leaf = ME == 1 && i >= 4 && i <= 6; /* needs nothing of rank 2 */
+        if (rc[i] != PTL_FAIL && !(leaf && (rc[i] == PTL_OK || rc[i] == PTL_SEGV))) {
+            mp_log("%s: %s, expected PTL_FAIL (a member left)", what[i],
+                   PtlErrorStr((unsigned)rc[i]));
+            bad = 1;
+        }
+    }
+    if (bad)
+        mp_die("a receive-only member's failed call with scratch memory did not say PTL_FAIL");
+    if (ms > 15000)
+        mp_die("the calls took %llu ms", (unsigned long long)ms);
+    MP_CHECK(PtlCollGroupFree(g));
+    if (ME == 0)
+        printf("mp_coll departed scratch: OK (PTL_FAIL after %llu ms)\n", (unsigned long long)ms);
+    fflush(NULL);
+    mp_fini_alone(m);
+    return 0;
+}
+
 /* mp_coll departed_pending (4 ranks): the last rank enters a nonblocking
  * allreduce (small: the persistent path; or large: the per-call path) and
  * closes its NI at once, without PtlCollWait (an erroneous program, as an
@@ -1957,6 +2042,8 @@ int main(int argc, char **argv)
         dep_poll = true;
         return departed(&m, true);
     }
+    if (argc > 1 && !strcmp(argv[1], "departed_scratch"))
+        return departed_scratch(&m);
     if (argc > 1 && !strcmp(argv[1], "departed_nofree"))
         return departed(&m, false);
     if (argc > 1 && !strcmp(argv[1], "departed_pending"))
