@@ -196,7 +196,7 @@
 #include <stdint.h>
 
 #define PT_SHM_MAGIC     0x31524a4c54500a7fULL  /* "\x7f\nPTLJR1" little-endian  */
-#define PT_SHM_VERSION   14u                    /* 2: trace areas; 3: guests;
+#define PT_SHM_VERSION   15u                    /* 2: trace areas; 3: guests;
                                                  * 4: endpoint names (ofi);
                                                  * 5: pools + descriptor rings;
                                                  * 6: the rings' credit marks;
@@ -214,10 +214,19 @@
                                                  * word carries its sender's
                                                  * head (P-HEAD);
                                                  * 14: a guest slot's claim
-                                                 * generation (G-GEN)         */
+                                                 * generation (G-GEN);
+                                                 * 15: 128-line fast-box
+                                                 * lanes                      */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
-#define PT_SHM_FBLINES   32u                    /* lines per fast-box lane (2^k) */
+#define PT_SHM_FBLINES   128u                   /* lines per fast-box lane (2^k):
+                                                 * 32 until the sixty-second
+                                                 * session, when a window of 64
+                                                 * 8 B puts filled the lane and
+                                                 * half of it took the rings;
+                                                 * 128: the 8 B message rate
+                                                 * +12-17%, 64 lines +4-12%
+                                                 * (bench/results-notes.md)     */
 #define PT_SHM_FB_MAXLN  3u                     /* lines one fast-box message may take
                                                  * (168 stream bytes: changed header
                                                  * words and payload); longer ones

@@ -4,8 +4,8 @@
  *   rank 3  the slow receiver: sends its OS pid to rank 0, then stops itself
  *           (SIGSTOP: the NIC thread stops too, so nothing drains its queues);
  *   rank 2  streams K puts to rank 3; its credits (ring entries, and the
- *           fast box's request lane) run out, so at most PTL_QUEUE_SLOTS + 32
- *           of them can leave until rank 3 drains;
+ *           fast box's request lane) run out, so at most PTL_QUEUE_SLOTS +
+ *           PT_SHM_FBLINES of them can leave until rank 3 drains;
  *   rank 0  ping-pongs with rank 1 while rank 3 is stopped: the unaffected
  *           pair must keep moving (a count of round trips, not a time);
  *           then it resumes rank 3 (SIGCONT).
@@ -13,6 +13,7 @@
  * Assertions are on counts only.
  */
 #include "mp_util.h"
+#include "shm_region.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -133,11 +134,12 @@ int main(void)
         }
         /* Credits: the ring's entries (PTL_QUEUE_SLOTS, 32; 64 leaves room for
          * what rank 3 took before it stopped) and, once rank 2 has claimed a
-         * fast box at rank 3, the request lane's 32 lines (transport/
-         * shm_region.h, "Fast boxes": a lane is credit beside the ring).
+         * fast box at rank 3, the request lane's PT_SHM_FBLINES lines
+         * (transport/shm_region.h, "Fast boxes": a lane is credit beside
+         * the ring).
          * Boxes are on unless PTL_SHM_FBOX=0 (util/config.c). */
         const char *qs = getenv("PTL_QUEUE_SLOTS"), *fb = getenv("PTL_SHM_FBOX");
-        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) == 0 ? 0 : 32);
+        int credits = (qs ? atoi(qs) : 64) + (fb && atoi(fb) == 0 ? 0 : (int)PT_SHM_FBLINES);
         if (sent_before_block < 0)
             mp_die("never flow-controlled: %d puts left while rank 3 was stopped", K);
         if (sent_before_block > credits)
