@@ -47,8 +47,12 @@
 #define PT_SHM_REUSE_BYTES 1536u
 #endif
 /* At most this many lines of a ring buffer are prefetched for writing
- * before it is filled (shm_reserve); measured, same section. */
+ * before it is filled (shm_reserve); measured, same section; but a message
+ * of at most PT_SHM_PF_WHOLE lines has all of its lines prefetched: 1.5-2 KiB
+ * ping-pong -10..-18% in the slow core placement, where the lines past the
+ * 20th came a miss at a time in the copy (sixty-second session). */
 #define PT_SHM_PF_LINES 20u
+#define PT_SHM_PF_WHOLE 40u
 
 /* Reuse (shm_reserve): our last message on ring t went through it and its
  * buffer has not been taken back yet. */
@@ -246,14 +250,15 @@ static void *shm_reserve(struct pt_xport *x, uint32_t peer, enum pt_cls cls)
     }
     /* The same for a message that takes the ring: the buffer's lines, as
      * many as our last message to this peer took (a ping-pong's buffer was
-     * last read by the peer), but at most PT_SHM_PF_LINES: a core has only
-     * so many misses in flight, and further prefetches stalled the sender
-     * (3-4 KiB ping-pong -21% in the fast placement with the cap; the copy
-     * that follows asks for the rest itself). */
+     * last read by the peer), but at most PT_SHM_PF_LINES of a message
+     * longer than PT_SHM_PF_WHOLE lines: a core has only so many misses in
+     * flight, and further prefetches stalled the sender (3-4 KiB ping-pong
+     * -21% in the fast placement with the cap; the copy that follows asks
+     * for the rest itself). */
     char *top = pool_top(x, cls);
     if (!t->streak && t->last_len) {
-        uint32_t pf = t->last_len < PT_SHM_PF_LINES * PT_CACHELINE ? t->last_len
-                                                                   : PT_SHM_PF_LINES * PT_CACHELINE;
+        uint32_t pf = t->last_len <= PT_SHM_PF_WHOLE * PT_CACHELINE ? t->last_len
+                      : PT_SHM_PF_LINES * PT_CACHELINE;
         for (uint32_t o = 0; o < pf; o += PT_CACHELINE)
             PREFETCH_W(top + o);
     }
