@@ -1401,8 +1401,14 @@ static pid_t cma_retarget(struct pt_xport *x, uint32_t peer, pid_t pid, pid_t tr
  * then with its gen. A claim after the check does not change the pid the
  * step names: the last owner's, whose process left the NI (its flush gave
  * up on us) or ended (ESRCH). Not covered: an owner that died without
- * PtlNIFini (no DETACHED; the job fails) whose slot is claimed between our
- * two loads, and a pid the kernel reused, as for a rank. */
+ * PtlNIFini (no DETACHED; the job fails), whose slot stays ATTACHED with its
+ * gen: a claimer's CAS of the dead pid (G-CLAIM) publishes the new pid
+ * before its G-GEN, so between the two a load of the pid here, then of the
+ * state and gen, reads the new pid with the old owner's ATTACHED and gen.
+ * A two-step claim would close it (a negative pid while claiming, the pid
+ * stored with release after G-GEN; every reader of a guest's ospid would
+ * have to read a negative one as held). Nor a pid the kernel reused, as
+ * for a rank. */
 static bool cma_owner_same(struct pt_xport *x, uint32_t peer)
 {
     struct pt_shm_rank *rec = &x->ranks[peer];
