@@ -219,14 +219,16 @@
                                                  * lanes                      */
 #define PT_SHM_COOP_WORDS 64u                   /* claim words per process     */
 #define PT_SHM_FBOXES    32u                    /* fast boxes per receiver     */
+#ifndef PT_SHM_FBLINES /* -D for a measurement build (the region's layout follows) */
 #define PT_SHM_FBLINES   128u                   /* lines per fast-box lane (2^k):
                                                  * 32 until the sixty-second
                                                  * session, when a window of 64
                                                  * 8 B puts filled the lane and
                                                  * half of it took the rings;
                                                  * 128: the 8 B message rate
-                                                 * +12-17%, 64 lines +4-12%
+                                                 * +13-18%, 64 lines +4-12%
                                                  * (bench/results-notes.md)     */
+#endif
 #define PT_SHM_FB_MAXLN  3u                     /* lines one fast-box message may take
                                                  * (168 stream bytes: changed header
                                                  * words and payload); longer ones
