@@ -57,6 +57,8 @@
 #ifndef PT_SHM_PF_WHOLE
 #define PT_SHM_PF_WHOLE 40u
 #endif
+_Static_assert(PT_SHM_PF_WHOLE >= PT_SHM_PF_LINES,
+               "a message within the cap is prefetched whole (shm_reserve takes no min)");
 /* The line a stream prefetches for writing: this many after the next (1:
  * the line after next; 3 lost 13% of the 8 B rate, sixty-second session). */
 #ifndef PT_FB_PF_AHEAD
