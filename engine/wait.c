@@ -11,6 +11,7 @@
 #include "nic.h"
 #include "perturb.h"
 #include "proc.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -1166,6 +1167,7 @@ void *pt_wait_nic_thread(void *arg)
         }
     }
     set_state(w, PT_NIC_STOP);
+    pt_thread_end();
     return NULL;
 }
 

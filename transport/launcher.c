@@ -20,6 +20,14 @@
  * Past its start-up it never allocates; a fork() waits until it is past it
  * (pt_launcher_fork_settle: ASan's runtime allocates in a thread's start,
  * and a child of a fork at that instant could inherit the allocator's lock).
+ * Its end is the same hazard (ASan's runtime drains the thread's caches
+ * into the allocator's and the quarantine's after it returned, under their
+ * locks), so the thread is joined, not detached: unwatch returns once it
+ * has ended. Detached, it was still ending when PtlNIFini returned, and a
+ * fork soon after (the next PtlNIInit's, mp_join forkrace round 22 in CI)
+ * left the child the quarantine's lock held: its first thread hung in its
+ * own exit. A thread that does not end within unwatch's bound is joined by
+ * the next fork's settle or the next start.
  */
 #include "xport.h"
 
@@ -54,10 +62,38 @@ static int g_pidfd = -1;
 static _Atomic uint32_t g_starting;
 static struct pt_waitword g_up_ww;
 /* unwatch -> the thread: end (g_stop, then a count on g_stopfd, which its
- * poll() watches beside the launcher's pidfd); the thread -> unwatch: it is
- * past its last use of the descriptors (g_running 0). */
+ * poll() watches beside the launcher's pidfd); the thread's end: its join. */
 static int g_stopfd = -1;
-static _Atomic uint32_t g_stop, g_running;
+static _Atomic uint32_t g_stop;
+/* g_thread: the watch of g_started_in, joinable while g_has_thread. g_late:
+ * one told to end that had not within unwatch's bound, a thread of process
+ * g_late_in (0: none; a copy of our parent's is not ours to join). All
+ * under g_lock; the thread itself takes none. */
+static pthread_t g_thread, g_late;
+static bool g_has_thread;
+static pid_t g_late_in;
+
+#define PT_WATCH_END_NS 1000000000u /* unwatch's bound on the thread's end */
+
+/* Join the late thread, until deadline_ns (the realtime clock's); false: it
+ * has not ended. Under g_lock. */
+static bool join_late(uint64_t deadline_ns)
+{
+    if (g_late_in != getpid())
+        return true;
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+    if (pthread_timedjoin_np(g_late, NULL, &ts) != 0)
+        return false;
+    g_late_in = 0;
+    return true;
+}
+
+static uint64_t realtime_in(uint64_t ns)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + ns;
+}
 
 static void launcher_gone(void)
 {
@@ -94,7 +130,7 @@ static void *watch(void *arg)
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    ST_RELEASE(&g_running, 0); /* the last touch of the descriptors was before */
+    pt_thread_end();
     return NULL;
 }
 
@@ -112,6 +148,13 @@ static void start(void)
         return;
     }
     g_launcher = (pid_t)v;
+    /* A watch that did not end within the last unwatch's bound: a little
+     * longer, then let it go (it never started again: g_stop stays set for
+     * it until the store below, and it sees a stop or its closed poll). */
+    if (!join_late(realtime_in(PT_WATCH_END_NS))) {
+        pthread_detach(g_late);
+        g_late_in = 0;
+    }
     if (g_pidfd >= 0)
         close(g_pidfd); /* our parent's (fork): its thread is not ours */
     if (g_stopfd >= 0)
@@ -124,16 +167,12 @@ static void start(void)
         launcher_gone();
     pthread_attr_t a;
     pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 64 * 1024);
-    pthread_t t;
     ST_RELAXED(&g_starting, 1);
-    ST_RELAXED(&g_running, 1);
-    int rc = pt_thread_create(&t, &a, watch, NULL); /* signals blocked: not ours to take */
-    if (rc) {
+    int rc = pt_thread_create(&g_thread, &a, watch, NULL); /* signals blocked: not ours to take */
+    g_has_thread = rc == 0;
+    if (rc)
         ST_RELAXED(&g_starting, 0);
-        ST_RELAXED(&g_running, 0);
-    }
     pthread_attr_destroy(&a);
     if (rc)
         pt_log(PT_LOG_WARN, "cannot start the launcher watch (%s): this rank may outlive ptlrun",
@@ -157,15 +196,23 @@ void pt_launcher_unwatch(void)
         ST_RELEASE(&g_stop, 1); /* pairs with the thread's LD_ACQUIRE */
         if (g_stopfd >= 0)
             (void)!eventfd_write(g_stopfd, 1);
-        /* Until the thread is past the descriptors (at once; at most a poll
-         * period without an eventfd), bounded: a thread that does not come
-         * keeps them, and the next watch starts with new ones. */
-        uint64_t t0 = pt_now_ns();
-        while (LD_ACQUIRE(&g_running) && pt_now_ns() - t0 < 1000000000u) {
-            struct timespec ts = {0, 50 * 1000};
-            nanosleep(&ts, NULL);
+        /* Until the thread has ended (at once; at most a poll period
+         * without an eventfd), bounded: a thread that does not end keeps
+         * the descriptors, and the next watch starts with new ones. */
+        bool ended = true;
+        if (g_has_thread) {
+            uint64_t d = realtime_in(PT_WATCH_END_NS);
+            struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+            ended = pthread_timedjoin_np(g_thread, NULL, &ts) == 0;
+            if (!ended) {
+                if (g_late_in == getpid())
+                    pthread_detach(g_late); /* two late ones: the older goes */
+                g_late = g_thread;
+                g_late_in = getpid();
+            }
+            g_has_thread = false;
         }
-        if (!LD_ACQUIRE(&g_running)) {
+        if (ended) {
             if (g_pidfd >= 0)
                 close(g_pidfd);
             if (g_stopfd >= 0)
@@ -189,7 +236,12 @@ bool pt_launcher_fork_settle(uint64_t deadline_ns)
 {
     pthread_mutex_lock(&g_lock);
     bool ours = g_started_in == getpid(); /* a copy of our parent's flag is not */
+    /* A watch still ending (unwatch's bound passed): until the deadline. */
+    uint64_t now = pt_now_ns();
+    bool late = join_late(realtime_in(deadline_ns > now ? deadline_ns - now : 0));
     pthread_mutex_unlock(&g_lock);
+    if (!late)
+        return false;
     while (ours && LD_ACQUIRE(&g_starting)) {
         if (pt_now_ns() >= deadline_ns)
             return false;

@@ -156,6 +156,7 @@ static void *watch_main(void *arg)
     if (!p || !idx) {
         free(p);
         free(idx);
+        pt_thread_end();
         return NULL;
     }
     for (;;) {
@@ -216,6 +217,7 @@ static void *watch_main(void *arg)
     }
     free(p);
     free(idx);
+    pt_thread_end();
     return NULL;
 }
 

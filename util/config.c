@@ -103,6 +103,8 @@ static struct pt_tunable g_table[] = {
       "allreduce/reduce payloads of at least this many bytes (and at least one element per member of the largest power of two in the group) run as reduce-scatter + allgather (recursive halving, then doubling); smaller ones above PTL_COLL_SMALL_MAX as recursive doubling of the whole vector; 0: never; must be the same in every member"),
     T("PTL_TEST_WRAP", test_wrap, 0, 0, 1 << 20,
       "tests only: free-running counters (ring tails and heads, fast-box lanes, order stamps, doorbell and wait-word seqs, command rings and stamps, request ids, op and claim-word generations, EQ sequence, ofi stamps and queues, collective call sequence) start this many steps before their wrap; 0: off"),
+    T("PTL_TEST_THREAD_END_US", test_thread_end_us, 0, 0, 1000000,
+      "tests only: every thread the library starts (NIC thread, launcher watch, region watch) waits this many microseconds before it ends; the call that ends it still returns after it has ended; 0: off"),
     T("PTL_COLL_BCAST_SEG", coll_bcast_seg, 0, 0, (int64_t)1 << 40,
       "bcasts of more than this many bytes in groups of 3 or more run pipelined: the data goes down the binomial tree in segments of this size (at most 64 of them; larger bcasts get larger segments), each forwarded by a triggered put as soon as it arrived (131072 is a start where every rank has a core of its own); 0 (the default: slower where ranks outnumber cores, docs/coll.md): the whole buffer per tree edge; must be the same in every member"),
     T("PTL_COLL_RED_SEG", coll_red_seg, 65536, 0, (int64_t)1 << 40,

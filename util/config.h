@@ -63,6 +63,7 @@ struct pt_config {
     int64_t coll_flags;     /* PTL_COLL_FLAGS: blocking small collectives on flag slots */
     int64_t coll_large_min; /* PTL_COLL_LARGE_MIN: allreduce bytes for reduce-scatter + allgather */
     int64_t test_wrap;      /* PTL_TEST_WRAP (tests only): counters start this close to their wrap */
+    int64_t test_thread_end_us; /* PTL_TEST_THREAD_END_US (tests only): our threads end this late */
     int64_t coll_bcast_seg; /* PTL_COLL_BCAST_SEG: segment of the pipelined large bcast */
     int64_t coll_red_seg;   /* PTL_COLL_RED_SEG: bytes per reduction put of a collective */
     int64_t trig_slots;     /* PTL_TRIG_SLOTS: triggered operations armed per NI     */

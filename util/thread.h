@@ -21,4 +21,10 @@
  * pthread_create's code. */
 int pt_thread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 
+/* The last call of every thread the library starts, just before it returns:
+ * PTL_TEST_THREAD_END_US (tests only; 0: nothing) makes it wait that long,
+ * so that a test reaches what runs while one of ours is ending (its
+ * sanitizer runtime's teardown after the return: mp_join forkrace). */
+void pt_thread_end(void);
+
 #endif

@@ -31,7 +31,10 @@
  *   (gcc 12's libasan has no fork handler of its own) hung in its thread's
  *   start-up for ever (offload, 40 rounds: 5 of 6 runs, in rounds 0-9). A
  *   child not ended within 10 s fails the test. Then PtlNIFini, PtlFini,
- *   next round.
+ *   next round. `forkrace N fini`: the forks come right after PtlNIFini (the
+ *   last NI: its threads have ended, or are ending). With
+ *   PTL_TEST_THREAD_END_US the library's threads dawdle before they end, so
+ *   that the forks come while a thread not yet joined would be torn down.
  *
  * outsider [K]: K processes (1-4) started outside ptlrun join by naming the job
  *   with PTL_JOB=<ptlrun's pid> (issue 13 item 4): rank 0 forks and execs
@@ -795,6 +798,7 @@ static void forkrace_reap(pid_t c, unsigned rank, unsigned round)
 static int forkrace(int argc, char **argv)
 {
     unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 40, rank = 0, size = 0;
+    bool at_fini = argc > 3 && !strcmp(argv[3], "fini");
     for (unsigned r = 0; r < rounds; r++) {
         int maxif;
         ptl_handle_ni_t ni;
@@ -802,16 +806,19 @@ static int forkrace(int argc, char **argv)
         MP_CHECK(PtlSetRank(PTL_INVALID_HANDLE, (unsigned)-1, (unsigned)-1));
         MP_CHECK(PtlGetRank(PTL_INVALID_HANDLE, &rank, &size));
         MP_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni));
+        if (at_fini)
+            MP_CHECK(PtlNIFini(ni)); /* the last NI: its threads end */
         pid_t c[3];
         for (int i = 0; i < 3; i++)
-            c[i] = forkrace_fork(); /* at once: our new threads are starting */
+            c[i] = forkrace_fork(); /* at once: our threads are starting or ending */
         for (int i = 0; i < 3; i++)
             forkrace_reap(c[i], rank, r);
-        MP_CHECK(PtlNIFini(ni));
+        if (!at_fini)
+            MP_CHECK(PtlNIFini(ni));
         PtlFini();
     }
     if (rank == 0)
-        printf("rank 0: forkrace OK (%u rounds)\n", rounds);
+        printf("rank 0: forkrace OK (%u rounds%s)\n", rounds, at_fini ? ", at fini" : "");
     return 0;
 }
 
