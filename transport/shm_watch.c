@@ -69,6 +69,12 @@ struct pt_shm_watch {
     char name[80];               /* ... this one, which names the file dev/ino  */
     dev_t dev;                   /* while nobody else replaced it              */
     ino_t ino;
+    /* 1 until the thread is past its start-up (its allocations and the
+     * sanitizer runtime's: a fork() right after PtlNIInit must not copy an
+     * allocator lock it holds, api/fork.c): written by the thread (release,
+     * then the wake), read by pt_shm_watch_start, which waits for it. */
+    _Atomic uint32_t starting;
+    struct pt_waitword up_ww;
 };
 
 /* The job has failed (code), by the death of the rank in slot `dead` (-1:
@@ -153,6 +159,9 @@ static void *watch_main(void *arg)
     struct pt_xport *x = w->x;
     struct pollfd *p = calloc(w->n + 1, sizeof *p);
     uint32_t *idx = calloc(w->n + 1, sizeof *idx);
+    ST_RELEASE(&w->starting, 0); /* pairs with up_wait's LD_ACQUIRE */
+    FENCE_FULL();                /* the store before the wake's seq bump */
+    pt_wake_all(&w->up_ww);
     if (!p || !idx) {
         free(p);
         free(idx);
@@ -221,6 +230,20 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
+/* Until the thread is past its start-up; bounded (a thread the scheduler
+ * does not run for a second: the fork hazard stays, nothing else does). */
+static void up_wait(struct pt_shm_watch *w)
+{
+    uint64_t t0 = pt_now_ns();
+    while (LD_ACQUIRE(&w->starting) && pt_now_ns() - t0 < 1000000000u) {
+        uint32_t seq = LD_ACQUIRE(&w->up_ww.seq);
+        RMW_ADD(&w->up_ww.sleepers, 1); /* full fence: seq read before the recheck */
+        if (LD_ACQUIRE(&w->starting))
+            pt_futex_wait(&w->up_ww, seq, 1000000);
+        RMW_SUB(&w->up_ww.sleepers, 1);
+    }
+}
+
 int pt_shm_watch_start(struct pt_xport *x)
 {
     if (x->watch || x->n < 2 || x->me >= x->n)
@@ -246,9 +269,12 @@ int pt_shm_watch_start(struct pt_xport *x)
     }
     w->t0 = pt_now_ns();
     w->named = pt_shm_named_ident(w->name, sizeof w->name, &w->dev, &w->ino);
+    pt_waitword_init(&w->up_ww, false);
+    ST_RELAXED(&w->starting, 1);
     rc = -pt_thread_create(&w->th, NULL, watch_main, w);
     if (rc)
         goto fail;
+    up_wait(w);
     x->watch = w;
     return 0;
 fail:
