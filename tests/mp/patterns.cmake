@@ -40,7 +40,10 @@
 #   order     causal order per peer (issue 12 item 16), window 16 with ACKs:
 #             put 64 KiB (CMA, copy mode, 4 queue slots), 256 KiB, 8 B; get
 #             64 KiB, with 1,000-5,000 windows                         6 tests
-# 73 patterns x 2 modes; check runs of 200 iterations (50-100 at 1 MiB, with
+#   lanefill  a window of 64 puts of 100 B (192 fast-box lines, the lane
+#             has 128): every wait mode with START on, fresh, 2 threads,
+#             1,000 windows                                            9 tests
+# 82 patterns x 2 modes (these sections; more below); check runs of 200 iterations (50-100 at 1 MiB, with
 # threads or --think; more for "order"), 0.05-2 s each: about 2 min for both
 # modes on 2 cores (1 min with ctest -j2).
 
@@ -144,6 +147,24 @@ endforeach()
 ptl_pattern(stream_put_4033_fresh ARGS --shape stream --size 4033 --recv fresh --ack on)
 ptl_pattern(stream_put_65536 ARGS --shape stream --size 65536 --region on --wait eqpoll-multi -n 50)
 ptl_pattern(stream_get_65536 ARGS --shape stream --op get --size 65536 --wait eqpoll-multi -n 50)
+
+# ---- a window that fills the fast-box lane (sixty-third session) -------------------
+# 64 puts of 100 B: each takes 3 of the lane's 128 lines (changed header words and
+# payload), so a window is 192 lines and the lane fills mid-window whenever the
+# receiver lags 43 messages; the rest of the window goes through the ring, then the
+# lane again, in order (xport.h, "Order"). A counting build found 3-34% of the
+# sends facing a full lane in each of these, in both modes on 2 cores (with ACKs
+# none: the sender, taking an ACK per put, no longer outruns the receiver; the
+# "order" patterns below have ACKs). Every wait mode with START on; a fresh ME per
+# message; two threads; the causal-order rule (SEND_END before the answer's
+# events) over 1,000 windows.
+foreach(w eqwait eqpoll eqpoll-timeout eqpoll-multi eqget-spin eqwait-split)
+  ptl_pattern(lanefill_${w} ARGS --shape stream --window 64 --size 100 --start on --wait ${w})
+endforeach()
+ptl_pattern(lanefill_fresh ARGS --shape stream --window 64 --size 100 --start on --recv fresh -n 100)
+ptl_pattern(lanefill_threads2 ARGS --shape stream --window 64 --size 100 --start on --threads 2
+            --wait eqpoll-multi -n 100)
+ptl_pattern(lanefill_order LIMIT 150 ARGS --shape stream --window 64 --size 100 --start on -n 1000)
 
 # ---- causal order per peer (issue 12 item 16): window 16, the answer after the window --
 # A must read SEND_END and ACK of all 16 puts before the answer's PUT_START, B the
