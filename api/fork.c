@@ -16,7 +16,11 @@
  * finalized; the child finds the table consistent) and the lock of the
  * threads' exit handler (engine/progress.c: a thread exiting at the fork
  * would leave it held in the child, whose PtlNIInit takes it), wait for the launcher
- * watch to be past its start-up, and park every NIC thread of this process
+ * watch to be past its start-up (and one an earlier PtlNIFini told to end, if
+ * it had not ended within that call's bound: transport/launcher.c; every
+ * other thread of the library has ended when the call that ends it returns,
+ * and the node region's watch is past its start-up when PtlNIInit returns,
+ * transport/shm_watch.c), and park every NIC thread of this process
  * at a safe point. Bounded (PT_FORK_WAIT_MS in all; past it the fork goes
  * on, as without this, and a warning says so once). parent: let the NIC
  * threads go, release the locks. child: hide the parent's NIs from every
