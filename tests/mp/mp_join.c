@@ -670,12 +670,17 @@ static int mv_first(struct mp *m, unsigned round, int to_parent, int from_parent
             mp_die("rndvmove first guest: rank 0's copy did not start");
     }
     pid_t parent = getppid();
-    /* MP_RNDVMOVE_LATE_MS (this test's own knob): the first try's guest
-     * dawdles that long here, as one the scheduler left out would, so that
-     * the retry below is tested (mp_join_rndvmove_late) */
-    const char *late = getenv("MP_RNDVMOVE_LATE_MS");
-    if (late && mv_try == 1)
-        usleep((useconds_t)atoi(late) * 1000u);
+    /* MP_RNDVMOVE_LATE=1 (this test's own knob): the first try's guest
+     * dawdles here until rank 0's copy has ended, as one the scheduler left
+     * out would, so that the retry below is tested (mp_join_rndvmove_late;
+     * our engine runs meanwhile: host mode's copy needs it) */
+    if (getenv("MP_RNDVMOVE_LATE") && mv_try == 1)
+        for (uint64_t t0 = mp_now_ms(); !mv_arrived(watch, src, MV_BIG - 64);) {
+            ptl_event_t ev;
+            (void)PtlEQPoll(&eq, 1, 0, &ev, &(int){0});
+            if (mp_now_ms() - t0 > 20000)
+                mp_die("rndvmove first guest: rank 0's copy did not end");
+        }
     kill(parent, SIGSTOP);
     for (uint64_t t0 = mp_now_ms(); !mp_os_stopped(parent);)
         if (mp_now_ms() - t0 > 10000)
