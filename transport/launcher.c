@@ -75,24 +75,28 @@ static pid_t g_late_in;
 
 #define PT_WATCH_END_NS 1000000000u /* unwatch's bound on the thread's end */
 
-/* Join the late thread, until deadline_ns (the realtime clock's); false: it
- * has not ended. Under g_lock. */
-static bool join_late(uint64_t deadline_ns)
+/* Join t within ns from now (pthread_timedjoin_np's deadline is on the
+ * realtime clock); false: it has not ended. */
+static bool join_within(pthread_t t, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t d = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(d / 1000000000u);
+    ts.tv_nsec = (long)(d % 1000000000u);
+    return pthread_timedjoin_np(t, NULL, &ts) == 0;
+}
+
+/* Join the late thread (if ours) within ns from now; false: it has not
+ * ended. Under g_lock. */
+static bool join_late(uint64_t ns)
 {
     if (g_late_in != getpid())
         return true;
-    struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
-    if (pthread_timedjoin_np(g_late, NULL, &ts) != 0)
+    if (!join_within(g_late, ns))
         return false;
     g_late_in = 0;
     return true;
-}
-
-static uint64_t realtime_in(uint64_t ns)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + ns;
 }
 
 static void launcher_gone(void)
@@ -105,9 +109,7 @@ static void launcher_gone(void)
 static void *watch(void *arg)
 {
     (void)arg;
-    ST_RELEASE(&g_starting, 0);
-    FENCE_FULL(); /* the store before the wake's seq bump */
-    pt_wake_all(&g_up_ww);
+    pt_flag_clear(&g_starting, &g_up_ww); /* settle waits for it */
     if (g_pidfd >= 0) {
         struct pollfd p[2] = {{.fd = g_pidfd, .events = POLLIN},
                               {.fd = g_stopfd, .events = POLLIN}};
@@ -151,7 +153,7 @@ static void start(void)
     /* A watch that did not end within the last unwatch's bound: a little
      * longer, then let it go (it never started again: g_stop stays set for
      * it until the store below, and it sees a stop or its closed poll). */
-    if (!join_late(realtime_in(PT_WATCH_END_NS))) {
+    if (!join_late(PT_WATCH_END_NS)) {
         pthread_detach(g_late);
         g_late_in = 0;
     }
@@ -201,9 +203,7 @@ void pt_launcher_unwatch(void)
          * the descriptors, and the next watch starts with new ones. */
         bool ended = true;
         if (g_has_thread) {
-            uint64_t d = realtime_in(PT_WATCH_END_NS);
-            struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
-            ended = pthread_timedjoin_np(g_thread, NULL, &ts) == 0;
+            ended = join_within(g_thread, PT_WATCH_END_NS);
             if (!ended) {
                 if (g_late_in == getpid())
                     pthread_detach(g_late); /* two late ones: the older goes */
@@ -238,18 +238,7 @@ bool pt_launcher_fork_settle(uint64_t deadline_ns)
     bool ours = g_started_in == getpid(); /* a copy of our parent's flag is not */
     /* A watch still ending (unwatch's bound passed): until the deadline. */
     uint64_t now = pt_now_ns();
-    bool late = join_late(realtime_in(deadline_ns > now ? deadline_ns - now : 0));
+    bool late = join_late(deadline_ns > now ? deadline_ns - now : 0);
     pthread_mutex_unlock(&g_lock);
-    if (!late)
-        return false;
-    while (ours && LD_ACQUIRE(&g_starting)) {
-        if (pt_now_ns() >= deadline_ns)
-            return false;
-        uint32_t seq = LD_ACQUIRE(&g_up_ww.seq);
-        RMW_ADD(&g_up_ww.sleepers, 1); /* full fence: seq read before the recheck */
-        if (LD_ACQUIRE(&g_starting))
-            pt_futex_wait(&g_up_ww, seq, 1000000);
-        RMW_SUB(&g_up_ww.sleepers, 1);
-    }
-    return true;
+    return late && (!ours || pt_flag_wait_clear(&g_starting, &g_up_ww, deadline_ns));
 }

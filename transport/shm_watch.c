@@ -159,9 +159,7 @@ static void *watch_main(void *arg)
     struct pt_xport *x = w->x;
     struct pollfd *p = calloc(w->n + 1, sizeof *p);
     uint32_t *idx = calloc(w->n + 1, sizeof *idx);
-    ST_RELEASE(&w->starting, 0); /* pairs with up_wait's LD_ACQUIRE */
-    FENCE_FULL();                /* the store before the wake's seq bump */
-    pt_wake_all(&w->up_ww);
+    pt_flag_clear(&w->starting, &w->up_ww); /* pt_shm_watch_start waits for it */
     if (!p || !idx) {
         free(p);
         free(idx);
@@ -230,20 +228,6 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-/* Until the thread is past its start-up; bounded (a thread the scheduler
- * does not run for a second: the fork hazard stays, nothing else does). */
-static void up_wait(struct pt_shm_watch *w)
-{
-    uint64_t t0 = pt_now_ns();
-    while (LD_ACQUIRE(&w->starting) && pt_now_ns() - t0 < 1000000000u) {
-        uint32_t seq = LD_ACQUIRE(&w->up_ww.seq);
-        RMW_ADD(&w->up_ww.sleepers, 1); /* full fence: seq read before the recheck */
-        if (LD_ACQUIRE(&w->starting))
-            pt_futex_wait(&w->up_ww, seq, 1000000);
-        RMW_SUB(&w->up_ww.sleepers, 1);
-    }
-}
-
 int pt_shm_watch_start(struct pt_xport *x)
 {
     if (x->watch || x->n < 2 || x->me >= x->n)
@@ -274,7 +258,9 @@ int pt_shm_watch_start(struct pt_xport *x)
     rc = -pt_thread_create(&w->th, NULL, watch_main, w);
     if (rc)
         goto fail;
-    up_wait(w);
+    /* until it is past its start-up; bounded (a thread the scheduler does
+     * not run for a second: the fork hazard stays, nothing else does) */
+    (void)pt_flag_wait_clear(&w->starting, &w->up_ww, pt_now_ns() + 1000000000u);
     x->watch = w;
     return 0;
 fail:

@@ -1,5 +1,6 @@
 /* futex.c - thin wrappers over futex(2); see futex.h for the protocol. */
 #include "futex.h"
+#include "clock.h"
 #include "config.h"
 
 #include <errno.h>
@@ -41,5 +42,26 @@ bool pt_futex_wait(struct pt_waitword *w, uint32_t seq, int64_t timeout_ns)
                       tsp, NULL, 0);
     if (rc == -1 && errno == ETIMEDOUT)
         return false;
+    return true;
+}
+
+void pt_flag_clear(_Atomic uint32_t *flag, struct pt_waitword *ww)
+{
+    ST_RELEASE(flag, 0); /* pairs with pt_flag_wait_clear's LD_ACQUIRE */
+    FENCE_FULL();        /* the store before the wake's seq bump */
+    pt_wake_all(ww);
+}
+
+bool pt_flag_wait_clear(_Atomic uint32_t *flag, struct pt_waitword *ww, uint64_t deadline_ns)
+{
+    while (LD_ACQUIRE(flag)) {
+        if (pt_now_ns() >= deadline_ns)
+            return false;
+        uint32_t seq = LD_ACQUIRE(&ww->seq);
+        RMW_ADD(&ww->sleepers, 1); /* full fence: seq read before the recheck */
+        if (LD_ACQUIRE(flag))
+            pt_futex_wait(ww, seq, 1000000);
+        RMW_SUB(&ww->sleepers, 1);
+    }
     return true;
 }

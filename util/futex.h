@@ -81,6 +81,14 @@ static inline bool pt_wake_if_sleeping_fenced(struct pt_waitword *w)
     return false;
 }
 
+/* A flag cleared once, with its wait word (a thread past its start-up:
+ * transport/launcher.c, transport/shm_watch.c). The writer's pt_flag_clear
+ * stores 0 (release), fences and wakes; pt_flag_wait_clear waits until it
+ * reads 0 (acquire), announced on the word before its recheck, until
+ * deadline_ns (pt_now_ns's clock). False: still set at the deadline. */
+void pt_flag_clear(_Atomic uint32_t *flag, struct pt_waitword *ww);
+bool pt_flag_wait_clear(_Atomic uint32_t *flag, struct pt_waitword *ww, uint64_t deadline_ns);
+
 /* Block until the word's seq differs from `seq` or timeout_ns passes
  * (timeout_ns < 0: forever). Returns false on timeout. Callers hold an
  * announcement (sleepers incremented) and have rechecked their sources. */
