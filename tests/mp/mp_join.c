@@ -593,6 +593,20 @@ static bool mv_arrived(const uint8_t *buf, unsigned who, uint64_t at)
     return mv_check(buf, who, at, at + 64) < 0;
 }
 
+/* The first guest: until byte range [at, at + 64) of watch has arrived
+ * (rank 0's copy reached it: `what` "start" or "end"), running our engine
+ * meanwhile (host mode: the copy into our memory is our engine's). */
+static void mv_await(const uint8_t *watch, unsigned src, uint64_t at, ptl_handle_eq_t eq,
+                     const char *what)
+{
+    for (uint64_t t0 = mp_now_ms(); !mv_arrived(watch, src, at);) {
+        ptl_event_t ev;
+        (void)PtlEQPoll(&eq, 1, 0, &ev, &(int){0});
+        if (mp_now_ms() - t0 > 20000)
+            mp_die("rndvmove first guest: rank 0's copy did not %s", what);
+    }
+}
+
 /* rndvmove, the second guest: its own bytes at the first's addresses
  * (pattern MV_B), then it takes the freed slot, says so and, at rank 0's
  * word, checks that none of them changed (push: rank 0 wrote nothing into
@@ -663,24 +677,14 @@ static int mv_first(struct mp *m, unsigned round, int to_parent, int from_parent
     if (write(to_parent, &b, 1) != 1)
         mp_die("rndvmove first guest: cannot tell the parent");
     unsigned src = mv_push ? MV_R : MV_A;
-    for (uint64_t t0 = mp_now_ms(); !mv_arrived(watch, src, at);) {
-        ptl_event_t ev;
-        (void)PtlEQPoll(&eq, 1, 0, &ev, &(int){0}); /* host mode: our engine */
-        if (mp_now_ms() - t0 > 20000)
-            mp_die("rndvmove first guest: rank 0's copy did not start");
-    }
+    mv_await(watch, src, at, eq, "start");
     pid_t parent = getppid();
     /* MP_RNDVMOVE_LATE=1 (this test's own knob): the first try's guest
      * dawdles here until rank 0's copy has ended, as one the scheduler left
      * out would, so that the retry below is tested (mp_join_rndvmove_late;
      * our engine runs meanwhile: host mode's copy needs it) */
     if (getenv("MP_RNDVMOVE_LATE") && mv_try == 1)
-        for (uint64_t t0 = mp_now_ms(); !mv_arrived(watch, src, MV_BIG - 64);) {
-            ptl_event_t ev;
-            (void)PtlEQPoll(&eq, 1, 0, &ev, &(int){0});
-            if (mp_now_ms() - t0 > 20000)
-                mp_die("rndvmove first guest: rank 0's copy did not end");
-        }
+        mv_await(watch, src, MV_BIG - 64, eq, "end");
     kill(parent, SIGSTOP);
     for (uint64_t t0 = mp_now_ms(); !mp_os_stopped(parent);)
         if (mp_now_ms() - t0 > 10000)
@@ -792,12 +796,12 @@ static void rndvmove(struct mp *m, ptl_handle_eq_t eq)
     mv_guest = mmap(NULL, MV_BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mv_land == MAP_FAILED || mv_guest == MAP_FAILED || pipe(mv_down))
         mp_die("rndvmove: mmap or pipe failed");
-    for (int i = mv_try = 1; !rndvmove_once(m, eq); i = ++mv_try) {
-        if (i == MV_TRIES)
+    for (mv_try = 1; !rndvmove_once(m, eq); mv_try++) {
+        if (mv_try == MV_TRIES)
             mp_die("rndvmove: in %d tries the copy always ended before the guest stopped us",
                    MV_TRIES);
         fprintf(stderr, "rank 0: rndvmove try %d: the copy ended before the guest stopped us: "
-                        "again\n", i);
+                        "again\n", mv_try);
     }
 }
 
