@@ -289,9 +289,8 @@ static void target_event(ptl_event_t *ev, const struct pt_wire_hdr *h, uint64_t 
  * Host matching never dropped those: the message waited in the queue until
  * the target called in, and its PtlMEAttach ran first. So an unmatched
  * request is deferred (AGAIN: it stays queued, its sender's later messages
- * behind it) and matched again on each poll for up to PTL_NOMATCH_WAIT_US
- * (20 ms) before it is dropped; the NIC thread yields its core meanwhile, to
- * the application that may be attaching. One timestamp per sender: only the
+ * behind it) and matched again for up to PTL_NOMATCH_WAIT_US (20 ms)
+ * before it is dropped. One timestamp per sender: only the
  * sender's oldest request can wait. A request that matches clears it. While
  * it waits it is parked: no work for the engine's sleepers until a command
  * runs that can change what it matches, or its wait ends (pt_nic_park_note;
@@ -386,7 +385,7 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
     const uint64_t w = nic->nomatch_ns;
     /* ext: offload mode with its NIC thread (the engine may run on an API
      * thread too; PtlNIFini clears has_thread once the thread is joined) */
-    const bool nict = pt_wait_on_nic_thread(), ext = nic->has_thread && nic->nomatch_idle_ns > w;
+    const bool ext = nic->has_thread && nic->nomatch_idle_ns > w;
     uint64_t now = pt_now_ns();
     if (!*since) { /* the wait begins (ext only goes from true to false) */
         *since = now;
@@ -399,8 +398,19 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
     if (wait_on) {
         uint64_t next = el < w ? *since + w : now + w / 2, cap = *since + nic->nomatch_idle_ns;
         *until = el < w || next < cap ? next : cap;
-        if (nict)
-            sched_yield(); /* to the application that may be attaching */
+        /* No sched_yield here (there was one on the NIC thread, "to the
+         * application that may be attaching", from when a waiting request
+         * was matched again on every poll). A parked request is looked at
+         * again only after a command that can change what it matches, or
+         * when its wait ends: the NIC thread sleeps meanwhile (S2: no
+         * work), so it has no spin to give up. The yield came after each
+         * command the engine ran for the application, with the engine
+         * held: on a machine loaded by other processes it gave the core to
+         * one of them for a whole slice, while the application waited for
+         * its next command. With two CPU-bound processes beside it, a
+         * 6-rank offload job that creates, uses and frees 40 groups
+         * (mp_coll lists, 100+ commands per create, a peer's hello parked
+         * meanwhile) took 28-32 s instead of ~1 (host matching: 0.7). */
         return false;
     }
     *since = ended;
