@@ -398,19 +398,15 @@ static bool nomatch_expired(struct pt_nic *nic, uint32_t peer, const struct pt_w
     if (wait_on) {
         uint64_t next = el < w ? *since + w : now + w / 2, cap = *since + nic->nomatch_idle_ns;
         *until = el < w || next < cap ? next : cap;
-        /* No sched_yield here (there was one on the NIC thread, "to the
-         * application that may be attaching", from when a waiting request
-         * was matched again on every poll). A parked request is looked at
-         * again only after a command that can change what it matches, or
-         * when its wait ends: the NIC thread sleeps meanwhile (S2: no
-         * work), so it has no spin to give up. The yield came after each
-         * command the engine ran for the application, with the engine
-         * held: on a machine loaded by other processes it gave the core to
-         * one of them for a whole slice, while the application waited for
-         * its next command. With two CPU-bound processes beside it, a
-         * 6-rank offload job that creates, uses and frees 40 groups
-         * (mp_coll lists, 100+ commands per create, a peer's hello parked
-         * meanwhile) took 28-32 s instead of ~1 (host matching: 0.7). */
+        /* No sched_yield here (the NIC thread had one "to the application
+         * that may be attaching", from when a waiting request was retried
+         * on every poll). A parked request is looked at again only after a
+         * command that can change what it matches, or when its wait ends,
+         * and the NIC thread sleeps meanwhile: the yield came after each
+         * command run for the application, with the engine held, and beside
+         * other CPU-bound processes gave the core away for a slice each
+         * time (mp_coll_lists_loaded; docs/waiting.md, "No yield while
+         * parked"). */
         return false;
     }
     *since = ended;
