@@ -61,7 +61,9 @@ target_link_libraries(mp_patterns PRIVATE portals m Threads::Threads)
 function(ptl_pattern name)
   # SUFFIX goes after the name (mp_pat_<name><SUFFIX>_<mode>); LABELS are added
   # to "mp;patterns" (ptl_pattern_ofi below)
-  cmake_parse_arguments(T "" "NP;LIMIT;SUFFIX" "ARGS;ENV;LABELS" ${ARGN})
+  # LOADED: the job runs beside two CPU-bound processes (bench/beside-load 2), alone
+  # (RUN_SERIAL: the loops take both cores whatever the test run's -j is)
+  cmake_parse_arguments(T "LOADED" "NP;LIMIT;SUFFIX" "ARGS;ENV;LABELS" ${ARGN})
   if(NOT T_NP)
     set(T_NP 2)
   endif()
@@ -82,14 +84,21 @@ function(ptl_pattern name)
       set(env PTL_OFFLOAD=0 PTL_TRACE=1 ${T_ENV})
     endif()
     set(labels mp patterns ${T_LABELS})
+    set(load "")
+    if(T_LOADED)
+      set(load ${PROJECT_SOURCE_DIR}/bench/beside-load 2)
+    endif()
     add_test(NAME mp_pat_${name}${T_SUFFIX}_${mode}
-      COMMAND ${MP_DRV} --no-residue --within ${t_within} --stdout-has "ptl_patterns: OK" --
+      COMMAND ${load} ${MP_DRV} --no-residue --within ${t_within} --stdout-has "ptl_patterns: OK" --
               ${MP_RUN} -n ${T_NP} ${hm} --timeout ${T_LIMIT} --
               $<TARGET_FILE:mp_patterns> --check ${T_ARGS})
     set_tests_properties(mp_pat_${name}${T_SUFFIX}_${mode} PROPERTIES
       ENVIRONMENT "${env}"
       TIMEOUT ${t_ctest}
       LABELS "${labels}")
+    if(T_LOADED)
+      set_tests_properties(mp_pat_${name}${T_SUFFIX}_${mode} PROPERTIES RUN_SERIAL TRUE)
+    endif()
   endforeach()
 endfunction()
 
@@ -330,6 +339,24 @@ ptl_pattern(longlease_think ARGS --wait eqwait --think 300 --ack on -n 100 ENV P
 ptl_pattern(spinlease_think ARGS --wait eqget-spin --think 1500 --ack on -n 100)
 ptl_pattern(spinlease_threads2 ARGS --threads 2 --wait eqget-spin --ack on -n 100)
 ptl_pattern(spinlease_stream_get ARGS --shape stream --op get --wait eqget-spin --window 8 -n 100)
+
+# ---- beside other work (LOADED: two CPU-bound processes share the 2 cores) ------------
+# A user's machine runs other programs too: every wake-up then waits for a core the
+# loops hold (up to a 4 ms scheduler tick), a hand-over of the engine is preempted half
+# way, a spinner's peer is off its core for whole slices. These run each way of
+# waiting, START on and off, two threads, four ranks, a get and think time in both modes
+# beside them, data-checked, under the watchdog (a wait over 5 s fails; a wait here
+# takes microseconds to a few ms). First run on 2026-12-07 (release, all 202 pattern
+# jobs beside the loops): every one passed, in 82 s.
+foreach(w eqwait eqpoll eqpoll-timeout eqpoll-multi eqget-spin eqwait-split)
+  ptl_pattern(loaded_${w} LOADED ARGS --wait ${w} --start on --send-end on --ack on -n 500)
+endforeach()
+ptl_pattern(loaded_eqwait_startoff LOADED ARGS --wait eqwait --start off --send-end off -n 500)
+ptl_pattern(loaded_get_fresh LOADED ARGS --op get --recv fresh --wait eqpoll -n 500)
+ptl_pattern(loaded_threads2 LOADED ARGS --threads 2 --wait eqwait --ack on -n 200)
+ptl_pattern(loaded_np4 LOADED NP 4 ARGS --wait eqpoll-multi --start on -n 200)
+ptl_pattern(loaded_think LOADED ARGS --wait eqwait --think 1500 --ack on -n 100)
+ptl_pattern(loaded_stream_4033 LOADED ARGS --shape stream --size 4033 --recv fresh --ack on -n 100)
 
 # ---- the two transports of one job (issue 17 item 2, transport/mix.c) ---------------
 # Four ranks placed in order (MAP slot): the pattern's pairs (0,1) and (2,3) each on one
