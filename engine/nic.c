@@ -926,19 +926,8 @@ void pt_nic_thread_start(struct pt_nic *nic)
      * default timer slack (50 us) would make each up to twice as long. */
     if (nic->w.lease_poll)
         (void)prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
-    /* SCHED_BATCH: a NIC thread woken by a peer does not preempt the
-     * application on a shared core (the kernel skips wake-up preemption for
-     * batch threads); it runs when the application waits (and then hands the
-     * engine over) or within a scheduler slice, with a fair share of the core
-     * as before. Woken between two calls of the application (an ACK arriving
-     * after PtlPut returned), it used to preempt it: offload put+ACK ping-pong
-     * 2.49 -> 0.77 us mean, p99 8.3 -> 0.93 us (bench/RESULTS.md). */
-    if (pt_config()->nic_batch) {
-        struct sched_param sp = {0};
-        int rc = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-        if (rc)
-            pt_log(PT_LOG_INFO, "NIC thread: cannot use SCHED_BATCH (%s)", strerror(rc));
-    }
+    /* Its scheduling class (PTL_NIC_BATCH) is the waiting protocol's:
+     * engine/wait.c, NB. */
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -1087,6 +1076,7 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
     pt_wait_init(&nic->w, nic->xo->doorbell(nic->x), nic->offload, cfg->nic_yield,
                  (uint64_t)cfg->nic_spin_us * 1000, (uint64_t)cfg->wait_spin_us * 1000,
                  nic->xi.ranks_here);
+    pt_wait_set_batch(&nic->w, cfg->nic_batch, nic->ni_index); /* NB */
     if (nic->xo->wait_fd &&
         pt_wait_set_fd(&nic->w, nic->xo->wait_fd(nic->x),
                        nic->xo->cq_fd ? nic->xo->cq_fd(nic->x) : -1,

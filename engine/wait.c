@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +104,112 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
     w->lease_max_ns = (uint64_t)pt_config()->wait_lease_max_us * 1000u;
     if (w->lease_max_ns < w->lease_ns)
         w->lease_max_ns = w->lease_ns;
+}
+
+/* ---- NB: the NIC thread's scheduling class (wait.h; docs/waiting.md) -------- */
+
+/* Per NI index, beside struct pt_wait (wait.h, cls_slot). Every field under
+ * lock: taken by a sleeper before W3 and after it, by D6's ringer while the
+ * NIC thread is urgent, and by the NIC thread once at its start. */
+static struct {
+    pthread_mutex_t lock;
+    uint32_t sleepers; /* API threads in W3                              */
+    int tid;           /* the NIC thread's id; 0 before it runs          */
+    int now;           /* the class last set; -1 none                    */
+    bool refused;      /* a change failed: no more                       */
+    uint32_t gen;      /* NIs of this index so far: a sleeper of an NI
+                        * finalized (and made again) while it slept does
+                        * not count out of its successor's sleepers     */
+} g_cls[PT_MAX_NI];
+
+void pt_wait_set_batch(struct pt_wait *w, bool on, uint32_t slot)
+{
+    w->nic_batch = on && w->nic_thread && slot < PT_MAX_NI;
+    if (!w->nic_batch)
+        return;
+    w->cls_slot = (uint8_t)slot;
+    /* A new NI of this index (the last one's NIC thread was joined), or the
+     * copy a fork left: fresh, the lock included. */
+    pthread_mutex_init(&g_cls[slot].lock, NULL);
+    g_cls[slot].sleepers = 0;
+    g_cls[slot].tid = 0;
+    g_cls[slot].now = -1;
+    g_cls[slot].refused = false;
+    if (++g_cls[slot].gen == 0)
+        g_cls[slot].gen = 1; /* 0 is cls_asleep's "nothing" */
+    ST_RELAXED(&w->cls_urgent, 0);
+}
+
+/* Under the lock: set the NIC thread's class if it differs (one system call).
+ * A refusal (a seccomp filter, say) ends the changes: the NIC thread keeps
+ * what it has. */
+static void cls_set(struct pt_wait *w, int cls)
+{
+    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    if (c->refused || !c->tid || cls == c->now)
+        return;
+    struct sched_param sp = {0};
+    if (sched_setscheduler(c->tid, cls, &sp) == 0) {
+        c->now = cls;
+        ST_RELAXED(&w->cls_urgent, cls == SCHED_OTHER);
+        return;
+    }
+    pt_log(PT_LOG_INFO, "NIC thread: cannot change its scheduling class (%s)", strerror(errno));
+    c->refused = true;
+    ST_RELAXED(&w->cls_urgent, 0);
+}
+
+/* An API thread about to sleep in W3: the NIC thread urgent. Returns what
+ * cls_awake takes (0: nothing to undo). */
+static uint32_t cls_asleep(struct pt_wait *w)
+{
+    if (!w->nic_batch)
+        return 0;
+    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    pthread_mutex_lock(&c->lock);
+    uint32_t gen = c->gen;
+    c->sleepers++;
+    cls_set(w, SCHED_OTHER);
+    pthread_mutex_unlock(&c->lock);
+    return gen;
+}
+
+/* ... and awake again: batch when no sleeper is left. */
+static void cls_awake(struct pt_wait *w, uint32_t gen)
+{
+    if (!gen)
+        return;
+    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    pthread_mutex_lock(&c->lock);
+    if (gen == c->gen && c->sleepers && --c->sleepers == 0)
+        cls_set(w, SCHED_BATCH);
+    else if (gen == c->gen && c->sleepers)
+        cls_set(w, SCHED_OTHER);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* D6 rang the event sleepers while the NIC thread was urgent: batch again at
+ * once (the sleeper woken wants the core; left urgent until it ran, the NIC
+ * thread competed with it: 8 B offload message rate -3%). A sleeper that
+ * D6's filter left asleep makes it urgent again at the next W3 or wake. */
+void pt_wait_cls_calm(struct pt_wait *w)
+{
+    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    pthread_mutex_lock(&c->lock);
+    cls_set(w, SCHED_BATCH);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The NIC thread at its start: batch unless a waiter already sleeps. */
+static void cls_start(struct pt_wait *w)
+{
+    if (!w->nic_batch)
+        return;
+    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    pthread_mutex_lock(&c->lock);
+    c->tid = (int)gettid();
+    cls_set(w, c->sleepers ? SCHED_OTHER : SCHED_BATCH);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = crowded; }
@@ -979,6 +1086,7 @@ void *pt_wait_nic_thread(void *arg)
     struct pt_wait *w = &nic->w;
     struct pt_waitword *b = w->bell;
     pt_nic_thread_start(nic); /* pinning */
+    cls_start(w);              /* NB */
     tls_nic_thread = true;
     bool handed = false; /* woken from [S3b] or by T1's timeout: straight to [S2] */
     uint32_t seen = 0;   /* the lease at the last timed wake-up (lease_expire) */
@@ -1454,8 +1562,11 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
         if (!skip) {
             RMW_ADD(&w->st.waiter_sleeps, 1);
             bool engine_sleeper = !w->nic_thread; /* host mode: ev is the bell */
+            uint32_t cls = 0; /* NB */
             if (engine_sleeper)
                 repair_bell(w);
+            else
+                cls = cls_asleep(w); /* NB: the NIC thread wakes us, promptly */
             for (;;) {
                 int64_t left = -1;
                 if (timeout_ns >= 0) {
@@ -1495,6 +1606,7 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
                     break;
                 /* nothing pending: sleep on */
             }
+            cls_awake(w, cls);
         }
         RMW_SUB(&ev->sleepers, 1);
         watch_count(w, watch, -1);

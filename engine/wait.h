@@ -305,6 +305,26 @@ struct pt_wait {
      * command itself (true; always in host mode), or only posts it and
      * rings a sleeping NIC thread (false: a core of its own). */
     bool cmd_inline;
+    /* NB, the NIC thread's scheduling class (docs/waiting.md "Batch, and
+     * urgent while a waiter sleeps"; outside the protocol: a class decides
+     * how soon a woken thread runs, never whether). With PTL_NIC_BATCH the
+     * NIC thread is SCHED_BATCH (a peer's ring does not preempt its
+     * application on a shared core), except while an API thread of ours
+     * sleeps in a wait (W3): then nothing of ours runs on that core, and a
+     * batch thread's wake-up waited for the scheduler's tick whenever another
+     * program held the core (8 B offload ping-pong beside two CPU-bound
+     * processes: mean 3.2-6.7 us, host matching 1.2-1.3). D6's ring ends it
+     * (pt_wait_cls_calm): the sleeper it wakes wants the core next. The
+     * rest of its state (a lock, the sleepers, the NIC thread's id, the
+     * class set) is wait.c's, per NI index (cls_slot): these three bytes use
+     * the struct's tail, since a struct pt_wait one line longer cost the 8 B
+     * message rate 4-6% (every field of struct pt_nic after it moves). */
+    bool nic_batch;                    /* PTL_NIC_BATCH, offload (set before the
+                                        * NIC thread starts, read-only after)   */
+    _Atomic uint8_t cls_urgent;        /* the NIC thread is SCHED_OTHER for a
+                                        * sleeper: D6's hint (relaxed; written
+                                        * under the slot's lock)                */
+    uint8_t cls_slot;                  /* the NI's index (pt_wait_set_batch)    */
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,
@@ -370,6 +390,9 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
  * spread them over): its idle spin stays PTL_NIC_SPIN_US even while our
  * application sleeps (nic_spin, wait.c). Before the NIC thread starts. */
 void pt_wait_set_crowded(struct pt_wait *w, bool crowded);
+/* NB: PTL_NIC_BATCH for the NI of index slot (< PT_MAX_NI), before its NIC
+ * thread starts (offload mode only). */
+void pt_wait_set_batch(struct pt_wait *w, bool on, uint32_t slot);
 /* The NIC thread has a core of its own: poll while a lease is out (LP; no
  * effect without leases). Before the NIC thread starts. */
 void pt_wait_set_lease_poll(struct pt_wait *w, bool on);
@@ -455,6 +478,9 @@ bool pt_wait_patience(uint64_t *since, uint64_t limit_ns);
  * other EQs are not woken for nothing (a target asleep in PtlEQWait on one
  * EQ while its NIC thread answers gets whose events go to another: 8 B
  * offload PtlGet 1.2-1.5 -> 0.9 us; docs/waiting.md "Whom D6 wakes"). */
+/* NB: the NIC thread back to SCHED_BATCH (wait.c; cold, a system call). */
+void pt_wait_cls_calm(struct pt_wait *w);
+
 static inline void pt_wait_events_posted(struct pt_wait *w, bool all,
                                          _Atomic uint32_t *const *watch, unsigned n)
 {
@@ -467,6 +493,8 @@ static inline void pt_wait_events_posted(struct pt_wait *w, bool all,
     if (ring) {
         RMW_ADD(&w->st.ev_rings, 1); /* a statistic; the ring's own RMW follows */
         pt_wait_ring(w, w->ev);
+        if (PT_UNLIKELY(LD_RELAXED(&w->cls_urgent)))
+            pt_wait_cls_calm(w); /* NB: the sleepers we woke want the core */
     }
 }
 

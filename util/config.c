@@ -54,7 +54,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_NIC_YIELD", nic_yield, 1, 0, 1,
       "1: an idle NIC thread hands the engine to an API thread that waits, instead of spinning beside it"),
     T("PTL_NIC_BATCH", nic_batch, 1, 0, 1,
-      "1: the NIC thread runs under SCHED_BATCH, so that a wake-up by a peer does not preempt the application on a shared core; 0: normal scheduling"),
+      "1: the NIC thread runs under SCHED_BATCH, so that a wake-up by a peer does not preempt the application on a shared core, except while an application thread sleeps in a wait (then it is SCHED_OTHER, so that its wake-up does not wait for a scheduler tick beside other programs; docs/waiting.md \"Batch, and urgent while a waiter sleeps\"); 0: normal scheduling"),
     T("PTL_CMD_SLOTS", cmd_slots, 256, 8, 65536,
       "command ring slots per API thread (power of two)"),
     T("PTL_EAGER_MAX", eager_max, 4032, 0, 65472,
