@@ -15,6 +15,8 @@
  * Before the sixty-fifth session the NIC thread was SCHED_BATCH throughout, and
  * beside other programs its wake-ups for a sleeping application waited for a
  * scheduler tick (step 2 fails). Prints "mp_nicclass: OK" on rank 1.
+ * Where the two ranks have fewer than two cores, the NIC thread stays batch by
+ * design (the ranks outnumber the cores): skipped (exit 77).
  */
 #include "mp_util.h"
 
@@ -98,6 +100,12 @@ int main(void)
     mp_init(&m, 2);
     if (m.size != 2)
         mp_die("run with 2 ranks");
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) < 2) {
+        printf("rank %u: one core: the NIC thread stays SCHED_BATCH there: skipped\n", m.rank);
+        mp_fini(&m);
+        return 77;
+    }
     static uint64_t buf, out = 0x5eed;
     ptl_handle_eq_t eq;
     MP_CHECK(PtlEQAlloc(m.ni, 64, PTL_EQ_HANDLER_NONE, &eq));
