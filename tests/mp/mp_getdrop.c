@@ -99,8 +99,7 @@ int main(int argc, char **argv)
     ptl_handle_md_t md;
     MP_CHECK(PtlMDBind(m.ni, d, ul ? PTL_UNLINK : PTL_RETAIN, &md));
     /* Rank 0 stopped: no reply can use the MD up before both gets left. */
-    if (kill(peer, SIGSTOP))
-        mp_die("kill(rank 0, SIGSTOP)");
+    mp_stop_peer(peer, "rank 0");
     MP_CHECK(PtlGet(md, m.ids[0], PT_G, 0, B_G, 0));
     MP_CHECK(PtlGet(md, m.ids[0], PT_G, 0, B_G, len)); /* finds the MD used up */
     if (kill(peer, SIGCONT))

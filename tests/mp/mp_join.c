@@ -506,11 +506,7 @@ static int child_first(struct mp *m, unsigned round, int to_parent, int from_par
     if (read(from_parent, &b, 1) != 1)
         mp_die("reclaim first guest: the parent is gone");
     pid_t parent = getppid();
-    kill(parent, SIGSTOP);
-    uint64_t t0 = mp_now_ms();
-    while (!mp_os_stopped(parent))
-        if (mp_now_ms() - t0 > 10000)
-            mp_die("reclaim first guest: the parent did not stop");
+    mp_stop_peer(parent, "reclaim first guest: the parent");
     if (hand_over(m, ni, parent, child_second, "reclaim") != 0)
         mp_die("reclaim: the second guest failed");
     return 0;
@@ -685,10 +681,7 @@ static int mv_first(struct mp *m, unsigned round, int to_parent, int from_parent
      * our engine runs meanwhile: host mode's copy needs it) */
     if (getenv("MP_RNDVMOVE_LATE") && mv_try == 1)
         mv_await(watch, src, MV_BIG - 64, eq, "end");
-    kill(parent, SIGSTOP);
-    for (uint64_t t0 = mp_now_ms(); !mp_os_stopped(parent);)
-        if (mp_now_ms() - t0 > 10000)
-            mp_die("rndvmove first guest: the parent did not stop");
+    mp_stop_peer(parent, "rndvmove first guest: the parent");
     if (mv_arrived(watch, src, MV_BIG - 64)) {
         /* Descheduled between the look and the stop for as long as the
          * rest of the copy took (tens of ms: run-all under load, once):

@@ -91,8 +91,7 @@ int main(int argc, char **argv)
         ptl_handle_md_t md = mp_bind(&m, ubuf, len, 1, 0, eq);
         /* Rank 0 stopped: our call sends the request and cannot see an
          * answer (a reply it would pull, credits for the rest of a put). */
-        if (kill(peer, SIGSTOP))
-            mp_die("kill(rank 0, SIGSTOP)");
+        mp_stop_peer(peer, "rank 0");
         if (get)
             MP_CHECK(PtlGet(md, m.ids[0], PT_U, 0, B_MSG, 0));
         else

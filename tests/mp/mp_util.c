@@ -1,6 +1,7 @@
 /* mp_util.c - see mp_util.h. */
 #include "mp_util.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -70,6 +71,39 @@ bool mp_os_stopped(pid_t pid)
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     return mp_stat_stopped(path);
+}
+
+bool mp_os_all_stopped(pid_t pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool all = true, any = false;
+    struct dirent *e;
+    while (all && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        all = mp_stat_stopped(path);
+        any = true;
+    }
+    closedir(d);
+    return all && any;
+}
+
+void mp_stop_peer(pid_t pid, const char *who)
+{
+    if (kill(pid, SIGSTOP))
+        mp_die("kill(%s, SIGSTOP)", who);
+    uint64_t t0 = mp_now_ms();
+    while (!mp_os_all_stopped(pid)) {
+        if (mp_now_ms() - t0 > MP_WAIT_MS)
+            mp_die("%s did not stop within %d ms", who, MP_WAIT_MS);
+        usleep(100);
+    }
 }
 
 void mp_second_death(ptl_handle_eq_t pid_eq, ptl_handle_eq_t poll_eq, const uint64_t *pid2,
