@@ -111,7 +111,7 @@ void pt_wait_init(struct pt_wait *w, struct pt_waitword *bell, bool nic_thread, 
 /* Per NI index, beside struct pt_wait (wait.h, cls_slot). Every field under
  * lock: taken by a sleeper before W3 and after it, by D6's ringer while the
  * NIC thread is urgent, and by the NIC thread once at its start. */
-static struct {
+static struct nic_cls {
     pthread_mutex_t lock;
     uint32_t sleepers; /* API threads in W3                              */
     int tid;           /* the NIC thread's id; 0 before it runs          */
@@ -122,17 +122,20 @@ static struct {
                         * not count out of its successor's sleepers     */
 } g_cls[PT_MAX_NI];
 
+static struct nic_cls *cls_of(const struct pt_wait *w) { return &g_cls[w->cls_slot]; }
+
+/* Batch at once, and for good, where the job's ranks outnumber the cores
+ * (yield_ns 0, pt_wait_init; the leases' condition): there a rank asleep in
+ * a wait leaves its core to another rank of the job, which a normal NIC
+ * thread's wake-ups would preempt (4 ranks on 2 cores, 8 B allreduce:
+ * 15.0-17.7 us per call batch, 15.0-28.0 urgent). */
+static bool cls_urgent_ok(const struct pt_wait *w) { return w->nic_batch && w->yield_ns; }
+
 void pt_wait_set_batch(struct pt_wait *w, bool on, uint32_t slot)
 {
     w->nic_batch = on && w->nic_thread && slot < PT_MAX_NI;
     if (!w->nic_batch)
         return;
-    /* Batch at once, and for good, where the job's ranks outnumber the
-     * cores (yield_ns 0): there a rank asleep in a wait leaves its core to
-     * another rank of the job, which a normal NIC thread's wake-ups would
-     * preempt (4 ranks on 2 cores, 8 B allreduce: 15.0-17.7 us per call
-     * batch, 15.0-28.0 urgent). */
-    w->cls_urgent_ok = w->yield_ns != 0;
     w->cls_slot = (uint8_t)slot;
     /* A new NI of this index (the last one's NIC thread was joined), or the
      * copy a fork left: fresh, the lock included. */
@@ -151,7 +154,7 @@ void pt_wait_set_batch(struct pt_wait *w, bool on, uint32_t slot)
  * what it has. */
 static void cls_set(struct pt_wait *w, int cls)
 {
-    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    struct nic_cls *c = cls_of(w);
     if (c->refused || !c->tid || cls == c->now)
         return;
     struct sched_param sp = {0};
@@ -169,9 +172,9 @@ static void cls_set(struct pt_wait *w, int cls)
  * cls_awake takes (0: nothing to undo). */
 static uint32_t cls_asleep(struct pt_wait *w)
 {
-    if (!w->nic_batch || !w->cls_urgent_ok)
+    if (!cls_urgent_ok(w))
         return 0;
-    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    struct nic_cls *c = cls_of(w);
     pthread_mutex_lock(&c->lock);
     uint32_t gen = c->gen;
     c->sleepers++;
@@ -185,12 +188,12 @@ static void cls_awake(struct pt_wait *w, uint32_t gen)
 {
     if (!gen)
         return;
-    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    struct nic_cls *c = cls_of(w);
     pthread_mutex_lock(&c->lock);
-    if (gen == c->gen && c->sleepers && --c->sleepers == 0)
-        cls_set(w, SCHED_BATCH);
-    else if (gen == c->gen && c->sleepers)
-        cls_set(w, SCHED_OTHER);
+    if (gen == c->gen && c->sleepers) {
+        c->sleepers--;
+        cls_set(w, c->sleepers ? SCHED_OTHER : SCHED_BATCH);
+    }
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -200,7 +203,7 @@ static void cls_awake(struct pt_wait *w, uint32_t gen)
  * D6's filter left asleep makes it urgent again at the next W3 or wake. */
 void pt_wait_cls_calm(struct pt_wait *w)
 {
-    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    struct nic_cls *c = cls_of(w);
     pthread_mutex_lock(&c->lock);
     cls_set(w, SCHED_BATCH);
     pthread_mutex_unlock(&c->lock);
@@ -211,7 +214,7 @@ static void cls_start(struct pt_wait *w)
 {
     if (!w->nic_batch)
         return;
-    __typeof__(g_cls[0]) *c = &g_cls[w->cls_slot];
+    struct nic_cls *c = cls_of(w);
     pthread_mutex_lock(&c->lock);
     c->tid = (int)gettid();
     cls_set(w, c->sleepers ? SCHED_OTHER : SCHED_BATCH);

@@ -316,19 +316,18 @@ struct pt_wait {
      * processes: mean 3.2-6.7 us, host matching 1.2-1.3). D6's ring ends it
      * (pt_wait_cls_calm): the sleeper it wakes wants the core next. The
      * rest of its state (a lock, the sleepers, the NIC thread's id, the
-     * class set) is wait.c's, per NI index (cls_slot): these four bytes use
+     * class set) is wait.c's, per NI index (cls_slot): these three bytes use
      * the struct's tail, since a struct pt_wait one line longer cost the 8 B
      * message rate 4-6% (every field of struct pt_nic after it moves). Not
-     * where the job's ranks outnumber the cores (cls_urgent_ok): a sleeping
-     * rank's core then goes to another rank, which an urgent NIC thread
-     * would preempt. */
+     * where the job's ranks outnumber the cores (yield_ns 0; wait.c
+     * cls_urgent_ok): a sleeping rank's core then goes to another rank,
+     * which an urgent NIC thread would preempt. */
     bool nic_batch;                    /* PTL_NIC_BATCH, offload (set before the
                                         * NIC thread starts, read-only after)   */
     _Atomic uint8_t cls_urgent;        /* the NIC thread is SCHED_OTHER for a
                                         * sleeper: D6's hint (relaxed; written
                                         * under the slot's lock)                */
     uint8_t cls_slot;                  /* the NI's index (pt_wait_set_batch)    */
-    bool cls_urgent_ok;                /* ranks <= cores here: NB's urgency on  */
 };
 
 /* Trace points (util/trace.h): PT_TRACE for the token holder's engine ring,

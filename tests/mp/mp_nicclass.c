@@ -58,21 +58,10 @@ static bool find_nic_thread(void)
 /* The NIC thread's policy (SCHED_OTHER 0, SCHED_BATCH 3), or die. */
 static int nic_policy(void)
 {
-    char buf[1024];
-    FILE *f = fopen(g_stat, "r");
-    if (!f)
-        mp_die("cannot read %s", g_stat);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* after the name: field 3 on */
-    if (!p)
-        mp_die("bad %s", g_stat);
-    int field = 2;
-    for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " "))
-        if (++field == 41)
-            return atoi(t);
-    mp_die("no policy field in %s", g_stat);
+    char v[16];
+    if (!mp_stat_field(g_stat, 41, v, sizeof v))
+        mp_die("no policy field in %s", g_stat);
+    return atoi(v);
 }
 
 static const char *pname(int p) { return p == SCHED_BATCH ? "SCHED_BATCH" : p == SCHED_OTHER ? "SCHED_OTHER" : "other"; }

@@ -50,7 +50,6 @@
 
 #include <p3api/misc.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,39 +61,6 @@
 #define B_DATA 0x7f2
 #define TABLE 16 /* PTL_REQ_SLOTS's smallest: the records (untracked mode) */
 #define DEAD_WAIT_MS 10000 /* for the ENDs after the death (ptlrun --grace 20) */
-
-/* Until every thread of pid is stopped (state T): a SIGSTOP takes effect
- * when each thread next enters the kernel or is scheduled, so a NIC thread
- * running on another core could still answer a get sent just after kill(). */
-static void wait_stopped(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    uint64_t t0 = mp_now_ms();
-    for (;;) {
-        DIR *d = opendir(path);
-        if (!d)
-            mp_die("opendir %s", path);
-        bool all = true;
-        struct dirent *e;
-        while (all && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
-            char sp[400];
-            snprintf(sp, sizeof sp, "%s/%s/stat", path, e->d_name);
-            if (access(sp, R_OK))
-                continue; /* a thread that ended */
-            all = mp_stat_stopped(sp);
-        }
-        closedir(d);
-        if (all)
-            return;
-        if (mp_now_ms() - t0 > MP_WAIT_MS)
-            mp_die("rank 0 not stopped %d s after SIGSTOP", MP_WAIT_MS / 1000);
-        usleep(1000);
-    }
-}
-
 
 int main(int argc, char **argv)
 {
@@ -164,9 +130,7 @@ int main(int argc, char **argv)
          * last Portals call. Else the first reply could land while the
          * second PtlGet runs our engine, which would pull it (a GET_END
          * without failure: the perturbation stage saw it once in CI). */
-        if (kill(peer, SIGSTOP))
-            mp_die("kill(rank 0, SIGSTOP)");
-        wait_stopped(peer);
+        mp_stop_peer(peer, "rank 0"); /* every thread: mp_util.h */
         if (stream) /* host matching: the rest streams only inside later calls */
             MP_CHECK(PtlPut(g[0], PTL_NO_ACK_REQ, m.ids[0], PT_N, 0, B_DATA, 0, 0));
         for (unsigned i = 0; i < ngets && !stream; i++)

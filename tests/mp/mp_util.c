@@ -53,17 +53,32 @@ uint64_t mp_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-bool mp_stat_stopped(const char *path)
+bool mp_stat_field(const char *path, int field, char *out, size_t len)
 {
-    char buf[512];
-    FILE *f = fopen(path, "r");
+    char buf[1024];
+    FILE *f = len ? fopen(path, "r") : NULL;
     if (!f)
         return false;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    const char *c = strrchr(buf, ')'); /* "pid (comm) S ...": after the name */
-    return c && c[1] == ' ' && (c[2] == 'T' || c[2] == 't');
+    char *p = strrchr(buf, ')'); /* "pid (comm) S ...": fields 3 on after the name */
+    if (!p)
+        return false;
+    char *save = NULL;
+    int at = 2;
+    for (char *t = strtok_r(p + 1, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+        if (++at == field) {
+            snprintf(out, len, "%s", t);
+            return true;
+        }
+    return false;
+}
+
+bool mp_stat_stopped(const char *path)
+{
+    char st[4];
+    return mp_stat_field(path, 3, st, sizeof st) && (st[0] == 'T' || st[0] == 't');
 }
 
 bool mp_os_stopped(pid_t pid)
@@ -73,7 +88,9 @@ bool mp_os_stopped(pid_t pid)
     return mp_stat_stopped(path);
 }
 
-bool mp_os_all_stopped(pid_t pid)
+/* Is every thread of pid stopped (state T)? A thread that ended meanwhile
+ * (its stat gone) does not count. */
+static bool all_stopped(pid_t pid)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
@@ -87,6 +104,8 @@ bool mp_os_all_stopped(pid_t pid)
             continue;
         char path[400];
         snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        if (access(path, R_OK))
+            continue; /* a thread that ended */
         all = mp_stat_stopped(path);
         any = true;
     }
@@ -99,9 +118,9 @@ void mp_stop_peer(pid_t pid, const char *who)
     if (kill(pid, SIGSTOP))
         mp_die("kill(%s, SIGSTOP)", who);
     uint64_t t0 = mp_now_ms();
-    while (!mp_os_all_stopped(pid)) {
+    while (!all_stopped(pid)) {
         if (mp_now_ms() - t0 > MP_WAIT_MS)
-            mp_die("%s did not stop within %d ms", who, MP_WAIT_MS);
+            mp_die("%s not stopped %d s after SIGSTOP", who, MP_WAIT_MS / 1000);
         usleep(100);
     }
 }

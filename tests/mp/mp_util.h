@@ -146,13 +146,14 @@ uint64_t mp_now_ms(void);
  * or t)? False when it cannot be read. mp_os_stopped: process `pid`'s. */
 bool mp_stat_stopped(const char *path);
 bool mp_os_stopped(pid_t pid);
-/* Is every thread of process pid stopped? */
-bool mp_os_all_stopped(pid_t pid);
+/* Field `field` (1-based, as proc(5) numbers them: 3 the state, 41 the
+ * policy) of the /proc stat file at path, into out; false if unreadable. */
+bool mp_stat_field(const char *path, int field, char *out, size_t len);
 /* SIGSTOP to pid (who names it), then wait (MP_WAIT_MS at most) until every
  * thread of it has stopped. kill() returns before that: the group stop begins
  * only when one thread of the target takes the signal, and meanwhile the
  * others run on (a peer's NIC thread answered a get sent after the kill:
- * mp_getdrop, sixty-fifth session). */
+ * mp_rfin_died in CI once, mp_getdrop in the sixty-fifth session). */
 void mp_stop_peer(pid_t pid, const char *who);
 
 /* A second death (3 ranks): rank 2, whose pid a put writes to *pid2 (its
