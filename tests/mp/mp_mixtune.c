@@ -165,6 +165,7 @@ static int wire(bool provider)
     int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_PID_ANY, NULL, NULL, &ni);
     if (rc != PTL_OK) {
         printf("rank %u: PtlNIInit refused: %s\n", rank, PtlErrorStr(rc));
+        fflush(stdout); /* said, whatever ends the process after */
         PtlFini();
         return rc == PTL_FAIL ? 3 : 1;
     }
