@@ -20,6 +20,9 @@
 __thread struct pt_life *pt_life_self;
 
 static struct pt_life *_Atomic g_life_head; /* R-L: published by CAS; scanners acquire */
+/* Records owned now: threads that entered a call and have not ended. A hint
+ * (pt_life_threads), read relaxed: no access is ordered by it. */
+static _Atomic uint32_t g_life_threads;
 static pthread_key_t g_life_key;
 static pthread_once_t g_life_once = PTHREAD_ONCE_INIT;
 
@@ -32,8 +35,11 @@ static void life_exit(void *arg)
     if (w & PT_LIFE_STATE)
         ST_RELEASE(&l->word, w & ~(uint64_t)7); /* L-R */
     pt_life_self = NULL;
+    RMW_SUB(&g_life_threads, 1);
     ST_RELEASE(&l->used, 0); /* R-U: the next owner's CAS sees our last word */
 }
+
+uint32_t pt_life_threads(void) { return LD_RELAXED(&g_life_threads); }
 
 /* The process's first call: whether L-E is a fence or a store (membar.h),
  * decided before any record can enter. */
@@ -65,6 +71,7 @@ struct pt_life *pt_life_register(void)
         while (!RMW_CAS(&g_life_head, &h, l)); /* R-L */
     }
     l->depth = 0;
+    RMW_ADD(&g_life_threads, 1);
     pthread_setspecific(g_life_key, l);
     pt_life_self = l;
     return l;

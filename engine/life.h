@@ -119,6 +119,10 @@ static inline void pt_life_leave(struct pt_life *l)
     ST_RELEASE(&l->word, w & ~(uint64_t)7); /* L-R: OUT; pairs with the reclaimer's L-A */
 }
 
+/* How many threads own a record now (entered a call and have not ended): a
+ * hint for the waiting protocol's yields (wait.c, pt_wait_polled_empty). */
+uint32_t pt_life_threads(void);
+
 /* The waiting protocol's futex sleep (wait.c): park before it, unpark after.
  * After unparking, EQ handles must be resolved again. A nested call stays IN. */
 void pt_life_park(uint32_t ni);

@@ -851,6 +851,17 @@ void pt_wait_polled_empty(struct pt_nic *nic, bool empty)
         nanosleep(&ts, NULL);
         return;
     }
+    /* SY: a yield serves a thread of ours that needs this core: our NIC
+     * thread (offload; a batch thread never preempts the spinner), another
+     * API thread, or a rank of the job where ranks outnumber the cores
+     * (yield_ns 0). A host-mode rank of one API thread within its cores has
+     * none: beside another program's busy loop a yield only hands it the
+     * core for a whole slice (EEVDF), and the peer's message waits for
+     * that (8 B ping-pong spinning on PtlEQGet beside two loops: 9-38 us
+     * mean, against 1.7-2.8 without the yield; bench/RESULTS.md, sixty-
+     * sixth session). The nap above still takes it off the run queue. */
+    if (!nic->w.nic_thread && LD_RELAXED(&g_yield_ns) && pt_life_threads() <= 1)
+        return;
     sched_yield();
 }
 

@@ -48,7 +48,7 @@ static struct pt_tunable g_table[] = {
     T("PTL_NIC_LEASE_POLL", nic_lease_poll, -1, -1, 1,
       "offload mode: 1: while a poll lease is out (the application left the library after a wait, so peers do not ring), the NIC thread polls the engine instead of sleeping, and the work that arrives meanwhile (a collective's steps, a get to answer) goes on while the application computes; 0: it sleeps with the lease's timeout (PTL_WAIT_LEASE_US); -1: 1 where the NIC thread has a core of its own (pinned off its rank's cores, or twice as many cores as ranks on the host), else 0 (docs/waiting.md, \"A core of its own\")"),
     T("PTL_WAIT_YIELD_US", wait_yield_us, -1, -1, 10000000,
-      "microseconds a waiter (or a PtlEQGet/PtlEQPoll loop) finds nothing before it gives the core away (sched_yield) at every further look; -1: 0 when the job's threads on this host outnumber the cores this process may run on (shared-memory jobs: more ranks than cores), else 20"),
+      "microseconds a waiter (or a PtlEQGet/PtlEQPoll loop) finds nothing before it gives the core away (sched_yield) at every further look (not a host-mode PtlEQGet/PtlEQPoll loop that is its process's only API thread, unless 0: nothing of its own needs the core, docs/waiting.md, \"Whom a spinner's yield serves\"); -1: 0 when the job's threads on this host outnumber the cores this process may run on (shared-memory jobs: more ranks than cores), else 20"),
     T("PTL_JOB_CPUS", job_cpus, 0, 0, 1 << 20,
       "set by ptlrun --cpus: how many cores the job's ranks are pinned to, one each (PTL_WAIT_YIELD_US=-1 compares the ranks with it); 0: the cores this process may run on"),
     T("PTL_NIC_YIELD", nic_yield, 1, 0, 1,
