@@ -852,17 +852,28 @@ void pt_wait_polled_empty(struct pt_nic *nic, bool empty)
         return;
     }
     /* SY: a yield serves a thread of ours that needs this core: our NIC
-     * thread (offload; a batch thread never preempts the spinner), another
-     * API thread, or a rank of the job where ranks outnumber the cores
-     * (yield_ns 0). A host-mode rank of one API thread within its cores has
-     * none: beside another program's busy loop a yield only hands it the
-     * core for a whole slice (EEVDF), and the peer's message waits for
-     * that (8 B ping-pong spinning on PtlEQGet beside two loops: 9-38 us
-     * mean, against 1.7-2.8 without the yield; bench/RESULTS.md, sixty-
-     * sixth session). The nap above still takes it off the run queue. */
-    if (!nic->w.nic_thread && LD_RELAXED(&g_yield_ns) && pt_life_threads() <= 1)
-        return;
-    sched_yield();
+     * thread while it is awake (offload; a batch thread never preempts the
+     * spinner, and it may hold the engine), another API thread, or a rank
+     * of the job where ranks outnumber the cores (yield_ns 0). A rank of
+     * one API thread within its cores whose NIC thread sleeps, or that has
+     * none (host mode), has none of these: the spinner runs the engine
+     * itself at every look, and beside another program's busy loop a yield
+     * only hands that loop the core for a whole slice (EEVDF) while the
+     * peer's message waits (8 B ping-pong spinning on PtlEQGet beside two
+     * loops, host matching: 2.2-13.4 us mean before, 0.70-1.60 after;
+     * bench/RESULTS.md, sixty-sixth session). A NIC thread woken but not
+     * yet run still reads SLEEP: it runs at the tick, its work done by the
+     * spinner's looks meanwhile. The nap above still takes the spinner off
+     * the run queue. */
+    if (pt_wait_yield_serves(nic->w.nic_thread, LD_RELAXED(&nic->w.nic_state),
+                             LD_RELAXED(&g_yield_ns), pt_life_threads()))
+        sched_yield();
+}
+
+bool pt_wait_yield_serves(bool nic_thread, uint32_t nic_state, uint64_t yield_ns,
+                          uint32_t api_threads)
+{
+    return yield_ns == 0 || api_threads > 1 || (nic_thread && nic_state < PT_NIC_SLEEP);
 }
 
 /* ---- the poll lease (L1, L2, T1; docs/waiting.md "The poll lease") --------- */

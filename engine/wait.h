@@ -18,7 +18,8 @@
  *                             (A-TOK), ST_RELEASE 0 (R-TOK)
  *   want              nic     API waiters (RMW)            NIC thread (relaxed, hint)
  *   stop              nic     pt_wait_stop (release)       NIC thread
- *   nic_state         nic     NIC thread (relaxed)         dumps only (no decision)
+ *   nic_state         nic     NIC thread (relaxed)         dumps; a spinner's yield (SY,
+ *                                                          a hint: no wake decision)
  *   bell.seq          region  every waker (RMW)            engine sleepers (futex word)
  *   bell.sleepers     region  engine sleepers (RMW)        peers, token releasers
  *   bell.polled       region  offload API waiters (RMW)    peers
@@ -162,7 +163,9 @@ bool pt_wait_room(struct pt_wait *w, struct pt_roomwait *rw, bool (*room)(void *
                   int64_t timeout_ns);
 
 /* The NIC thread's state (nic_state; model: nic_st). Written only by the NIC
- * thread; read by dumps and tests, never for a decision. */
+ * thread; read by dumps and tests, and by a spinner choosing whether to yield
+ * (SY, pt_wait_polled_empty: when, never whether, anyone runs); never for a
+ * wake decision. */
 enum pt_nic_state {
     PT_NIC_RUN = 0,   /* holds the token, polling                              */
     PT_NIC_IDLE,      /* gave the token up (idle or yielded), will try to sleep */
@@ -458,12 +461,20 @@ void pt_wait_progress_host(struct pt_nic *nic, bool (*mine_pending)(void *), voi
  * in pt_wait_until does. Without it, two spinners sharing a core run in
  * scheduler slices of several ms, and a partner's timer-driven resend comes
  * that much late (REF ringtest hung in offload mode, 4 ranks on 2 cores).
+ * Only where the yield serves a thread of ours (SY, pt_wait_yield_serves).
  * After PT_WAIT_NAP_NS of them it naps once per PT_WAIT_NAP_NS, and reads
  * the transport's slow sources first (rx_pending, result unused: the
  * probe's timer, a death the launcher noticed), which otherwise only a
  * thread about to sleep reads. Thread-local state only; not a word of the
  * protocol. */
 void pt_wait_polled_empty(struct pt_nic *nic, bool empty);
+/* SY (pt_wait_polled_empty): does a spinner's yield serve a thread of ours?
+ * Yes where ranks outnumber cores (yield_ns 0), where another API thread
+ * lives (api_threads > 1: pt_life_threads), or where our NIC thread is awake
+ * (nic_state before PT_NIC_SLEEP); else it only hands the core to another
+ * program. Pure (tests/unit/test_yield.c, its table). */
+bool pt_wait_yield_serves(bool nic_thread, uint32_t nic_state, uint64_t yield_ns,
+                          uint32_t api_threads);
 /* Is the calling thread an NI's NIC thread? */
 bool pt_wait_on_nic_thread(void);
 /* A bounded wait for the application to do something (read its EQ, attach
