@@ -134,7 +134,7 @@ PT_HOT_INLINE int eq_first(const ptl_handle_eq_t *hs, int n, ptl_time_t timeout,
         if (!e)
             return PTL_EQ_EMPTY;
         struct pt_eq *q = e->q;
-        enum pt_eq_rc rc = pt_eq_get(q, event);
+        enum pt_eq_rc rc = pt_eq_take(q, event);
         if (rc == PT_EQ_EMPTY)
             continue;
         if (timeout == 0)

@@ -34,6 +34,7 @@ int pt_api_ni_fini_locked(uint32_t idx);
 
 PTL_API void PtlFini(void)
 {
+    pt_life_note(); /* its NIs' flushes run the engine (SO: engine/life.h) */
     pthread_mutex_lock(&g_pt_ni_lock);
     if (LD_RELAXED(&g_pt_inited)) {
         for (uint32_t i = 0; i < PT_MAX_NI; i++) {

@@ -25,6 +25,7 @@ PTL_API int PtlNIInit(ptl_interface_t interface, ptl_pid_t pid, ptl_ni_limits_t 
     if (!iface_ok(interface))
         return PTL_IFACE_INVALID;
     pt_api_fork_init(); /* before our first thread exists (fork.c) */
+    pt_life_note(); /* an API thread, though it resolves no handle (SO: engine/life.h) */
     pthread_mutex_lock(&g_pt_ni_lock);
     /* All accepted interface names are one NI: a second init returns it (REF). */
     for (uint32_t i = 0; i < PT_MAX_NI; i++) {
@@ -119,6 +120,7 @@ int pt_api_ni_fini_locked(uint32_t idx)
 PTL_API int PtlNIFini(ptl_handle_ni_t ni_handle)
 {
     PT_CHECK_INIT();
+    pt_life_note(); /* its flush runs the engine (SO: engine/life.h) */
     pthread_mutex_lock(&g_pt_ni_lock);
     int rc = pt_api_ni(ni_handle) ? pt_api_ni_fini_locked(pt_h_ni(ni_handle)) : PTL_NI_INVALID;
     if (rc == PTL_NI_INVALID && inherited_ni(ni_handle)) {

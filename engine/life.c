@@ -12,10 +12,13 @@
 #include "life.h"
 
 #include "config.h"
+#include "perturb.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 __thread struct pt_life *pt_life_self;
 
@@ -23,6 +26,9 @@ static struct pt_life *_Atomic g_life_head; /* R-L: published by CAS; scanners a
 /* Records owned now: threads that entered a call and have not ended. A hint
  * (pt_life_threads), read relaxed: no access is ordered by it. */
 static _Atomic uint32_t g_life_threads;
+/* Registrations ever made: the second ends the solo path (SO-V). */
+static _Atomic uint32_t g_life_regs;
+_Atomic uint32_t g_pt_solo;
 static pthread_key_t g_life_key;
 static pthread_once_t g_life_once = PTHREAD_ONCE_INIT;
 
@@ -46,12 +52,41 @@ uint32_t pt_life_threads(void) { return LD_RELAXED(&g_life_threads); }
 static void life_key_init(void)
 {
     pt_membar_decide(pt_config()->asym_fence != 0);
+    /* SOLO needs the asymmetric fence: its revocation is the heavy side. */
+    ST_RELAXED(&g_pt_solo, LD_RELAXED(&g_pt_membar) && pt_config()->solo != 0);
     pthread_key_create(&g_life_key, life_exit);
+}
+
+/* A second API thread: the first may no longer take the solo path (SO-V),
+ * and a section it opened before it could see that ends before we go on
+ * (SO-F, then SO-A on every record). Once per process, before this thread's
+ * first call: the wait is at most one section of the other thread (a token
+ * held through a wait's spin, PTL_WAIT_SPIN_US; life.h). Control path. */
+static void solo_revoke(void)
+{
+    ST_RELAXED(&g_pt_solo, 0); /* SO-V */
+    PT_PERTURB();
+    pt_membar_heavy();         /* SO-F pairs with SO-E (pt_life_solo_open) */
+    PT_PERTURB();
+    for (struct pt_life *l = LD_ACQUIRE(&g_life_head); l; l = l->next) { /* pairs with R-L */
+        for (int i = 0; LD_ACQUIRE(&l->solo) != 0; i++) { /* SO-A pairs with SO-R */
+            if (i < 64) {
+                sched_yield();
+            } else {
+                struct timespec nap = {0, 50000};
+                nanosleep(&nap, NULL);
+            }
+        }
+    }
 }
 
 struct pt_life *pt_life_register(void)
 {
     pthread_once(&g_life_once, life_key_init);
+    /* Before anything of this thread can take the token or read an EQ, out
+     * of memory or not (a thread without a record is still a second thread) */
+    if (RMW_ADD(&g_life_regs, 1) != 0 && LD_RELAXED(&g_pt_solo))
+        solo_revoke();
     struct pt_life *l;
     for (l = LD_ACQUIRE(&g_life_head); l; l = l->next) { /* pairs with R-L */
         uint32_t z = 0;
@@ -71,6 +106,7 @@ struct pt_life *pt_life_register(void)
         while (!RMW_CAS(&g_life_head, &h, l)); /* R-L */
     }
     l->depth = 0;
+    ST_RELAXED(&l->solo, 0); /* a claimed record's last owner ended outside any section */
     RMW_ADD(&g_life_threads, 1);
     pthread_setspecific(g_life_key, l);
     pt_life_self = l;

@@ -45,6 +45,29 @@
  *
  * Cost per call: two stores to the thread's own line (with membarrier; else
  * an RMW and a store); no shared line is written.
+ *
+ * One API thread (SOLO, docs/waiting.md "One API thread"). While the process
+ * has had a single API thread, nobody else can hold its host-mode engine
+ * token, read its EQs or sleep in its waits, so that thread may take and
+ * release the token and take events with plain stores, and skip D3 and
+ * D6's fences (their partners are other API threads of this process). It
+ * does so inside a solo section, counted in its record's `solo`:
+ *
+ *   g_pt_solo  1 from the first call while PTL_SOLO and membarrier are on;
+ *              written 0 (SO-V) by the second thread to register, never 1
+ *              again; read relaxed by the hot side
+ *   solo       written by the owner only: +1 (plain) before it checks
+ *              g_pt_solo again (SO-E), -1 with release when the section ends
+ *              (SO-R); read by the revoking thread, LD_ACQUIRE (SO-A)
+ *
+ * The pair: owner "solo++; COMPILER_BARRIER(); load g_pt_solo" (SO-E, the hot
+ * side of membar.h) against the revoker "g_pt_solo = 0; pt_membar_heavy()
+ * (SO-F); load every record's solo" (SO-A): either the owner sees 0 and
+ * leaves the section unused, or the revoker sees the section open and waits
+ * for its SO-R, which publishes the section's plain stores (the token's
+ * release, an EQ's read count). A section is bounded: a token held for a
+ * wait's spin (PTL_WAIT_SPIN_US) at most, one event's read. Without
+ * membarrier there is no solo path.
  */
 #ifndef PT_LIFE_H
 #define PT_LIFE_H
@@ -70,7 +93,12 @@ struct pt_life {
                                        * claimer's CAS)                              */
     struct pt_life *next;             /* registry link: set before the record is
                                        * published (R-L), never changed              */
+    _Atomic uint32_t solo;            /* owner: open solo sections (SO-E, SO-R); the
+                                       * revoker reads it (SO-A)                      */
 };
+
+/* 1 while the process has had one API thread (see SOLO above). */
+extern _Atomic uint32_t g_pt_solo;
 
 /* The calling thread's record (NULL before its first call). */
 extern __thread struct pt_life *pt_life_self;
@@ -95,6 +123,15 @@ static inline void pt_life_in(struct pt_life *l)
     }
 }
 
+/* A call that resolves no handle but may run the engine (PtlNIInit,
+ * PtlNIFini, PtlFini) makes its thread an API thread all the same: a second
+ * one ends SO (life.c) before it can take the token. */
+static inline void pt_life_note(void)
+{
+    if (!pt_life_self)
+        (void)pt_life_register();
+}
+
 /* Enter a call (outermost: L-E). Pointers resolved from handles after this
  * stay valid until the matching pt_life_leave. Returns the caller's record
  * for pt_life_leave; NULL (nothing entered, the call must not resolve
@@ -117,6 +154,32 @@ static inline void pt_life_leave(struct pt_life *l)
         return;
     uint64_t w = LD_RELAXED(&l->word);
     ST_RELEASE(&l->word, w & ~(uint64_t)7); /* L-R: OUT; pairs with the reclaimer's L-A */
+}
+
+/* Open a solo section (SO-E): true if the calling thread, inside a call, is
+ * the process's only API thread and stays so until pt_life_solo_close; then
+ * it must call that. False: take the locked path (nothing to close). */
+static inline bool pt_life_solo_open(void)
+{
+    if (!LD_RELAXED(&g_pt_solo))
+        return false;
+    struct pt_life *l = pt_life_self;
+    if (PT_UNLIKELY(!l))
+        return false;
+    ST_RELAXED(&l->solo, LD_RELAXED(&l->solo) + 1);
+    COMPILER_BARRIER(); /* SO-E (light) pairs with SO-F (pt_membar_heavy) */
+    if (PT_LIKELY(LD_RELAXED(&g_pt_solo)))
+        return true;
+    ST_RELEASE(&l->solo, LD_RELAXED(&l->solo) - 1); /* revoked meanwhile: SO-R */
+    return false;
+}
+
+/* End a solo section (SO-R pairs with the revoker's SO-A): the section's
+ * stores are visible to a thread that saw it end. */
+static inline void pt_life_solo_close(void)
+{
+    struct pt_life *l = pt_life_self;
+    ST_RELEASE(&l->solo, LD_RELAXED(&l->solo) - 1);
 }
 
 /* How many threads own a record now (entered a call and have not ended): a

@@ -854,6 +854,18 @@ static inline struct pt_eqo *pt_eqo_lookup(struct pt_nic *nic, uint32_t h)
     return pt_obj_idx(nic, h, PT_H_EQ, nic->eq_slots, &i) && pt_obj_live(&nic->eqs[i].tag, h)
                ? &nic->eqs[i] : NULL;
 }
+/* An API thread takes the oldest event of q (PtlEQGet/Wait/Poll): as the
+ * process's only API thread in a solo section (life.h, SO), without the
+ * claim's locked instruction. */
+static inline enum pt_eq_rc pt_eq_take(struct pt_eq *q, ptl_event_t *ev)
+{
+    if (pt_life_solo_open()) {
+        enum pt_eq_rc rc = pt_eq_get_sole(q, ev);
+        pt_life_solo_close(); /* SO-R */
+        return rc;
+    }
+    return pt_eq_get(q, ev);
+}
 /* Object to handle (its current generation); inline as the lookups. */
 static inline uint32_t pt_me_handle(struct pt_nic *nic, struct pt_me *me)
 {
@@ -972,15 +984,16 @@ static inline bool pt_nic_settling(struct pt_nic *nic)
 }
 
 /* D6 for what this poll posted, if anything (docs/waiting.md, "Whom D6
- * wakes"): true if it ran (its fence included). [E] */
+ * wakes"): true if it ran a full fence (D6's, or a ring's RMW; a solo holder
+ * skips D6's: SO). [E] */
 static inline bool pt_ev_wake(struct pt_nic *nic)
 {
     if (!nic->events_posted && !nic->ev_neqs)
         return false;
-    pt_wait_events_posted(&nic->w, nic->events_posted, nic->ev_watch, nic->ev_neqs);
+    bool fenced = pt_wait_events_posted(&nic->w, nic->events_posted, nic->ev_watch, nic->ev_neqs);
     nic->events_posted = false;
     nic->ev_neqs = 0;
-    return true;
+    return fenced;
 }
 /* Room in md's EQ for the START and END events of one request (target
  * side), or a reason not to wait for it; false: defer the request. */

@@ -371,7 +371,7 @@ static bool eq_ready(void *arg)
             return true;
         }
         struct pt_eq *q = e->q;
-        enum pt_eq_rc rc = pt_eq_get(q, w->ev);
+        enum pt_eq_rc rc = pt_eq_take(q, w->ev);
         if (rc != PT_EQ_EMPTY) {
             w->which = i;
             w->rc = rc;

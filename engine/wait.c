@@ -706,8 +706,7 @@ static void kick(struct pt_nic *nic)
         RMW_ADD(&w->st.kicks_drained, 1);
         pt_nic_drain(nic, PT_WAIT_KICK_POLLS);
         PT_PERTURB();
-        pt_wait_give(w);
-        FENCE_FULL(); /* D3: the release before the next check */
+        pt_wait_give_d3(w); /* D3: the release before the next check (SO: none) */
     }
 }
 
@@ -715,8 +714,7 @@ void pt_wait_release(struct pt_nic *nic)
 {
     struct pt_wait *w = &nic->w;
     PT_PERTURB();
-    pt_wait_give(w); /* R-TOK */
-    FENCE_FULL();    /* D3: our release before reading sleepers; pairs with S2's RMW */
+    pt_wait_give_d3(w); /* R-TOK, D3 (a solo holder: none, SO) */
     PT_PERTURB();
     if (PT_UNLIKELY(LD_RELAXED(&w->bell->sleepers)))
         kick(nic);
@@ -1663,6 +1661,8 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
             w->nic_thread ? pt_nic_state_name(LD_RELAXED(&w->nic_state)) : "none",
             LD_RELAXED(&w->token), LD_RELAXED(&w->want), LD_RELAXED(&w->bell->sleepers),
             LD_RELAXED(&w->bell->polled), LD_RELAXED(&w->ev->sleepers));
+    fprintf(f, "  wait: one API thread (SO: plain token and event claims): %s\n",
+            LD_RELAXED(&g_pt_solo) ? "yes" : "no");
     fprintf(f, "  wait: waiters spin %llu us, yield after %llu us%s\n",
             (unsigned long long)(w->wait_spin_ns / 1000), (unsigned long long)(w->yield_ns / 1000),
             w->yield_ns ? "" : " (oversubscribed)");

@@ -104,6 +104,15 @@
  *       (RW-RING). drain_cmds also reads the mark at every pass without a
  *       fence (the common case: the holder is running and sees it there).
  *
+ *   SO  (one API thread, host mode: engine/life.h "One API thread") the
+ *       process's only API thread takes and releases the token with plain
+ *       stores inside a solo section, and skips D3's and D6's fences: their
+ *       partners (S2, W2, W2W) are engine and event sleepers of this process,
+ *       i.e. other API threads, and there are none. D1, S2, W2 against
+ *       peers, and every fence a transport pairs with another process, stay.
+ *       The second API thread ends SO for good before its first call
+ *       (SO-V, SO-F, SO-A: life.c). Model: SOLO (host, one thread per rank).
+ *
  * Invariant the rules give (model: no_lost_work, no_lost_event): whenever
  * work is pending, somebody holds the token, or somebody that will run the
  * engine is awake, or the bell is rung; whenever an event is posted, its
@@ -124,6 +133,7 @@
 #define PT_WAIT_H
 
 #include "futex.h"
+#include "life.h"
 #include "pt_atomic.h"
 #include "trace.h"
 
@@ -217,6 +227,8 @@ struct pt_wait {
     struct pt_waitword *bell;          /* engine sleepers (in the job region)       */
     struct pt_waitword *ev;            /* event sleepers: &evw (offload) or bell    */
     bool nic_thread;                   /* a NIC thread runs (offload mode)          */
+    bool solo_held;                    /* the holder took the token in a solo section
+                                        * (SO): written and read by the holder only */
     bool yield;                        /* PTL_NIC_YIELD                             */
     uint64_t nic_spin_ns;              /* PTL_NIC_SPIN_US                           */
     uint64_t nic_idle_ns;              /* the NIC thread's idle spin: nic_spin_ns, its
@@ -418,19 +430,42 @@ void pt_wait_stop(struct pt_wait *w);
 /* Token. A-TOK: the CAS; pairs with R-TOK in every release below. */
 static inline bool pt_wait_try_take(struct pt_wait *w)
 {
-    uint32_t z = 0;
-    if (LD_RELAXED(&w->token) != 0 || !RMW_CAS(&w->token, &z, 1)) /* A-TOK */
+    if (LD_RELAXED(&w->token) != 0)
         return false;
+    if (!w->nic_thread && pt_life_solo_open()) {
+        /* SO: the process's only API thread, and no NIC thread: nobody else
+         * takes the token until our section ends (life.h) */
+        ST_RELAXED(&w->token, 1);
+        w->solo_held = true;
+    } else {
+        uint32_t z = 0;
+        if (!RMW_CAS(&w->token, &z, 1)) /* A-TOK */
+            return false;
+    }
     PT_TRACE_TAKE_T(w->tr);
     return true;
 }
 /* Plain release (R-TOK) for a holder that owes nobody a check: the NIC thread
- * (it arms next, S2) and single-threaded teardown. */
+ * (it arms next, S2) and single-threaded teardown. A solo holder's section
+ * ends here (SO-R). */
 static inline void pt_wait_give(struct pt_wait *w)
 {
     PT_TRACE_GIVE_T(w->tr);
     ST_RELAXED(&w->holds, LD_RELAXED(&w->holds) + 1); /* only the holder writes it */
+    bool solo = w->solo_held;
+    w->solo_held = false;
     ST_RELEASE(&w->token, 0); /* R-TOK pairs with A-TOK */
+    if (solo)
+        pt_life_solo_close(); /* SO-R */
+}
+/* R-TOK and D3's fence, which a solo holder (SO) does not need: its partner
+ * S2 is another API thread of this process (host mode). */
+static inline void pt_wait_give_d3(struct pt_wait *w)
+{
+    bool solo = w->solo_held;
+    pt_wait_give(w);
+    if (!solo)
+        FENCE_FULL(); /* D3: our release before reading sleepers; pairs with S2's RMW */
 }
 /* D3: release, and make sure an engine sleeper is not left with work. */
 void pt_wait_release(struct pt_nic *nic);
@@ -495,12 +530,16 @@ bool pt_wait_patience(uint64_t *since, uint64_t limit_ns);
 /* NB: the NIC thread back to SCHED_BATCH (wait.c; cold, a system call). */
 void pt_wait_cls_calm(struct pt_wait *w);
 
-static inline void pt_wait_events_posted(struct pt_wait *w, bool all,
+static inline bool pt_wait_events_posted(struct pt_wait *w, bool all,
                                          _Atomic uint32_t *const *watch, unsigned n)
 {
-    FENCE_FULL(); /* D6: the posts before reading sleepers and watchers; pairs with W2W/W2 */
+    /* SO: the holder is the only API thread (host mode), and no other can
+     * sleep on the bell: D6's fence has no partner. Returns whether it fenced. */
+    bool fenced = !w->solo_held;
+    if (fenced)
+        FENCE_FULL(); /* D6: the posts before reading sleepers and watchers; pairs with W2W/W2 */
     if (!LD_RELAXED(&w->ev->sleepers))
-        return;
+        return fenced;
     bool ring = all || LD_RELAXED(&w->watch_all) != 0;
     for (unsigned i = 0; !ring && i < n; i++)
         ring = LD_RELAXED(watch[i]) != 0;
@@ -509,7 +548,9 @@ static inline void pt_wait_events_posted(struct pt_wait *w, bool all,
         pt_wait_ring(w, w->ev);
         if (PT_UNLIKELY(LD_RELAXED(&w->cls_urgent)))
             pt_wait_cls_calm(w); /* NB: the sleepers we woke want the core */
+        return true; /* the RMWs fenced */
     }
+    return fenced;
 }
 
 /* The engine found a message for this rank (drain_rx). An offload waiter

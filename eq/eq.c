@@ -69,4 +69,4 @@ void pt_eq_post(struct pt_eq *eq, ptl_event_t *ev)
     ST_RELEASE(&eq->write_count, w + 1);    /* R2 pairs with A2 */
 }
 
-enum pt_eq_rc pt_eq_peek(struct pt_eq *eq, ptl_event_t *ev) { return pt_eq_read(eq, ev, false); }
+enum pt_eq_rc pt_eq_peek(struct pt_eq *eq, ptl_event_t *ev) { return pt_eq_read(eq, ev, false, false); }

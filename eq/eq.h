@@ -16,11 +16,15 @@
  *                                               FENCE_ACQUIRE                   A3
  *                                               s2 = LD_RELAXED(stamp)
  *                                               s1 == s2 == 2r+2 ? CAS read_count r -> r+1
+ *                                               (the only reader: ST_RELEASE r+1)
  *                                               : the slot was overwritten: retry as dropped
  *
  * R1 pairs with A1 (the words are complete when the stamp says so); W1 pairs
  * with A3 (if the reader's copy raced a rewrite, it sees the new stamp); R2
- * pairs with A2. A reader reads write_count only after a lap: the slot's
+ * pairs with A2. A reader that knows it is the only one (its process has one
+ * API thread: engine/life.h, SO) stores read_count with release instead of
+ * the CAS: nobody else claims, and the writer's acquire of read_count (room
+ * for events, engine/event.c) pairs with either. A reader reads write_count only after a lap: the slot's
  * stamp alone says whether event r is there (the waiting protocol's D6/W2
  * recheck reads it too: R1 comes before the engine's D6 fence). A reader that finds more than `size` unread events skips to
  * the oldest surviving one and reports PTL_EQ_DROPPED (spec §6.10, libportals
@@ -44,7 +48,8 @@ struct pt_eq_slot {
 
 struct pt_eq {
     PT_ALIGNED _Atomic uint64_t write_count;  /* writer only; readers acquire */
-    PT_ALIGNED _Atomic uint64_t read_count;   /* readers, claimed by CAS      */
+    PT_ALIGNED _Atomic uint64_t read_count;   /* readers, claimed by CAS (or the
+                                               * only reader's release store) */
     uint64_t size;                            /* power of two, fixed          */
     uint64_t mask;
     ptl_eq_handler_t handler;                 /* run by the reader after dequeue */
@@ -81,7 +86,8 @@ _Static_assert(sizeof(ptl_event_t) % 8 == 0, "events are copied in whole words")
 /* Any thread: the oldest available event, removed (consume) or not. Inline:
  * a reader's PtlEQGet/Wait reads one event per call, and the calls down to
  * it were about 20 instructions of each (callgrind). */
-static inline enum pt_eq_rc pt_eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume)
+static inline enum pt_eq_rc pt_eq_read(struct pt_eq *eq, ptl_event_t *ev, bool consume,
+                                       bool sole)
 {
     for (;;) {
         uint64_t r = LD_ACQUIRE(&eq->read_count);
@@ -118,7 +124,9 @@ static inline enum pt_eq_rc pt_eq_read(struct pt_eq *eq, ptl_event_t *ev, bool c
         FENCE_ACQUIRE(); /* A3 pairs with W1 */
         if (LD_RELAXED(&s->stamp) != s1)
             continue; /* overwritten while we copied: the next try skips ahead */
-        if (consume && !RMW_CAS(&eq->read_count, &r, want + 1))
+        if (consume && sole)
+            ST_RELEASE(&eq->read_count, want + 1); /* the only reader: no claim to win */
+        else if (consume && !RMW_CAS(&eq->read_count, &r, want + 1))
             continue; /* another reader took it (and reports any drop it skipped) */
         return dropped ? PT_EQ_DROPPED : PT_EQ_OK;
     }
@@ -127,7 +135,13 @@ static inline enum pt_eq_rc pt_eq_read(struct pt_eq *eq, ptl_event_t *ev, bool c
 /* Any thread. Removes the oldest available event. */
 static inline enum pt_eq_rc pt_eq_get(struct pt_eq *eq, ptl_event_t *ev)
 {
-    return pt_eq_read(eq, ev, true);
+    return pt_eq_read(eq, ev, true, false);
+}
+/* The same for a caller that no other thread can race (the only reader,
+ * until the caller says otherwise: engine/life.h, SO): no locked claim. */
+static inline enum pt_eq_rc pt_eq_get_sole(struct pt_eq *eq, ptl_event_t *ev)
+{
+    return pt_eq_read(eq, ev, true, true);
 }
 /* Any thread. Like get, without removing. */
 enum pt_eq_rc pt_eq_peek(struct pt_eq *eq, ptl_event_t *ev);

@@ -120,6 +120,19 @@
  * the loads of sleepers and token. Mutants MUT_NI: submit never rings (the
  * command waits for a NIC thread asleep without a timeout); MUT_D2NI: the
  * loads pass the commit (no D2).
+ *
+ * SOLO=1 (host mode, one application thread per rank: the code's SO,
+ * engine/life.h "One API thread"): the process's only API thread takes the
+ * token with a plain load and store (two steps, no RMW) and releases it
+ * without D3's fence, and its polls skip D6's fence: the loads of D3 and D6
+ * pass the stores before them, as in mutants MUT_D3 and MUT_D6. The model
+ * must still pass: those fences pair only with other application threads of
+ * the same rank (S2/W2 on the bell, W2W), and there are none. kick's own
+ * release (its drain) is this thread's token alone too; no other thread
+ * loads it, so its order is not observable. The revocation when a second
+ * thread starts (SO-V, SO-F, SO-A) is the L-E/L-F pattern of life.h and is
+ * not modelled. Mutant MUT_SOLO2: SO with two application threads per rank
+ * (no revocation): SPIN must find the lost wake-up.
  */
 
 #ifndef OFFLOAD
@@ -169,6 +182,16 @@
                                 * the NIC thread sleeps at S2 despite work while an API thread
                                 * wants the engine (want, read after S2's fence); that thread
                                 * kicks it when it leaves (want--, then D4/D3) */
+#endif
+#ifndef SOLO
+#define SOLO 0                 /* 1: SO, the only API thread's plain token, no D3/D6 fence */
+#endif
+#if SOLO
+#if (OFFLOAD || NAPP != 1) && !defined(MUT_SOLO2)
+#error "SOLO: host mode, one application thread per rank"
+#endif
+#define MUT_D3                 /* not a mutant here: SO's release has no fence */
+#define MUT_D6                 /* nor its posts' D6 */
 #endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
@@ -456,7 +479,12 @@ inline poll(r, n) {
 }
 
 inline try_take(r, got) {
+#if SOLO
+    got = (token[r] == 0);            /* SO: a plain load, then a plain store */
+    if :: got -> token[r] = ME :: else fi
+#else
     atomic { if :: token[r] == 0 -> token[r] = ME; got = 1 :: else -> got = 0 fi }
+#endif
 }
 
 inline poll_quiet(r) {

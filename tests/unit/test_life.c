@@ -37,6 +37,16 @@
  *            finalised in each, with a put and its event before).
  *            The other steps run with PTL_ASYM_FENCE 1 and 0 (CMakeLists).
  *
+ *   solo     one API thread (engine/life.h, SO): with one thread the process
+ *            takes the solo path exactly when PTL_SOLO is not 0 and the
+ *            entry uses membarrier; puts to itself and their events work on
+ *            it. White-box: the main thread opens a solo section, a second
+ *            thread's first call must not return before the section ends
+ *            (the revocation waits for it, at least the 150 ms it stays
+ *            open), and the process is off the solo path for good; then both
+ *            threads put and wait at once. solo_fini: the second thread's
+ *            only call is PtlNIFini (no handle resolved): it ends SO too.
+ *
  * A watchdog ends the process (exit 3, naming the step) if a step hangs.
  * The mode comes from the environment (PTL_OFFLOAD).
  */
@@ -616,6 +626,92 @@ static void test_membar(void)
     printf("life membar: OK\n");
 }
 
+/* The second thread of test_solo: its first call (PtlGetId, or PtlNIFini
+ * for solo_fini) returns only after the main thread's section ended. */
+static _Atomic int solo_done;
+static bool solo_via_fini;
+static void *solo_second(void *arg)
+{
+    (void)arg;
+    ptl_process_id_t id;
+    int rc = solo_via_fini ? PtlNIFini(ni) : PtlGetId(ni, &id);
+    if (rc != PTL_OK)
+        fail("solo: %s: the second thread's call failed (%d)", "second", rc);
+    ST_RELEASE(&solo_done, 1);
+    return NULL;
+}
+
+static void solo_puts(const char *who, ptl_pt_index_t pt, int n)
+{
+    ptl_handle_eq_t eq;
+    CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
+    ptl_handle_md_t s = put_path(pt, eq);
+    for (int i = 0; i < n; i++) {
+        CHECK(PtlPut(s, PTL_NO_ACK_REQ, self, pt, 0, 7, 0, (ptl_hdr_data_t)i));
+        ptl_event_t ev;
+        CHECK(PtlEQWait(eq, &ev));
+        if (ev.type != PTL_EVENT_PUT_END || ev.hdr_data != (ptl_hdr_data_t)i)
+            fail("solo: %s: a wrong event (type %d)", who, (int)ev.type);
+    }
+}
+
+static void *solo_putter(void *arg)
+{
+    solo_puts("second thread", (ptl_pt_index_t)(uintptr_t)arg, 2000);
+    return NULL;
+}
+
+static void test_solo(bool via_fini)
+{
+    step("solo: one thread");
+    ni_up();
+    const char *e = getenv("PTL_SOLO");
+    bool want = !(e && atoi(e) == 0) && LD_RELAXED(&g_pt_membar);
+    printf("life solo: PTL_SOLO %s, membarrier %s, solo path %s\n", e ? e : "(default)",
+           LD_RELAXED(&g_pt_membar) ? "on" : "off", LD_RELAXED(&g_pt_solo) ? "on" : "off");
+    if ((LD_RELAXED(&g_pt_solo) != 0) != want)
+        fail("solo: the solo path is %s where %d was expected",
+             LD_RELAXED(&g_pt_solo) ? "on" : "off", want);
+    solo_puts("main thread alone", 5, 2000);
+
+    step("solo: a second thread against an open section");
+    bool opened;
+    {
+        struct pt_life *l = pt_life_enter(); /* as an API call: inside */
+        opened = pt_life_solo_open();
+        if (opened != want)
+            fail("solo: a section %s where %d was expected", opened ? "opened" : "did not open", want);
+        solo_via_fini = via_fini;
+        pthread_t t;
+        pthread_create(&t, NULL, solo_second, NULL);
+        struct timespec hold = {0, 150 * 1000 * 1000};
+        nanosleep(&hold, NULL);
+        if (opened && LD_ACQUIRE(&solo_done))
+            fail("solo: the second thread's %s returned while a section was open", "call", 0);
+        if (opened)
+            pt_life_solo_close();
+        pt_life_leave(l);
+        pthread_join(t, NULL);
+    }
+    if (!LD_ACQUIRE(&solo_done) || LD_RELAXED(&g_pt_solo))
+        fail("solo: after the second thread the solo path is %s (done %d)",
+             LD_RELAXED(&g_pt_solo) ? "still on" : "off", LD_ACQUIRE(&solo_done));
+    if (via_fini) {
+        PtlFini();
+        printf("life solo_fini: OK\n");
+        return;
+    }
+
+    step("solo: two threads put and wait at once");
+    pthread_t t;
+    pthread_create(&t, NULL, solo_putter, (void *)(uintptr_t)6);
+    solo_puts("main thread beside it", 7, 2000);
+    pthread_join(t, NULL);
+    CHECK(PtlNIFini(ni));
+    PtlFini();
+    printf("life solo: OK\n");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -640,8 +736,12 @@ int main(int argc, char **argv)
         test_reinit();
     else if (!strcmp(t, "membar"))
         test_membar();
+    else if (!strcmp(t, "solo"))
+        test_solo(false);
+    else if (!strcmp(t, "solo_fini"))
+        test_solo(true);
     else {
-        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck|reinit|membar\n");
+        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck|reinit|membar|solo|solo_fini\n");
         return 2;
     }
     return 0;
