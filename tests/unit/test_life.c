@@ -46,6 +46,11 @@
  *            open), and the process is off the solo path for good; then both
  *            threads put and wait at once. solo_fini: the second thread's
  *            only call is PtlNIFini (no handle resolved): it ends SO too.
+ *   solo_race 24 child processes, each putting to itself and waiting in a
+ *            loop while a second thread starts at a random moment (0-3 ms in)
+ *            and does the same: the revocation lands wherever the first
+ *            thread is (a token held in a wait, an event's read); every event
+ *            is right, nothing hangs, and the path is off afterwards.
  *
  * A watchdog ends the process (exit 3, naming the step) if a step hangs.
  * The mode comes from the environment (PTL_OFFLOAD).
@@ -641,12 +646,14 @@ static void *solo_second(void *arg)
     return NULL;
 }
 
-static void solo_puts(const char *who, ptl_pt_index_t pt, int n)
+/* n puts to ourselves on portal pt, each waited for; more until *until is
+ * set, if given. */
+static void solo_puts_until(const char *who, ptl_pt_index_t pt, int n, _Atomic int *until)
 {
     ptl_handle_eq_t eq;
     CHECK(PtlEQAlloc(ni, 16, PTL_EQ_HANDLER_NONE, &eq));
     ptl_handle_md_t s = put_path(pt, eq);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n || (until && !LD_ACQUIRE(until)); i++) {
         CHECK(PtlPut(s, PTL_NO_ACK_REQ, self, pt, 0, 7, 0, (ptl_hdr_data_t)i));
         ptl_event_t ev;
         CHECK(PtlEQWait(eq, &ev));
@@ -655,10 +662,58 @@ static void solo_puts(const char *who, ptl_pt_index_t pt, int n)
     }
 }
 
+static void solo_puts(const char *who, ptl_pt_index_t pt, int n)
+{
+    solo_puts_until(who, pt, n, NULL);
+}
+
 static void *solo_putter(void *arg)
 {
     solo_puts("second thread", (ptl_pt_index_t)(uintptr_t)arg, 2000);
     return NULL;
+}
+
+static _Atomic int solo_late_done;
+static void *solo_late(void *arg)
+{
+    struct timespec d = {0, (long)(uintptr_t)arg};
+    nanosleep(&d, NULL);
+    solo_puts("late thread", 6, 300);
+    ST_RELEASE(&solo_late_done, 1);
+    return NULL;
+}
+
+static void test_solo_race(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer starts no thread in a child of a multi-threaded fork()
+     * (the watchdog runs here), and its build has no solo path (no
+     * membarrier): nothing to race. */
+    printf("life solo_race: not run under ThreadSanitizer\n");
+    printf("life solo_race: OK\n");
+    return;
+#endif
+    for (int k = 0; k < 24; k++) {
+        step("solo_race: a child");
+        fflush(stdout);
+        pid_t c = fork();
+        if (c == 0) {
+            ni_up();
+            pthread_t t;
+            pthread_create(&t, NULL, solo_late, (void *)(uintptr_t)((k * 131u % 24u) * 125000u));
+            solo_puts_until("first thread", 5, 1500, &solo_late_done); /* until the other ends */
+            pthread_join(t, NULL);
+            if (LD_RELAXED(&g_pt_solo))
+                fail("solo_race: %s: the solo path is still on after a second thread", "child", k);
+            CHECK(PtlNIFini(ni));
+            PtlFini();
+            _exit(0);
+        }
+        int st = 0;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail("solo_race: %s %d failed", "child", k);
+    }
+    printf("life solo_race: OK\n");
 }
 
 static void test_solo(bool via_fini)
@@ -740,8 +795,10 @@ int main(int argc, char **argv)
         test_solo(false);
     else if (!strcmp(t, "solo_fini"))
         test_solo(true);
+    else if (!strcmp(t, "solo_race"))
+        test_solo_race();
     else {
-        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck|reinit|membar|solo|solo_fini\n");
+        printf("usage: unit_life eqfree|eqreuse|nifini|fini|stuck|reinit|membar|solo|solo_fini|solo_race\n");
         return 2;
     }
     return 0;
