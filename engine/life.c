@@ -29,6 +29,14 @@ static _Atomic uint32_t g_life_threads;
 /* Registrations ever made: the second ends the solo path (SO-V). */
 static _Atomic uint32_t g_life_regs;
 _Atomic uint32_t g_pt_solo;
+/* The process started on the solo path (written once, in life_key_init). */
+static bool g_solo_began;
+/* SO-D: 1 once a revocation has seen every open section end (ST_RELEASE after
+ * SO-A); a later thread that loads it 1 (acquire) needs no revocation of its
+ * own. One that loads 0 revokes too, even if g_pt_solo is already 0: the
+ * first revoker may still be waiting for a section, and until it ends the
+ * token may be held by a plain store that a CAS would not see. */
+static _Atomic uint32_t g_solo_done;
 static pthread_key_t g_life_key;
 static pthread_once_t g_life_once = PTHREAD_ONCE_INIT;
 
@@ -53,7 +61,8 @@ static void life_key_init(void)
 {
     pt_membar_decide(pt_config()->asym_fence != 0);
     /* SOLO needs the asymmetric fence: its revocation is the heavy side. */
-    ST_RELAXED(&g_pt_solo, LD_RELAXED(&g_pt_membar) && pt_config()->solo != 0);
+    g_solo_began = LD_RELAXED(&g_pt_membar) && pt_config()->solo != 0;
+    ST_RELAXED(&g_pt_solo, g_solo_began);
     pthread_key_create(&g_life_key, life_exit);
 }
 
@@ -78,6 +87,7 @@ static void solo_revoke(void)
             }
         }
     }
+    ST_RELEASE(&g_solo_done, 1); /* SO-D: pairs with the later registrants' acquire */
 }
 
 struct pt_life *pt_life_register(void)
@@ -85,8 +95,8 @@ struct pt_life *pt_life_register(void)
     pthread_once(&g_life_once, life_key_init);
     /* Before anything of this thread can take the token or read an EQ, out
      * of memory or not (a thread without a record is still a second thread) */
-    if (RMW_ADD(&g_life_regs, 1) != 0 && LD_RELAXED(&g_pt_solo))
-        solo_revoke();
+    if (RMW_ADD(&g_life_regs, 1) != 0 && g_solo_began && !LD_ACQUIRE(&g_solo_done))
+        solo_revoke(); /* SO-D: a third thread while the second still waits revokes too */
     struct pt_life *l;
     for (l = LD_ACQUIRE(&g_life_head); l; l = l->next) { /* pairs with R-L */
         uint32_t z = 0;

@@ -55,7 +55,9 @@
  *
  *   g_pt_solo  1 from the first call while PTL_SOLO and membarrier are on;
  *              written 0 (SO-V) by the second thread to register, never 1
- *              again; read relaxed by the hot side
+ *              again; read relaxed by the hot side. Every later thread
+ *              registers only after a revocation has finished its wait (SO-D,
+ *              life.c), its own if need be
  *   solo       written by the owner only: +1 (plain) before it checks
  *              g_pt_solo again (SO-E), -1 with release when the section ends
  *              (SO-R); read by the revoking thread, LD_ACQUIRE (SO-A)

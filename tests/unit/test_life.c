@@ -43,7 +43,9 @@
  *            it. White-box: the main thread opens a solo section, a second
  *            thread's first call must not return before the section ends
  *            (the revocation waits for it, at least the 150 ms it stays
- *            open), and the process is off the solo path for good; then both
+ *            open), nor a third thread's that comes once the second has
+ *            ended the path (SO-D), and the process is off the solo path for
+ *            good; then both
  *            threads put and wait at once. solo_fini: the second thread's
  *            only call is PtlNIFini (no handle resolved): it ends SO too.
  *   solo_race 24 child processes, each putting to itself and waiting in a
@@ -642,7 +644,7 @@ static void *solo_second(void *arg)
     int rc = solo_via_fini ? PtlNIFini(ni) : PtlGetId(ni, &id);
     if (rc != PTL_OK)
         fail("solo: %s: the second thread's call failed (%d)", "second", rc);
-    ST_RELEASE(&solo_done, 1);
+    RMW_ADD(&solo_done, 1);
     return NULL;
 }
 
@@ -737,18 +739,26 @@ static void test_solo(bool via_fini)
         if (opened != want)
             fail("solo: a section %s where %d was expected", opened ? "opened" : "did not open", want);
         solo_via_fini = via_fini;
-        pthread_t t;
+        pthread_t t, t3;
         pthread_create(&t, NULL, solo_second, NULL);
-        struct timespec hold = {0, 150 * 1000 * 1000};
+        /* A third thread once the second has ended the path: it finds
+         * g_pt_solo 0 and must wait for the section all the same (SO-D). */
+        struct timespec gap = {0, 30 * 1000 * 1000}, hold = {0, 150 * 1000 * 1000};
+        nanosleep(&gap, NULL);
+        if (!via_fini)
+            pthread_create(&t3, NULL, solo_second, NULL);
         nanosleep(&hold, NULL);
         if (opened && LD_ACQUIRE(&solo_done))
-            fail("solo: the second thread's %s returned while a section was open", "call", 0);
+            fail("solo: %s thread's call returned while a section was open",
+                 LD_RELAXED(&g_pt_solo) ? "the second" : "the second or third", 0);
         if (opened)
             pt_life_solo_close();
         pt_life_leave(l);
         pthread_join(t, NULL);
+        if (!via_fini)
+            pthread_join(t3, NULL);
     }
-    if (!LD_ACQUIRE(&solo_done) || LD_RELAXED(&g_pt_solo))
+    if (LD_ACQUIRE(&solo_done) != (via_fini ? 1 : 2) || LD_RELAXED(&g_pt_solo))
         fail("solo: after the second thread the solo path is %s (done %d)",
              LD_RELAXED(&g_pt_solo) ? "still on" : "off", LD_ACQUIRE(&solo_done));
     if (via_fini) {
