@@ -45,9 +45,9 @@
  *            (the revocation waits for it, at least the 150 ms it stays
  *            open), nor a third thread's that comes once the second has
  *            ended the path (SO-D), and the process is off the solo path for
- *            good; then both
- *            threads put and wait at once. solo_fini: the second thread's
- *            only call is PtlNIFini (no handle resolved): it ends SO too.
+ *            good; then both threads put and wait at once. solo_fini: the
+ *            second thread's only call is PtlNIFini (no handle resolved): it
+ *            ends SO too.
  *   solo_race 24 child processes, each putting to itself and waiting in a
  *            loop while a second thread starts at a random moment (0-3 ms in)
  *            and does the same: the revocation lands wherever the first
@@ -573,6 +573,23 @@ static void test_reinit(void)
     printf("life reinit: OK\n");
 }
 
+/* Run fn(arg) in a child of fork() and wait for it: 0 if the child ran fn
+ * and exited 0 (fn fails by exiting non-zero, as fail() does), else its wait
+ * status, or -1 when it could not be made or waited for. */
+static int in_child(void (*fn)(void *), void *arg)
+{
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        fn(arg);
+        _exit(0);
+    }
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) != c)
+        return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : (st ? st : -1);
+}
+
 /* ---- membar: which entry fence, and the reclaimer's side after fork() ------ */
 
 /* A put to ourselves and its event, an EQ freed (the engine's L-F), then
@@ -593,6 +610,14 @@ static void membar_round(const char *who)
     pt_membar_heavy(); /* as the reclaimers call it */
     CHECK(PtlNIFini(ni));
 }
+
+#if !defined(__SANITIZE_THREAD__) /* its child is not run under ThreadSanitizer: below */
+static void membar_child(void *arg)
+{
+    (void)arg;
+    membar_round("child");
+}
+#endif
 
 static void test_membar(void)
 {
@@ -617,14 +642,8 @@ static void test_membar(void)
     printf("life membar: the child of fork() is not run under ThreadSanitizer\n");
 #else
     step("membar: child");
-    fflush(stdout);
-    pid_t c = fork();
-    if (c == 0) {
-        membar_round("child");
-        _exit(0);
-    }
-    int st = 0;
-    if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    int st = in_child(membar_child, NULL);
+    if (st != 0)
         fail("membar: %s: the child of fork() failed (status %d)", "child", st);
 #endif
     step("membar: parent again");
@@ -685,6 +704,21 @@ static void *solo_late(void *arg)
     return NULL;
 }
 
+/* One child of solo_race: k chooses when the second thread starts. */
+static void solo_race_child(void *arg)
+{
+    unsigned k = (unsigned)(uintptr_t)arg;
+    ni_up();
+    pthread_t t;
+    pthread_create(&t, NULL, solo_late, (void *)(uintptr_t)((k * 131u % 24u) * 125000u));
+    solo_puts_until("first thread", 5, 1500, &solo_late_done); /* until the other ends */
+    pthread_join(t, NULL);
+    if (LD_RELAXED(&g_pt_solo))
+        fail("solo_race: %s: the solo path is still on after a second thread", "child", (int)k);
+    CHECK(PtlNIFini(ni));
+    PtlFini();
+}
+
 static void test_solo_race(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -697,22 +731,7 @@ static void test_solo_race(void)
 #endif
     for (int k = 0; k < 24; k++) {
         step("solo_race: a child");
-        fflush(stdout);
-        pid_t c = fork();
-        if (c == 0) {
-            ni_up();
-            pthread_t t;
-            pthread_create(&t, NULL, solo_late, (void *)(uintptr_t)((k * 131u % 24u) * 125000u));
-            solo_puts_until("first thread", 5, 1500, &solo_late_done); /* until the other ends */
-            pthread_join(t, NULL);
-            if (LD_RELAXED(&g_pt_solo))
-                fail("solo_race: %s: the solo path is still on after a second thread", "child", k);
-            CHECK(PtlNIFini(ni));
-            PtlFini();
-            _exit(0);
-        }
-        int st = 0;
-        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        if (in_child(solo_race_child, (void *)(uintptr_t)k) != 0)
             fail("solo_race: %s %d failed", "child", k);
     }
     printf("life solo_race: OK\n");
