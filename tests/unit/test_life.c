@@ -93,6 +93,7 @@ static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
 static char wd_step[192];
 static unsigned wd_gen;
 static int wd_secs = 20;
+static bool wd_ready; /* the watchdog waits in its loop: under wd_mu */
 
 static void step(const char *s)
 {
@@ -107,6 +108,8 @@ static void *watchdog(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wd_mu);
+    wd_ready = true;
+    pthread_cond_broadcast(&wd_cv);
     for (;;) {
         unsigned g = wd_gen;
         struct timespec ts;
@@ -806,6 +809,15 @@ int main(int argc, char **argv)
     step("start");
     pthread_create(&wd, NULL, watchdog, NULL);
     pthread_detach(wd);
+    /* Wait until the watchdog is in its loop, where it allocates nothing: the
+     * fork()s below (membar, solo_race) must not copy a lock that its start
+     * holds. ASan's allocator in gcc 12 has no fork handler, so a child forked
+     * while the new thread was being set up inherited the allocator's lock
+     * held, and each thread it started hung in calloc (CI, 67th session). */
+    pthread_mutex_lock(&wd_mu);
+    while (!wd_ready)
+        pthread_cond_wait(&wd_cv, &wd_mu);
+    pthread_mutex_unlock(&wd_mu);
     if (!strcmp(t, "eqfree"))
         test_eqfree(argc > 2 ? atoi(argv[2]) : -1); /* one way of waiting: 0-3 */
     else if (!strcmp(t, "eqreuse"))
