@@ -67,7 +67,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -94,6 +96,7 @@ static char wd_step[192];
 static unsigned wd_gen;
 static int wd_secs = 20;
 static bool wd_ready; /* the watchdog waits in its loop: under wd_mu */
+static _Atomic pid_t wd_child; /* in_child's child while it runs, else 0 */
 
 static void step(const char *s)
 {
@@ -121,6 +124,9 @@ static void *watchdog(void *arg)
         if (g == wd_gen) {
             printf("FAIL: watchdog: step \"%s\" hung for %d s\n", wd_step, wd_secs);
             fflush(stdout);
+            pid_t c = LD_ACQUIRE(&wd_child);
+            if (c > 0) /* a hung child must not outlive us (and spin on) */
+                kill(c, SIGKILL);
             _exit(3);
         }
     }
@@ -582,13 +588,20 @@ static void test_reinit(void)
 static int in_child(void (*fn)(void *), void *arg)
 {
     fflush(stdout);
+    pid_t parent = getpid();
     pid_t c = fork();
     if (c == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* killed with the test, however it ends */
+        if (getppid() != parent)
+            _exit(1);
         fn(arg);
         _exit(0);
     }
+    ST_RELEASE(&wd_child, c);
     int st = 0;
-    if (c < 0 || waitpid(c, &st, 0) != c)
+    pid_t w = c < 0 ? -1 : waitpid(c, &st, 0);
+    ST_RELEASE(&wd_child, 0);
+    if (w != c)
         return -1;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : (st ? st : -1);
 }
