@@ -1183,6 +1183,16 @@ int pt_nic_create(ptl_interface_t iface, ptl_pid_t pid, const ptl_ni_limits_t *d
             pt_nic_trace_start(nic);
         }
     }
+    /* AF (wait.h): host mode (the engine's sleepers are API threads), a core
+     * per rank (yield_ns 0: ranks outnumber cores, and their waits end in
+     * sleeps often) and a spin that dwarfs the membarrier's ~10 us. Our
+     * side first: AF-M runs before any peer learns it may skip F-SND. */
+    if (!nic->offload && nic->xo->af_offer && cfg->asym_fsnd && nic->w.yield_ns &&
+        cfg->wait_spin_us >= PT_AF_MIN_SPIN_US) {
+        pt_wait_set_af(&nic->w, true);
+        if (!nic->xo->af_offer(nic->x, true))
+            pt_wait_set_af(&nic->w, false);
+    }
     pt_nic_register_live(nic, true);
     *nic_p = nic;
     return PT_OK;

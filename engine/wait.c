@@ -5,6 +5,7 @@
  * comments are the model's labels.
  */
 #include "wait.h"
+#include "membar.h"
 
 #include "config.h"
 #include "log.h"
@@ -226,6 +227,8 @@ void pt_wait_set_crowded(struct pt_wait *w, bool crowded) { w->nic_crowded = cro
 void pt_wait_set_lease_poll(struct pt_wait *w, bool on) { w->lease_poll = on && w->lease_ns; }
 
 void pt_wait_set_cmd_inline(struct pt_wait *w, bool on) { w->cmd_inline = on || !w->nic_thread; }
+
+void pt_wait_set_af(struct pt_wait *w, bool on) { w->af = on && !w->nic_thread; }
 
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int cfd, int rfd)
 {
@@ -1583,6 +1586,16 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
         uint32_t seq = LD_ACQUIRE(&ev->seq);
         watch_count(w, watch, 1); /* W2W: before W2's fence, which orders it before the recheck */
         pt_announce(ev); /* W2: full fence; pairs with D6 (and D1/D3 in host mode) */
+        if (w->af) {
+            /* AF-M (wait.h AF): our peers publish fast-box messages to us
+             * without F-SND; this barrier on every CPU that runs one lands
+             * each publish still in a store buffer before the recheck, and
+             * a sender past it loads our announcement (D1). A failure: our
+             * sleeps are bounded from here on (1 ms), and we say so. */
+            RMW_ADD(&w->st.af_membars, 1);
+            if (PT_UNLIKELY(!pt_membar_global()))
+                ST_RELAXED(&w->af_bound, true);
+        }
         PT_PERTURB();
         /* The recheck may consume what we wait for (eq_ready dequeues): keep it. */
         bool got = ready(arg);
@@ -1611,6 +1624,8 @@ bool pt_wait_until_watch(struct pt_nic *nic, pt_ready_fn ready, void *arg, int64
                  * then run the engine (W1), which drops it. */
                 int64_t pl = engine_sleeper ? park_bound_ns(nic, LD_RELAXED(&w->token) != 0)
                                             : -1;
+                if (PT_UNLIKELY(LD_RELAXED(&w->af_bound)) && engine_sleeper)
+                    pl = pl >= 0 && pl < 1000000 ? pl : 1000000; /* AF-M failed: a bounded miss */
                 if (pl >= 0 && (left < 0 || pl < left)) {
                     left = pl;
                     by_backstop = false;
@@ -1663,6 +1678,10 @@ void pt_wait_dump(const struct pt_wait *w, void *file)
             LD_RELAXED(&w->bell->polled), LD_RELAXED(&w->ev->sleepers));
     fprintf(f, "  wait: one API thread (SO: plain token and event claims): %s\n",
             LD_RELAXED(&g_pt_solo) ? "yes" : "no");
+    fprintf(f, "  wait: peers skip F-SND to us (AF): %s%s, global membarriers %llu\n",
+            w->af ? "yes" : "no",
+            LD_RELAXED(&w->af_bound) ? " (membarrier failed: sleeps bounded)" : "",
+            (unsigned long long)LD_RELAXED(&w->st.af_membars));
     fprintf(f, "  wait: waiters spin %llu us, yield after %llu us%s\n",
             (unsigned long long)(w->wait_spin_ns / 1000), (unsigned long long)(w->yield_ns / 1000),
             w->yield_ns ? "" : " (oversubscribed)");

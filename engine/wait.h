@@ -113,6 +113,17 @@
  *       The second API thread ends SO for good before its first call
  *       (SO-V, SO-F, SO-A: life.c). Model: SOLO (host, one thread per rank).
  *
+ *   AF  (D1 without the sender's fence, host mode over shared memory:
+ *       docs/waiting.md "D1 without the sender's fence") a rank whose engine
+ *       sleepers are its API threads (no NIC thread) and that does not share
+ *       its cores with more ranks advertises it (the transport's af_offer);
+ *       peers then publish a fast-box message to it with a compiler barrier
+ *       in place of F-SND's fence, and every announcement on its bell (W2)
+ *       is followed by AF-M, a membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)
+ *       before the recheck: every sender's publish still in its store buffer
+ *       lands first, and a sender past the barrier loads our announcement.
+ *       Model: ASYM (host mode); mutant MUT_AFM leaves AF-M out.
+ *
  * Invariant the rules give (model: no_lost_work, no_lost_event): whenever
  * work is pending, somebody holds the token, or somebody that will run the
  * engine is awake, or the bell is rung; whenever an event is posted, its
@@ -207,6 +218,7 @@ struct pt_wait_stats {
     _Atomic uint64_t ev_rings;       /* D6 rang the event sleepers                  */
     _Atomic uint64_t room_sleeps;    /* RW: producers asleep on a full command ring  */
     _Atomic uint64_t park_wakes;     /* NIC sleeps ended by a parked request's wait  */
+    _Atomic uint64_t af_membars;     /* AF-M: global membarriers before a recheck     */
 };
 
 /* The NIC thread's sleep mark (F1): flag bit 0; bit 1 (PT_FDLESS_TIMED) set
@@ -320,6 +332,11 @@ struct pt_wait {
      * command itself (true; always in host mode), or only posts it and
      * rings a sleeping NIC thread (false: a core of its own). */
     bool cmd_inline;
+    /* AF (pt_wait_set_af; host mode, set before the transport advertises
+     * it, then read-only): W2 runs AF-M. af_bound: an AF-M failed (any
+     * waiter stores 1, relaxed); from then on every W3 sleep is at most 1 ms. */
+    bool af;
+    _Atomic bool af_bound;
     /* NB, the NIC thread's scheduling class (docs/waiting.md "Batch, and
      * urgent while a waiter sleeps"; outside the protocol: a class decides
      * how soon a woken thread runs, never whether). With PTL_NIC_BATCH the
@@ -415,6 +432,10 @@ void pt_wait_set_batch(struct pt_wait *w, bool on, uint32_t slot);
  * effect without leases). Before the NIC thread starts. */
 void pt_wait_set_lease_poll(struct pt_wait *w, bool on);
 void pt_wait_set_cmd_inline(struct pt_wait *w, bool on);
+/* AF: before the transport advertises it (host mode only), and only where
+ * a waiter spins at least this long before it sleeps (PTL_WAIT_SPIN_US). */
+#define PT_AF_MIN_SPIN_US 50
+void pt_wait_set_af(struct pt_wait *w, bool on);
 /* Sleep on the transport's descriptor too (after pt_wait_init, before any
  * thread runs): 0, or -errno (no eventfd). pt_wait_fini closes what it made. */
 int pt_wait_set_fd(struct pt_wait *w, int xfd, int cfd, int rfd);

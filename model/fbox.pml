@@ -69,6 +69,15 @@
  *   MUT_LANEFIRST the lane is looked at before the ring (and the second
  *                 look is at the lane)
  *   MUT_RUNG      D1R (region.pml) without the sleeper's clear of `rung`
+ *
+ * ASYM=1: AF (docs/waiting.md, "D1 without the sender's fence"): a lane
+ * commit has no F-SND (its D1 load passes FB-SEQ, as in MUT_FSND; from that
+ * load until FB-SEQ lands s is "in the window", win), and r runs AF-M, a
+ * global membarrier, after its announcement and before rx_pending: it
+ * returns once s's buffered FB-SEQ has landed (here: it waits until s is
+ * out of the window). The ring's commit keeps its fence, as in the code.
+ * Mutant MUT_AFM: no AF-M (then it is MUT_FSND): SPIN must find the lost
+ * wake-up.
  */
 
 #ifndef M
@@ -82,6 +91,9 @@
 #endif
 #ifndef LATE_MAX
 #define LATE_MAX (M + 3)
+#endif
+#ifndef ASYM
+#define ASYM 0
 #endif
 #define NONE 255
 
@@ -98,6 +110,7 @@ byte sleepers;          /* r's bell.sleepers                               */
 bit rung;               /* r's bell.rung (D1R, region.pml)                 */
 byte seq;               /* r's bell.seq as a futex (wait.pml's encoding)   */
 bool sdone;
+bool win;               /* ASYM: s loaded sleepers, its FB-SEQ not landed  */
 byte taken;             /* messages r took (the Monitor's view)          */
 
 #define BIT (1 << _pid)
@@ -144,6 +157,10 @@ proctype Sender()
             lbody[ltail % LL] = ord;
             ls = sleepers;                       /* D1's load passes FB-SEQ */
             lseq[ltail % LL] = ltail + 1;
+#elif ASYM
+            lbody[ltail % LL] = ord;
+            atomic { ls = sleepers; win = 1 };   /* AF: no F-SND, the load passes FB-SEQ */
+            atomic { lseq[ltail % LL] = ltail + 1; win = 0 };  /* FB-SEQ lands */
 #else
             lbody[ltail % LL] = ord;             /* the body */
             lseq[ltail % LL] = ltail + 1;        /* FB-SEQ: ST_RELEASE */
@@ -294,6 +311,9 @@ proctype Nic()
        rung = 0;                                       /* pt_announce: D1R's clear */
 #endif
        sleepers++;                                     /* RMW_ADD: full fence */
+#if ASYM && !defined(MUT_AFM)
+       (!win);                                         /* AF-M: membarrier: s's FB-SEQ lands */
+#endif
        /* rx_pending: the ring, then fb_senders */
        w = 0;
        lv = rtail;                                     /* A-TAIL */

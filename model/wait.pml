@@ -133,6 +133,20 @@
  * thread starts (SO-V, SO-F, SO-A) is the L-E/L-F pattern of life.h and is
  * not modelled. Mutant MUT_SOLO2: SO with two application threads per rank
  * (no revocation): SPIN must find the lost wake-up.
+ *
+ * ASYM=1 (host mode: the code's AF, transport/shm.c "F-SND, asymmetric";
+ * docs/waiting.md "D1 without the sender's fence"): a sender's D1 has no
+ * fence, so its loads of the receiver's sleepers and polled may pass its
+ * publish, as in mutant MUT_D1; the sender is "in the window" (win[r])
+ * from those early loads until its publish lands. Every announcement on
+ * the bell (W2: the host-mode engine sleepers) is followed by a global
+ * membarrier (AF-M) before its recheck: every sender of the job runs a
+ * full barrier, so a publish still in its store buffer lands first. Here:
+ * the membarrier step waits until the other rank is out of its window
+ * (its publish is one step, never blocked). Every publish is modelled so,
+ * the ring's (which keeps its fence in the code) too: a superset of the
+ * code's reorderings. Mutant MUT_AFM: no membarrier after W2's
+ * announcement (that is MUT_D1): SPIN must find the lost wake-up.
  */
 
 #ifndef OFFLOAD
@@ -193,6 +207,15 @@
 #define MUT_D3                 /* not a mutant here: SO's release has no fence */
 #define MUT_D6                 /* nor its posts' D6 */
 #endif
+#ifndef ASYM
+#define ASYM 0                 /* 1: AF, D1 without the sender's fence, W2 then a membarrier */
+#endif
+#if ASYM
+#if OFFLOAD || FDWAIT
+#error "ASYM: host mode over shared memory"
+#endif
+#define MUT_D1                 /* not a mutant here: the sender's loads pass its publish */
+#endif
 #define KICK_ROUNDS 1          /* PT_WAIT_KICK_ROUNDS (4 in the code) */
 #define NT (2 * NAPP)          /* application threads in the job      */
 #define Q(r, a) ((r) * NAPP + (a))
@@ -234,6 +257,7 @@ byte fdless[2];        /* FDWAIT, offload: the NIC thread's sleep mark (F1, ever
                         * timed (PT_FDLESS_TIMED), turned into 1 likewise */
 bool lease[2];         /* LEASE: polled[r] holds one count no waiter holds   */
 bool untimed[2];       /* LEASE: the NIC thread may sleep without a timeout  */
+bool win[2];           /* ASYM: rank r's engine did D1's loads, its publish not landed */
 
 #if OFFLOAD
 #define EVS(r)   evsl[r]
@@ -385,13 +409,21 @@ inline poll(r, n) {
 #endif
     do
     :: j < NAPP ->
-#ifdef MUT_D1
+#if ASYM
+        /* the loads of D1 pass the buffered publish; from them on the
+         * publish is in the store buffer, which AF-M drains (one step: an
+         * interrupt between them re-executes the loads after its barrier) */
+        atomic { ls = sleepers[1 - r]; lp = polled[1 - r]; win[r] = 1 };
+#elif defined(MUT_D1)
         /* the loads of D1 pass the buffered publish: done before it */
         ls = sleepers[1 - r];
         lp = polled[1 - r];
 #endif
         atomic {
             assert(token[r] == ME);
+#if ASYM
+            win[r] = 0;
+#endif
             in_engine[r]++;
             assert(in_engine[r] == 1);
             if
@@ -412,12 +444,17 @@ inline poll(r, n) {
         if :: p == 2 -> ls = 0; lp = 0 :: else fi;
 #endif
         d1_check(p);
-#ifdef MUT_D1
+#if ASYM
+        atomic { ls = sleepers[1 - r]; lp = polled[1 - r]; win[r] = 1 };
+#elif defined(MUT_D1)
         ls = sleepers[1 - r];
         lp = polled[1 - r];
 #endif
         atomic {
             assert(token[r] == ME);
+#if ASYM
+            win[r] = 0;
+#endif
             if
             :: getq[Q(r, j)] > 0 && !so ->   /* so: pt_nic_poll_send, no receive side */
                 getq[Q(r, j)]--;
@@ -754,6 +791,9 @@ inline wait_event(r, a) {
            EVS(r)++;
 #else
            EVS(r)++;                /* W2: RMW, full fence */
+#if ASYM && !defined(MUT_AFM)
+           (win[1 - r] == 0);       /* AF-M: membarrier, the peer's buffered publish lands */
+#endif
            lq = evq[Q(r, a)];
 #endif
 #ifdef MUT_W2W

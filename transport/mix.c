@@ -291,6 +291,10 @@ static bool mix_peer_alive(struct pt_xport *x, uint32_t peer)
 }
 
 static struct pt_waitword *mix_doorbell(struct pt_xport *x) { return x->so->doorbell(x->sx); }
+static bool mix_af_offer(struct pt_xport *x, bool on)
+{
+    return x->so->af_offer ? x->so->af_offer(x->sx, on) : false;
+}
 
 static pid_t mix_peer_ospid(struct pt_xport *x, uint32_t peer)
 {
@@ -394,6 +398,7 @@ static const struct pt_xport_ops g_mix_ops = {
     .peer_caps = mix_peer_caps,
     .peer_alive = mix_peer_alive,
     .doorbell = mix_doorbell,
+    .af_offer = mix_af_offer,
     .peer_ospid = mix_peer_ospid,
     .rank_of = mix_rank_of,
     .id_of = mix_id_of,

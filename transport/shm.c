@@ -541,7 +541,10 @@ static void shm_commit(struct pt_xport *x, uint32_t peer, enum pt_cls cls, uint3
                 return;
             }
             PT_PERTURB();
-            FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
+            if (x->af_reg && LD_RELAXED(&x->ranks[peer].af))
+                COMPILER_BARRIER(); /* AF: F-SND's partner is the receiver's AF-M */
+            else
+                FENCE_FULL(); /* F-SND: FB-SEQ before the doorbell's load (D1) */
             ring_peer(x, peer);
             return;
         }
@@ -1654,6 +1657,7 @@ static void shm_close(struct pt_xport *x)
     struct pt_shm_rank *rec = &x->ranks[x->me];
     if (x->ospid == getpid() && LD_RELAXED(&rec->ospid) == x->ospid) {
         ST_RELAXED(&rec->cma, 0); /* (a guest slot's next claimer writes its own) */
+        ST_RELAXED(&rec->af, 0);
         ST_RELEASE(&rec->state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
         if (x->me >= x->n) {
             ST_RELEASE(&rec->ospid, 0); /* a guest slot is free again (G-CLAIM) */
@@ -1670,6 +1674,15 @@ static void shm_close(struct pt_xport *x)
     }
     munmap(x->base, x->size);
     pt_shm_xport_free(x);
+}
+
+/* AF (xport.h af_offer; shm_region.h `af`): peers read our mark at each
+ * fast-box commit to us. */
+static bool shm_af_offer(struct pt_xport *x, bool on)
+{
+    bool ok = on && x->af_reg;
+    ST_RELEASE(&x->ranks[x->me].af, ok ? 1u : 0u); /* after pt_wait_set_af (AF) */
+    return ok;
 }
 
 static const struct pt_xport_ops g_shm_ops = {
@@ -1693,6 +1706,7 @@ static const struct pt_xport_ops g_shm_ops = {
     .peer_moved = shm_peer_moved,
     .peer_caps = shm_peer_caps,
     .doorbell = shm_doorbell,
+    .af_offer = shm_af_offer,
     .ring_fd = pt_shm_ring_fd,
     .peer_ospid = shm_peer_ospid,
     .rank_of = shm_rank_of,

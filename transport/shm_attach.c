@@ -4,6 +4,7 @@
 #include "shm_int.h"
 
 #include "config.h"
+#include "membar.h"
 #include "cpu.h"
 #include "log.h"
 #include "proc.h"
@@ -870,6 +871,10 @@ static int open_locked(uint32_t slot_size, uint32_t queue_slots, uint32_t pid_hi
     pt_cma_allow_readers(true);
     ST_RELAXED(&rec->probe_addr, pt_cma_probe_addr());
     ST_RELAXED(&rec->cma, x->cma_allowed ? 1u : 0u); /* peers: shm_peer_caps */
+    /* AF: registered before any skipped F-SND (the receivers' AF-M must
+     * reach us); our own offer comes from the engine (shm_af_offer) */
+    x->af_reg = pt_config()->asym_fsnd != 0 && pt_membar_global_register();
+    ST_RELAXED(&rec->af, 0);
     ST_RELAXED(&rec->wire, pt_config()->transport == PT_TRANSPORT_OFI ? PT_SHM_WIRE_OFI
                                                                       : PT_SHM_WIRE_SHM);
     ST_RELAXED(&rec->prov_hash, 0); /* an earlier holder's (a guest slot's) */

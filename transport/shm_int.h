@@ -208,6 +208,9 @@ struct pt_xport {
     void *peer_mem;               /* the mapping that holds the per-peer arrays     */
     size_t peer_bytes;
     bool cma_allowed;             /* PTL_CMA != 0                                   */
+    bool af_reg;                  /* AF: PTL_ASYM_FSND and registered for the global
+                                   * membarrier (its IPIs reach us): we may skip F-SND
+                                   * to a peer that advertises AF, and offer it      */
     /* Per peer: the thread CMA names instead of the peer's pid once its
      * leader has exited, and the pid it is a thread of (shm_cma,
      * cma_retarget; tid 0: the pid). NULL if the allocation failed. Written

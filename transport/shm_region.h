@@ -329,6 +329,15 @@ _Static_assert(offsetof(struct pt_shm_hdr, ready) == 2 * PT_CACHELINE,
  */
 struct pt_shm_rank {
     PT_ALIGNED struct pt_waitword bell;
+    /* AF (engine/wait.h; docs/waiting.md "D1 without the sender's fence"):
+     * 1 while this rank's every bell announcement is followed by a global
+     * membarrier (AF-M), so that peers may publish a fast-box message to it
+     * without F-SND. The rank: ST_RELAXED(0) before R-ATT, ST_RELEASE(1)
+     * after its engine set AF (shm_af_offer), 0 at its orderly close.
+     * Senders: LD_RELAXED at each fast-box commit (the bell's line, which
+     * D1 loads anyway). A forged 1 costs its writer's own wake-ups only up
+     * to the backstop (PTL_WAKE_BACKSTOP_MS). */
+    _Atomic uint32_t af;
 
     PT_ALIGNED _Atomic int32_t ospid; /* OS pid. Ranks: the launcher writes it
                                        * (ST_RELAXED) right after fork; the rank

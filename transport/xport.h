@@ -196,6 +196,13 @@ struct pt_xport_ops {
     bool (*peer_moved)(struct pt_xport *x, uint32_t peer);
     /* The doorbell this rank's NIC thread sleeps on (lives where peers reach it). */
     struct pt_waitword *(*doorbell)(struct pt_xport *x);
+    /* AF (engine/wait.h): on: this rank's engine runs AF-M after every
+     * announcement on the doorbell from now on (pt_wait_set_af came first),
+     * so peers may publish to it without F-SND; off: withdraw. True when
+     * peers were told (the transport has such a fence to skip and this
+     * process could register for the global membarrier). Optional (NULL:
+     * never). Setup and teardown only. */
+    bool (*af_offer)(struct pt_xport *x, bool on);
     /* Peer's OS pid (for CMA) and the Portals nid/pid of a rank. */
     pid_t (*peer_ospid)(struct pt_xport *x, uint32_t peer);
     /* Map a Portals process id to a peer index (< nprocs); -1 if no process

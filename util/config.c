@@ -37,6 +37,8 @@ static struct pt_tunable g_table[] = {
       "1: an API call's entry orders itself against PtlEQFree and PtlNIFini by the membarrier(2) system call on their side instead of a locked instruction on every call (util/membar.h; off where the kernel lacks it); 0: a locked instruction per call"),
     T("PTL_SOLO", solo, 1, 0, 1,
       "1: while the process has had one API thread only (and PTL_ASYM_FENCE is on), that thread takes and releases the host-mode engine token and takes events from an EQ with plain stores, not locked instructions, and skips the fences that only other API threads of the process need (D3, D6); the second thread to call the library ends this for the process's life (membarrier(2) and a wait of at most one open section of the first; docs/waiting.md, \"One API thread\"); 0: locked instructions always"),
+    T("PTL_ASYM_FSND", asym_fsnd, 1, 0, 1,
+      "1: a host-mode rank with a core of its own (ranks do not outnumber cores, PTL_WAIT_SPIN_US at least 50) lets its peers on this host publish small messages to it without a full fence, and pays instead with a membarrier(2) (MEMBARRIER_CMD_GLOBAL_EXPEDITED, some 10 us) each time one of its threads is about to sleep in the library (docs/waiting.md, \"D1 without the sender's fence\"; off where the kernel lacks it); 0: the sender's fence always"),
     T("PTL_WAIT_SPIN_US", wait_spin_us, 1000, 0, 10000000,
       "microseconds PtlEQWait/PtlEQPoll and synchronous calls poll (running the engine) before sleeping"),
     T("PTL_WAIT_LEASE_US", wait_lease_us, 50, 0, 100000,

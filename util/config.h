@@ -26,6 +26,7 @@ struct pt_config {
     int64_t wait_spin_us;   /* PTL_WAIT_SPIN_US: API waiter spin before sleeping     */
     int64_t asym_fence;     /* PTL_ASYM_FENCE: call entry fenced by membarrier      */
     int64_t solo;           /* PTL_SOLO: one API thread skips the token's locked ops */
+    int64_t asym_fsnd;      /* PTL_ASYM_FSND: AF, peers skip F-SND to a host-mode rank */
     int64_t wait_yield_us;  /* PTL_WAIT_YIELD_US: spin before yielding; -1 auto      */
     int64_t wait_lease_us;  /* PTL_WAIT_LEASE_US: offload poll lease; 0 off          */
     int64_t wait_lease_max_us; /* PTL_WAIT_LEASE_MAX_US: T1's longest timed sleep     */

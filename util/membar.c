@@ -63,6 +63,39 @@ void pt_membar_heavy(void)
                        "uses fences instead)", strerror(e));
     abort();
 }
+
+bool pt_membar_global_register(void)
+{
+    int q = membarrier(MEMBARRIER_CMD_QUERY);
+    return q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+           (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) &&
+           membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+}
+
+bool pt_membar_global(void)
+{
+    long nap_ns = 1000;
+    for (int tries = 0; tries < 1200; tries++) {
+        if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+            return true;
+        int e = errno;
+        if (e != ENOMEM && e != EAGAIN && e != EINTR) {
+            pt_log_once(PT_LOG_WARN, "membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) fails (%s): "
+                                     "sleeping with a timeout instead (PTL_ASYM_FSND=0 "
+                                     "uses fences)", strerror(e));
+            return false;
+        }
+        if (e != EINTR) {
+            struct timespec ts = {0, nap_ns};
+            nanosleep(&ts, NULL);
+            if (nap_ns < 10000000)
+                nap_ns *= 2;
+        }
+    }
+    pt_log_once(PT_LOG_WARN, "membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) keeps failing: "
+                             "sleeping with a timeout instead");
+    return false;
+}
 #else
 void pt_membar_decide(bool want)
 {
@@ -71,4 +104,6 @@ void pt_membar_decide(bool want)
 }
 
 void pt_membar_heavy(void) { FENCE_FULL(); }
+bool pt_membar_global_register(void) { return false; }
+bool pt_membar_global(void) { return false; }
 #endif

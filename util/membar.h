@@ -47,4 +47,25 @@ void pt_membar_decide(bool want);
  * with a message. */
 void pt_membar_heavy(void);
 
+/*
+ * Across processes (AF: transport/shm.c's F-SND, docs/waiting.md "D1 without
+ * the sender's fence"): MEMBARRIER_CMD_GLOBAL_EXPEDITED makes every running
+ * thread of every process that registered (MEMBARRIER_CMD_REGISTER_GLOBAL_
+ * EXPEDITED) execute a full barrier; the same argument as above, with the
+ * hot side in another process. The hot side must have registered before it
+ * skips a fence, the rare side must call pt_membar_global after each store
+ * whose partner may be such a hot side.
+ *
+ * pt_membar_global_register: query and register (per process; a child of
+ * fork() registers again: the registration follows the memory map, which
+ * the child does not share). True when this process is registered and the
+ * kernel has the command; false under ThreadSanitizer (it cannot see the
+ * system call's barriers), off Linux, or where the kernel refuses.
+ * pt_membar_global: the rare side's barrier; transient failures retried
+ * for about 10 s. False when it could not be made: the caller must then
+ * not rely on it (it sleeps with a timeout instead, and says so).
+ */
+bool pt_membar_global_register(void);
+bool pt_membar_global(void);
+
 #endif

@@ -209,6 +209,24 @@ ptl_pattern(think_eqwait_sleep ARGS --wait eqwait --think 1500 --ack on -n 100)
 ptl_pattern(think_split_region ARGS --wait eqwait-split --think 1500 --region on --size 4033 -n 100)
 ptl_pattern(think_threads2_spin ARGS --threads 2 --think 200 --think-mode spin -n 100)
 ptl_pattern(think_stream_get_fresh ARGS --shape stream --op get --recv fresh --think 1500 -n 50)
+# AF (docs/waiting.md, "D1 without the sender's fence"; host mode): waiters spin 50 us,
+# the least AF runs with, and each rank pauses 120 us before its operations, so nearly
+# every wait ends asleep: an announcement on the bell and AF-M's membarrier before the
+# recheck, against a peer that publishes to the fast box without F-SND. A lost wake-up
+# shows as the backstop's "a wake-up did not come" (mp_driver fails it) or a wait
+# past the watchdog. One thread (SO too), then two per rank (D3 and the token's RMWs).
+ptl_pattern(think_af ARGS --wait eqwait --think 120 --ack on -n 2000 ENV PTL_WAIT_SPIN_US=50)
+ptl_pattern(think_af_threads2 ARGS --threads 2 --wait eqwait --think 120 -n 1000
+            ENV PTL_WAIT_SPIN_US=50)
+# ... and that AF really ran there (host mode; the wait counters at PtlNIFini)
+add_test(NAME mp_pat_think_af_on_host
+  COMMAND ${MP_DRV} --no-residue --within 60 --stdout-has "ptl_patterns: OK"
+          --stderr-has "peers skip F-SND to us (AF): yes" --
+          ${MP_RUN} -n 2 --host-matching --timeout 50 --
+          $<TARGET_FILE:mp_patterns> --check --wait eqwait --think 120 -n 300)
+set_tests_properties(mp_pat_think_af_on_host PROPERTIES
+  ENVIRONMENT "PTL_OFFLOAD=0;PTL_WAIT_SPIN_US=50;PTL_LOG_LEVEL=2"
+  TIMEOUT 75 LABELS "mp;patterns")
 
 # ---- the cooperative rendezvous (puts >= PTL_RNDV_COOP_MIN, 64 KiB) in client shapes ----
 # START events off with PtlEQPoll; two threads each with its own 1 MiB exchange; a

@@ -60,6 +60,7 @@
 #include "api_int.h"
 #include "handle.h"
 #include "life.h"
+#include "membar.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -651,6 +652,21 @@ static void test_membar(void)
     if (on != (want && kernel))
         fail("membar: the entry fence is %s where %d was expected", on ? "membarrier" : "locked",
              want && kernel);
+    /* AF's global membarrier (util/membar.h): registered and callable where
+     * the kernel has it (not under ThreadSanitizer) */
+    bool gkernel = false;
+#if defined(__linux__) && defined(__NR_membarrier) && !defined(__SANITIZE_THREAD__)
+    gkernel = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+              (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+#endif
+    bool greg = pt_membar_global_register();
+    printf("life membar: global expedited membarrier: kernel %s, registered %s\n",
+           gkernel ? "has it" : "without it", greg ? "yes" : "no");
+    if (greg != gkernel)
+        fail("membar: the global membarrier's registration %s where %d was expected",
+             greg ? "succeeded" : "failed", gkernel);
+    if (greg && !pt_membar_global())
+        fail("membar: %s failed after registration (%d)", "MEMBARRIER_CMD_GLOBAL_EXPEDITED", 0);
 #if defined(__SANITIZE_THREAD__)
     /* ThreadSanitizer starts no thread in a child of a multi-threaded fork()
      * (the child's NIC thread, offload mode), and its build uses the fenced
