@@ -1659,6 +1659,7 @@ static void shm_close(struct pt_xport *x)
         ST_RELAXED(&rec->cma, 0); /* (a guest slot's next claimer writes its own) */
         ST_RELAXED(&rec->af, 0);
         ST_RELEASE(&rec->state, PT_SHM_R_DETACHED); /* R-ATT's partner for readers */
+        pt_shm_leave_name(x);
         if (x->me >= x->n) {
             ST_RELEASE(&rec->ospid, 0); /* a guest slot is free again (G-CLAIM) */
             /* A guest's departure: nobody reaps it (the launcher counts a

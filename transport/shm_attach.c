@@ -953,6 +953,36 @@ bool pt_shm_named_ident(char *name, size_t len, dev_t *dev_p, ino_t *ino_p)
     return ok;
 }
 
+/* The name of a named region (a PMIx job's node region) goes when the last
+ * rank attaches. A rank that comes only after every other process of the
+ * region has left (slower to start than its peers' whole lives: CI's
+ * mp_pmix_join_forkrace under load, or any rank started 1 s late) finds the
+ * region unused, takes it for a dead job's leftover and makes one of its
+ * own, which no other rank joins; the first region's name then stayed in
+ * /dev/shm for good, and so did the second's. So the last process to leave
+ * a region that not every rank attached removes its name. After our
+ * DETACHED store and a full fence, as every leaver: of two leaving at once,
+ * at least one sees the other gone (both may: the second unlink fails). */
+void pt_shm_leave_name(struct pt_xport *x)
+{
+    char name[80];
+    dev_t dev;
+    ino_t ino;
+    if (LD_RELAXED(&x->hdr->nattached) >= x->n || !pt_shm_named_ident(name, sizeof name, &dev, &ino))
+        return;
+    FENCE_FULL(); /* our DETACHED (shm_close) before the others' states */
+    for (uint32_t i = 0; i < x->np; i++)
+        if (i != x->me && LD_ACQUIRE(&x->ranks[i].state) == PT_SHM_R_ATTACHED &&
+            pt_shm_pid_alive(LD_RELAXED(&x->ranks[i].ospid)))
+            return; /* the last one to leave does it */
+    char path[96];
+    struct stat st;
+    snprintf(path, sizeof path, SHM_DIR "%s", name);
+    if (stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino && shm_unlink(name) == 0)
+        pt_log(PT_LOG_INFO, "job region: %s removed (the last process in it left before "
+                            "every rank attached)", name);
+}
+
 /* ---- the same transport on every rank (shm.h) ----------------------------- */
 
 static const char *wire_name(uint32_t w)

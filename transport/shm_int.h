@@ -256,6 +256,10 @@ int pt_shm_map_fd(int fd, uint64_t size, void **base_p);
  * identity (the watch unlinks the name only while it still names that file).
  * false: not opened by name. Takes the attach lock: not from an open. */
 bool pt_shm_named_ident(char *name, size_t len, dev_t *dev_p, ino_t *ino_p);
+/* shm_close, a rank of a named region after its DETACHED store: when not
+ * every rank has attached and no other process is attached and alive, the
+ * region's name goes (while it still names our region's file). */
+void pt_shm_leave_name(struct pt_xport *x);
 const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len);
 
 /* shm.c */

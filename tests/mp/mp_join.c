@@ -35,6 +35,9 @@
  *   last NI: its threads have ended, or are ending). With
  *   PTL_TEST_THREAD_END_US the library's threads dawdle before they end, so
  *   that the forks come while a thread not yet joined would be torn down.
+ *   MP_JOIN_LATE_MS=T (a PMIx job): the process whose PMIX_RANK is 1 starts T
+ *   ms late, after rank 0's whole life: the node region's name must not stay
+ *   behind (transport/shm_attach.c, pt_shm_leave_name).
  *
  * outsider [K]: K processes (1-4) started outside ptlrun join by naming the job
  *   with PTL_JOB=<ptlrun's pid> (issue 13 item 4): rank 0 forks and execs
@@ -865,6 +868,9 @@ static int forkrace(int argc, char **argv)
 {
     unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 40, rank = 0, size = 0;
     bool at_fini = argc > 3 && !strcmp(argv[3], "fini");
+    const char *late = getenv("MP_JOIN_LATE_MS"), *pr = getenv("PMIX_RANK");
+    if (late && pr && atoi(pr) == 1)
+        usleep((useconds_t)atoi(late) * 1000u);
     for (unsigned r = 0; r < rounds; r++) {
         int maxif;
         ptl_handle_ni_t ni;
