@@ -335,8 +335,9 @@ struct pt_shm_rank {
      * without F-SND. The rank: ST_RELAXED(0) before R-ATT, ST_RELEASE(1)
      * after its engine set AF (shm_af_offer), 0 at its orderly close.
      * Senders: LD_RELAXED at each fast-box commit (the bell's line, which
-     * D1 loads anyway). A forged 1 costs its writer's own wake-ups only up
-     * to the backstop (PTL_WAKE_BACKSTOP_MS). */
+     * D1 loads anyway). A 1 forged by another process into a record can cost
+     * that record's rank wake-ups, each bounded by its backstop
+     * (PTL_WAKE_BACKSTOP_MS), as a forged `polled` or `rung` can. */
     _Atomic uint32_t af;
 
     PT_ALIGNED _Atomic int32_t ospid; /* OS pid. Ranks: the launcher writes it
