@@ -975,12 +975,16 @@ void pt_shm_leave_name(struct pt_xport *x)
         if (i != x->me && LD_ACQUIRE(&x->ranks[i].state) == PT_SHM_R_ATTACHED &&
             pt_shm_pid_alive(LD_RELAXED(&x->ranks[i].ospid)))
             return; /* the last one to leave does it */
+    pt_shm_unlink_same(name, dev, ino, "the last process in it left before every rank attached");
+}
+
+void pt_shm_unlink_same(const char *name, dev_t dev, ino_t ino, const char *why)
+{
     char path[96];
     struct stat st;
     snprintf(path, sizeof path, SHM_DIR "%s", name);
     if (stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino && shm_unlink(name) == 0)
-        pt_log(PT_LOG_INFO, "job region: %s removed (the last process in it left before "
-                            "every rank attached)", name);
+        pt_log(PT_LOG_INFO, "job region: %s removed (%s)", name, why);
 }
 
 /* ---- the same transport on every rank (shm.h) ----------------------------- */

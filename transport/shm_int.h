@@ -260,6 +260,9 @@ bool pt_shm_named_ident(char *name, size_t len, dev_t *dev_p, ino_t *ino_p);
  * every rank has attached and no other process is attached and alive, the
  * region's name goes (while it still names our region's file). */
 void pt_shm_leave_name(struct pt_xport *x);
+/* Unlink a region's name only while it still names the file (dev, ino) we
+ * know: a later job may have made one of the same name. Logs why. */
+void pt_shm_unlink_same(const char *name, dev_t dev, ino_t ino, const char *why);
 const char *pt_shm_file_refusal(const struct stat *st, char *buf, size_t len);
 
 /* shm.c */

@@ -126,14 +126,8 @@ static uint64_t attach_bound_ns(void)
  * job may have made one of the same name). */
 static void drop_name(const struct pt_shm_watch *w, const char *why)
 {
-    if (!w->named)
-        return;
-    char path[96];
-    struct stat st;
-    snprintf(path, sizeof path, SHM_DIR "%s", w->name);
-    if (stat(path, &st) == 0 && st.st_dev == w->dev && st.st_ino == w->ino &&
-        shm_unlink(w->name) == 0)
-        pt_log(PT_LOG_INFO, "job region: %s removed (%s)", w->name, why);
+    if (w->named)
+        pt_shm_unlink_same(w->name, w->dev, w->ino, why);
 }
 
 /* Watched rank i has not attached within the bound: dead to this rank's job,
