@@ -14,7 +14,15 @@
  * Usage: mpirun -n 2 ... mpibench MODE [options]
  *   MODE lat   blocking MPI_Send/MPI_Recv ping-pong; half round trip (us);
  *              --ssend: MPI_Ssend instead (a send that completes once its
- *              receive has matched: MPI's counterpart of a put with an ACK)
+ *              receive has matched: MPI's counterpart of a put with an ACK);
+ *              with 4 or more ranks, pairs (0,1), (2,3), ... at once (rank 0's
+ *              pair reported, the others on "# pair" lines; an odd count's
+ *              last rank idles); --threads N (1-4): N ping-pongs per pair at
+ *              once, one per thread, each on its own communicator
+ *              (MPI_THREAD_MULTIPLE), the samples of rank 0's threads
+ *              together: ptl_patterns --threads and its pairs; --think US:
+ *              the pair's A sleeps US before each round trip (untimed), B
+ *              right after its answer, as ptl_patterns --think (sleep mode)
  *        bw    window of W MPI_Isend/MPI_Irecv + MPI_Waitall, 0-byte ack per
  *              window (uni), or both directions at once without ack (bi)
  *        rate  8-byte messages, window 64, ack per window (1 pair)
@@ -28,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,17 +50,27 @@
 #define TAG_VERIFY 4
 #define TAG_ACK 8
 #define MAX_SIZES 256
+#define MAX_THREADS 4
 
 static int rank, nranks, peer;
 static const char *csv_path, *impl = "mpi";
 static double tsize = -1;
 static size_t sizes[MAX_SIZES];
-static int nsizes, perturb = 1, window = -1, quiet, do_uni = 1, do_bi = 1;
+static int nsizes, perturb = 1, window = -1, quiet, do_uni = 1, do_bi = 1, nthreads = 1;
 /* lat: MPI_Send, or MPI_Ssend with --ssend (same signature) */
 static int (*lat_send)(const void *, int, MPI_Datatype, int, int, MPI_Comm) = MPI_Send;
 static size_t smin = 0, smax = 0, rsize = 8;
 static const char *size_list;
-static long maxiters = -1;
+static long maxiters = -1, think_us;
+
+/* --think: a pause in nanosleep (ptl_patterns' think(), sleep mode) */
+static void think(void)
+{
+    if (think_us > 0) {
+        struct timespec ts = {think_us / 1000000, (think_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static double now_ns(void)
 {
@@ -181,6 +200,88 @@ static const char *size_str(size_t s, char *b, size_t n)
 
 /* ---- lat ------------------------------------------------------------------ */
 
+/* One thread's ping-pong at one size: the pair's even rank ("A", rank 0 of
+ * the pair) times each round trip and decides when the size ends, telling
+ * its peer through the tag; the odd one ("B") answers. Each thread of a rank
+ * has its own communicator (a dup of MPI_COMM_WORLD), so the threads' messages
+ * never match each other's receives, as two independent exchanges in one
+ * client. */
+struct lat_thr {
+    pthread_t th;
+    MPI_Comm comm;
+    size_t sz;
+    double *t; /* A: the timed half round trips (us) */
+    long cap, nt, verified, errors;
+    unsigned char *sbuf, *rbuf;
+};
+
+static void *lat_size(void *arg)
+{
+    struct lat_thr *L = arg;
+    size_t sz = L->sz;
+    int n = (int)sz;
+    const long vevery = 64, warm = 100;
+    unsigned char *sbuf = L->sbuf, *rbuf = L->rbuf;
+    L->nt = L->verified = L->errors = 0;
+    if (!(rank & 1)) {
+        double start = now_ns(), tm0 = 0;
+        int warming = 1;
+        long k = 0, wl = warm;
+        for (long it = 0;; it++) {
+            double a = now_ns();
+            if (warming && (wl <= 0 || a - start > tsize * 0.2e9)) {
+                warming = 0;
+                tm0 = a;
+            }
+            int tag = TAG_DATA, timed = 0;
+            if (warming)
+                wl--;
+            else {
+                if (k % vevery == 0)
+                    tag |= TAG_VERIFY;
+                timed = !(tag & TAG_VERIFY);
+                long ns = L->nt + timed;
+                if (ns >= L->cap || (a - tm0 >= tsize * 1e9 && ns >= 10 && k >= 1))
+                    tag |= TAG_LAST;
+                k++;
+            }
+            if (tag & TAG_VERIFY)
+                fill(sbuf, sz, (uint64_t)it * 2);
+            think();
+            a = now_ns();
+            lat_send(sbuf, n, MPI_BYTE, peer, tag, L->comm);
+            MPI_Recv(rbuf, n, MPI_BYTE, peer, MPI_ANY_TAG, L->comm, MPI_STATUS_IGNORE);
+            double b = now_ns();
+            if (tag & TAG_VERIFY) {
+                if (sz) {
+                    L->verified++;
+                    L->errors += check(rbuf, sz, (uint64_t)it * 2 + 1);
+                }
+            } else if (timed)
+                L->t[L->nt++] = (b - a) / 2000.0;
+            if (tag & TAG_LAST)
+                break;
+        }
+    } else {
+        for (long it = 0;; it++) {
+            MPI_Status st;
+            MPI_Recv(rbuf, n, MPI_BYTE, peer, MPI_ANY_TAG, L->comm, &st);
+            if (st.MPI_TAG & TAG_VERIFY) {
+                if (sz) {
+                    L->verified++;
+                    L->errors += check(rbuf, sz, (uint64_t)it * 2);
+                }
+                fill(sbuf, sz, (uint64_t)it * 2 + 1);
+            }
+            lat_send(sbuf, n, MPI_BYTE, peer, TAG_DATA, L->comm);
+            if (st.MPI_TAG & TAG_LAST)
+                break;
+            think();
+        }
+    }
+    return NULL;
+}
+
 static void lat(void)
 {
     FILE *csv = csv_open("bench,impl,variant,size,iters,p50_us,mean_us,p99_us,max_us,outliers,"
@@ -189,84 +290,60 @@ static void lat(void)
     for (int i = 0; i < nsizes; i++)
         if (sizes[i] > maxsz)
             maxsz = sizes[i];
-    unsigned char *sbuf = malloc(maxsz), *rbuf = malloc(maxsz);
-    memset(sbuf, 1, maxsz);
-    memset(rbuf, 0, maxsz);
     long cap = maxiters > 0 ? maxiters : 100000;
-    double *t = malloc(sizeof(double) * (size_t)(cap + 1));
-    const long vevery = 64, warm = 100;
+    struct lat_thr L[MAX_THREADS];
+    for (int k = 0; k < nthreads; k++) {
+        L[k].cap = cap;
+        L[k].t = malloc(sizeof(double) * (size_t)(cap + 1));
+        L[k].sbuf = malloc(maxsz);
+        L[k].rbuf = malloc(maxsz);
+        memset(L[k].sbuf, 1, maxsz);
+        memset(L[k].rbuf, 0, maxsz);
+        MPI_Comm_dup(MPI_COMM_WORLD, &L[k].comm); /* in order: every rank makes the same */
+    }
+    double *t = malloc(sizeof(double) * (size_t)(cap * nthreads + 1));
     if (rank == 0 && !quiet)
         printf("%-4s %9s %8s %10s %10s %10s %10s %6s %10s %5s %s\n", "op", "size", "iters", "p50",
                "mean", "p99", "max", "outl", "MB/s", "verif", "data");
     long total_err = 0;
     for (int i = 0; i < nsizes; i++) {
         size_t sz = sizes[i];
-        int n = (int)sz;
         long nt = 0, verified = 0, errors = 0;
         MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 0) {
-            double start = now_ns(), tm0 = 0;
-            int warming = 1;
-            long k = 0, wl = warm;
-            for (long it = 0;; it++) {
-                double a = now_ns();
-                if (warming && (wl <= 0 || a - start > tsize * 0.2e9)) {
-                    warming = 0;
-                    tm0 = a;
-                }
-                int tag = TAG_DATA, timed = 0;
-                if (warming)
-                    wl--;
-                else {
-                    if (k % vevery == 0)
-                        tag |= TAG_VERIFY;
-                    timed = !(tag & TAG_VERIFY);
-                    long ns = nt + timed;
-                    if (ns >= cap || (a - tm0 >= tsize * 1e9 && ns >= 10 && k >= 1))
-                        tag |= TAG_LAST;
-                    k++;
-                }
-                if (tag & TAG_VERIFY)
-                    fill(sbuf, sz, (uint64_t)it * 2);
-                a = now_ns();
-                lat_send(sbuf, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                double b = now_ns();
-                if (tag & TAG_VERIFY) {
-                    if (sz) {
-                        verified++;
-                        errors += check(rbuf, sz, (uint64_t)it * 2 + 1);
+        if (peer != rank) { /* a rank without a pair (an odd count's last) only counts */
+            for (int k = 0; k < nthreads; k++)
+                L[k].sz = sz;
+            if (nthreads == 1)
+                lat_size(&L[0]);
+            else {
+                for (int k = 0; k < nthreads; k++)
+                    if (pthread_create(&L[k].th, NULL, lat_size, &L[k])) {
+                        fprintf(stderr, "mpibench: pthread_create failed\n");
+                        MPI_Abort(MPI_COMM_WORLD, 1);
                     }
-                } else if (timed)
-                    t[nt++] = (b - a) / 2000.0;
-                if (tag & TAG_LAST)
-                    break;
+                for (int k = 0; k < nthreads; k++)
+                    pthread_join(L[k].th, NULL);
             }
-        } else if (rank == 1) {
-            for (long it = 0;; it++) {
-                MPI_Status st;
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
-                if (st.MPI_TAG & TAG_VERIFY) {
-                    if (sz) {
-                        verified++;
-                        errors += check(rbuf, sz, (uint64_t)it * 2);
-                    }
-                    fill(sbuf, sz, (uint64_t)it * 2 + 1);
-                }
-                lat_send(sbuf, n, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
-                if (st.MPI_TAG & TAG_LAST)
-                    break;
+            for (int k = 0; k < nthreads; k++) { /* A: every thread's samples together */
+                memcpy(t + nt, L[k].t, sizeof(double) * (size_t)L[k].nt);
+                nt += L[k].nt;
+                verified += L[k].verified;
+                errors += L[k].errors;
             }
         }
         long ve[2] = {verified, errors}, sum[2];
         MPI_Reduce(ve, sum, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        qsort(t, (size_t)nt, sizeof *t, cmpd);
+        double s = 0;
+        long outl = 0;
+        for (long j = 0; j < nt; j++)
+            s += t[j];
+        double mean = nt ? s / nt : 0, p50 = nt ? t[nt / 2] : 0;
+        /* The other pairs' figures, each A's (the table reports rank 0's pair,
+         * as ptl_patterns does; the rest on "# pair" lines) */
+        double mine[2] = {mean, p50}, *all = rank == 0 ? malloc(sizeof(double) * 2 * (size_t)nranks) : NULL;
+        MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         if (rank == 0) {
-            qsort(t, (size_t)nt, sizeof *t, cmpd);
-            double s = 0;
-            long outl = 0;
-            for (long j = 0; j < nt; j++)
-                s += t[j];
-            double mean = nt ? s / nt : 0, p50 = nt ? t[nt / 2] : 0;
             for (long j = 0; j < nt; j++)
                 outl += t[j] > 10 * p50;
             double p99 = nt ? t[(long)(nt * 0.99) < nt ? (long)(nt * 0.99) : nt - 1] : 0;
@@ -277,18 +354,26 @@ static void lat(void)
                 printf("%-4s %9s %8ld %10.3f %10.3f %10.3f %10.1f %6ld %10.1f %5ld %s\n", "send",
                        size_str(sz, b, sizeof b), nt, p50, mean, p99, mx, outl, mbps, sum[0],
                        sum[1] ? "FAILED" : "ok");
+            for (int r = 2; r + 1 < nranks; r += 2)
+                printf("# pair %d-%d: size %zu mean %.3f p50 %.3f us\n", r, r + 1, sz,
+                       all[2 * r], all[2 * r + 1]);
             if (csv)
                 fprintf(csv, "pingpong,%s,%s,%zu,%ld,%.4f,%.4f,%.4f,%.3f,%ld,%.6g,%ld,%ld\n", impl,
                         lat_send == MPI_Ssend ? "ssend" : "put", sz, nt, p50, mean, p99, mx, outl,
                         mbps, sum[0], sum[1]);
             fflush(stdout);
         }
+        free(all);
     }
     if (csv)
         fclose(csv);
+    for (int k = 0; k < nthreads; k++) {
+        MPI_Comm_free(&L[k].comm);
+        free(L[k].t);
+        free(L[k].sbuf);
+        free(L[k].rbuf);
+    }
     free(t);
-    free(sbuf);
-    free(rbuf);
     if (total_err)
         MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -455,12 +540,22 @@ static void usage(void)
 {
     printf("usage: mpirun -n 2 mpibench lat|bw|rate [-o FILE] [-i NAME] [-t SEC] [--min S]\n"
            "       [--max S] [--sizes LIST] [--no-perturb] [-W N] [-D uni|bi|both] [-s SIZE]\n"
-           "       [-n N] [-q] [--ssend]   (see the comment at the top of bench/mpi/mpibench.c)\n");
+           "       [-n N] [-q] [--ssend] [--threads N] [--think US]   (see the comment at the top of bench/mpi/mpibench.c)\n");
 }
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* --threads N > 1 asks for MPI_THREAD_MULTIPLE (looked for before MPI_Init:
+     * the level is chosen there) */
+    int want_mt = 0;
+    for (int i = 2; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--threads") && atoi(argv[i + 1]) > 1)
+            want_mt = 1;
+    int provided = MPI_THREAD_SINGLE;
+    if (want_mt)
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     const char *mode = argc > 1 ? argv[1] : "";
@@ -500,6 +595,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-q")) {
             quiet = 1;
             continue;
+        } else if (!strcmp(a, "--think") && v) {
+            think_us = atol(v);
+            used = think_us >= 0;
+        } else if (!strcmp(a, "--threads") && v) {
+            nthreads = atoi(v);
+            used = nthreads >= 1 && nthreads <= MAX_THREADS;
         } else if (!strcmp(a, "--ssend")) {
             lat_send = MPI_Ssend;
             continue;
@@ -518,6 +619,13 @@ int main(int argc, char **argv)
     if (nranks < 2) {
         if (rank == 0)
             fprintf(stderr, "mpibench: needs 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    if (want_mt && provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0)
+            fprintf(stderr, "mpibench: --threads needs MPI_THREAD_MULTIPLE (this MPI gives %d)\n",
+                    provided);
         MPI_Finalize();
         return 2;
     }
@@ -548,9 +656,17 @@ int main(int argc, char **argv)
         printf("# mpibench %s (%s): %d ranks, rank 0 on cpu %d; %s\n", mode, impl, nranks,
                sched_getcpu(), v);
     }
-    if (is_lat)
+    if (nthreads > 1 && !is_lat) {
+        if (rank == 0)
+            fprintf(stderr, "mpibench: --threads is a lat option\n");
+        MPI_Finalize();
+        return 2;
+    }
+    if (is_lat) {
+        if (nranks >= 4 && (rank ^ 1) < nranks)
+            peer = rank ^ 1; /* pairs (0,1), (2,3), ... */
         lat();
-    else if (is_bw)
+    } else if (is_bw)
         bw();
     else if (is_rate)
         rate();
