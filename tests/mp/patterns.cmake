@@ -228,7 +228,7 @@ set_tests_properties(mp_pat_think_af_on_host PROPERTIES
   ENVIRONMENT "PTL_OFFLOAD=0;PTL_WAIT_SPIN_US=50;PTL_LOG_LEVEL=2"
   TIMEOUT 75 LABELS "mp;patterns")
 
-# ---- the cooperative rendezvous (puts >= PTL_RNDV_COOP_MIN, 64 KiB) in client shapes ----
+# ---- the cooperative rendezvous (puts >= PTL_RNDV_COOP_MIN, 80 KiB) in client shapes ----
 # START events off with PtlEQPoll; two threads each with its own 1 MiB exchange; a
 # window of 4 ACKed 1 MiB puts; the initiator computing (spin) right after its put,
 # so the target takes its part back; waiters asleep between operations
