@@ -555,6 +555,8 @@ struct pt_nic {
                                            * claimed them when our own part was done)   */
     uint64_t coop_free;                   /* [E] our free claim words (bit k: free)     */
     uint32_t coop_gen[PT_XPORT_COOP_WORDS]; /* [E] lives of each claim word            */
+    bool ev_posted_last;                  /* the last pt_ev_wake had something to wake
+                                           * for (a holding waiter's look, wait.c LK) */
     bool events_posted;                   /* D6 due at the end of poll, waking every
                                            * event sleeper (counters, completions, frees) */
     uint8_t ev_neqs;                      /* [E] D6 due for these EQs' events only: */
@@ -988,7 +990,8 @@ static inline bool pt_nic_settling(struct pt_nic *nic)
  * skips D6's: SO). [E] */
 static inline bool pt_ev_wake(struct pt_nic *nic)
 {
-    if (!nic->events_posted && !nic->ev_neqs)
+    nic->ev_posted_last = nic->events_posted || nic->ev_neqs;
+    if (!nic->ev_posted_last)
         return false;
     bool fenced = pt_wait_events_posted(&nic->w, nic->events_posted, nic->ev_watch, nic->ev_neqs);
     nic->events_posted = false;
